@@ -1,0 +1,94 @@
+"""Comparing a candidate's outputs with the high-precision reference.
+
+An output passes only if its shape and dtype are exactly those of the reference, no element
+is NaN where the reference is not, every element is within ``atol + rtol * |ref|``, and the
+norm-wise relative error is within ``rel_l2`` (so an answer near zero everywhere does not
+pass on the absolute tolerance alone).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from kernelgym.tasks import Task
+
+
+def compare_outputs(outputs: list[Any], expected: list[Any], meta: list[Any], task: Task) -> dict[str, Any]:
+    """Fields of a ``CaseResult`` (all but the case's identity)."""
+    if len(outputs) != len(expected):
+        return {"passed": False, "message": f"returned {len(outputs)} output(s); expected {len(expected)}"}
+    worst: dict[str, Any] = {"passed": True, "max_abs_error": 0.0, "max_rel_error": 0.0, "rel_l2_error": 0.0,
+                             "mismatches": 0, "numel": 0, "message": ""}
+    for index, (out, ref, want) in enumerate(zip(outputs, expected, meta, strict=True)):
+        label = f"output {index}" if len(outputs) > 1 else "output"
+        if not isinstance(want, torch.Tensor):
+            if out != want:
+                return {"passed": False, "message": f"{label}: got {out!r}, expected {want!r}"}
+            continue
+        if tuple(out.shape) != tuple(want.shape):
+            return {"passed": False, "message": f"{label} has shape {tuple(out.shape)}; expected {tuple(want.shape)}"}
+        if out.dtype != want.dtype:
+            return {"passed": False, "message": f"{label} has dtype {out.dtype}; expected {want.dtype}"}
+        fields = _compare_tensor(out, ref, task.tolerance(str(want.dtype).removeprefix("torch.")))
+        worst["numel"] += out.numel()
+        worst["mismatches"] += fields["mismatches"]
+        for key in ("max_abs_error", "max_rel_error", "rel_l2_error"):
+            worst[key] = _worse(worst[key], fields[key])
+        if not fields["passed"]:
+            worst["passed"] = False
+            worst["first_mismatch"] = fields.get("first_mismatch")
+            worst["message"] = f"{label}: {fields['message']}"
+    return worst
+
+
+def _worse(a: float, b: float) -> float:
+    if a != a or b != b:
+        return float("nan")
+    return max(a, b)
+
+
+def _compare_tensor(out: torch.Tensor, ref: torch.Tensor, tol: Any) -> dict[str, Any]:
+    device = ref.device
+    o = out.to(device=device, dtype=torch.float64)
+    r = ref.to(dtype=torch.float64)
+    if o.numel() == 0:
+        return {"passed": True, "max_abs_error": 0.0, "max_rel_error": 0.0, "rel_l2_error": 0.0, "mismatches": 0,
+                "message": ""}
+    same = (o == r) | (torch.isnan(o) & torch.isnan(r))  # equal infinities and NaN where the reference is NaN
+    diff = (o - r).abs()
+    diff = torch.where(same, torch.zeros_like(diff), diff)
+    diff = torch.where(torch.isnan(diff), torch.full_like(diff, float("inf")), diff)
+    bound = tol.atol + tol.rtol * r.abs()
+    bad = ~((diff <= bound) | same)
+    mismatches = int(bad.sum())
+    finite = torch.isfinite(r)
+    ref_norm = float(torch.linalg.vector_norm(torch.where(finite, r, 0.0)))
+    err_norm = float(torch.linalg.vector_norm(torch.where(finite & ~same, diff, 0.0)))
+    rel_l2 = err_norm / ref_norm if ref_norm > 0 else (0.0 if err_norm == 0 else float("inf"))
+    max_abs = float(diff.max())
+    rel = diff / r.abs().clamp_min(1e-30)
+    max_rel = float(torch.where(same, torch.zeros_like(rel), rel).max())
+    fields: dict[str, Any] = {"max_abs_error": max_abs, "max_rel_error": max_rel, "rel_l2_error": rel_l2,
+                              "mismatches": mismatches}
+    nan_out = int((torch.isnan(o) & ~torch.isnan(r)).sum())
+    if mismatches:
+        flat = int(bad.flatten().nonzero()[0])
+        index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), out.shape))
+        fields["first_mismatch"] = {"index": list(index), "got": float(o.flatten()[flat]),
+                                    "expected": float(r.flatten()[flat])}
+        what = f"{mismatches} of {out.numel()} elements outside atol={tol.atol:g}, rtol={tol.rtol:g}"
+        if nan_out:
+            what += f" ({nan_out} NaN where the reference is finite)"
+        fields["message"] = (f"{what}; first at index {list(index)}: got {fields['first_mismatch']['got']:.6g}, "
+                             f"expected {fields['first_mismatch']['expected']:.6g}; max abs error {max_abs:.3g}")
+        fields["passed"] = False
+    elif rel_l2 > tol.rel_l2:
+        fields["message"] = (f"relative L2 error {rel_l2:.3g} exceeds {tol.rel_l2:g}: every element is within the "
+                             "element-wise tolerance, but the output as a whole is off")
+        fields["passed"] = False
+    else:
+        fields["message"] = ""
+        fields["passed"] = True
+    return fields

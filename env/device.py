@@ -1,0 +1,70 @@
+"""Devices: which one evaluates, and the measured ceilings that speeds are compared with.
+
+Ceilings are measured figures (shared/HARDWARE.md, 2026-11-29), not datasheet numbers, so a
+fraction of the roofline near 1.0 means "as fast as the best library moves data or does
+arithmetic on this card".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass(frozen=True)
+class Ceilings:
+    name: str
+    bandwidth_gbps: float
+    """Device-memory bandwidth, GB/s (bytes read plus written)."""
+    tflops: dict[str, float]
+    """Dense arithmetic ceilings, TFLOP/s, by input dtype."""
+    source: str
+
+
+KNOWN_CEILINGS = {
+    "H200": Ceilings("NVIDIA H200", 4240.0,
+                     {"bfloat16": 718.0, "float16": 718.0, "float8_e4m3fn": 1251.0, "float32": 67.0,
+                      "int8": 1251.0},
+                     "measured on the H200 machine, shared/HARDWARE.md (copy 4.24 TB/s, cuBLAS bf16 4096^3)"),
+    "H100": Ceilings("NVIDIA H100", 3350.0,
+                     {"bfloat16": 718.0, "float16": 718.0, "float8_e4m3fn": 1251.0, "float32": 67.0,
+                      "int8": 1251.0},
+                     "H200 arithmetic ceilings with the H100 datasheet bandwidth (not measured here)"),
+    "B200": Ceilings("NVIDIA B200", 8000.0,
+                     {"bfloat16": 2250.0, "float16": 2250.0, "float8_e4m3fn": 4500.0, "float32": 80.0,
+                      "int8": 4500.0},
+                     "datasheet leads, not measured here"),
+}
+
+
+def resolve_device(device: str = "auto") -> str:
+    """``auto`` picks ``cuda`` when a GPU is visible, else ``cpu``; a bad name is an error."""
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cpu":
+        return "cpu"
+    if device.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise ValueError(f"device {device!r} asked for, but no CUDA GPU is visible here; use --device cpu")
+        return device
+    raise ValueError(f"unknown device {device!r}; use cpu, cuda or cuda:N")
+
+
+def device_name(device: str) -> str:
+    if device.startswith("cuda"):
+        return torch.cuda.get_device_name(torch.device(device))
+    return "cpu (Triton interpreter)"
+
+
+def ceilings_for(device: str) -> Ceilings | None:
+    if not device.startswith("cuda"):
+        return None
+    name = device_name(device)
+    return next((c for key, c in KNOWN_CEILINGS.items() if key in name), None)
+
+
+def roofline_ms(ceilings: Ceilings, flops: int, nbytes: int, dtype: str) -> float:
+    """The least time the device could take: arithmetic or memory, whichever binds."""
+    peak = ceilings.tflops.get(dtype, ceilings.tflops["float32"])
+    return max(flops / (peak * 1e9), nbytes / (ceilings.bandwidth_gbps * 1e6))

@@ -1,0 +1,469 @@
+"""The five stages, in order, stopping at the first that fails (DESIGN.md, "The environment").
+
+The harness process builds inputs and computes references; candidates run only in worker
+processes (``pool.Worker``), which rebuild the same inputs from the same seeds and send
+their outputs back to be compared here.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import statistics
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from kernelgym.tasks import Sampler, Task
+from kernelgym.tasks.spec import dtype_of, sequence
+
+from . import feedback as feedback_mod
+from .compare import compare_outputs
+from .device import ceilings_for, device_name, resolve_device, roofline_ms
+from .instructions import FAMILIES, FEATURES, count_cubin, count_ptx
+from .pool import Worker, WorkerError
+from .result import CaseResult, EvalResult, KernelReport, Timing, Violation
+from .static import check_source
+from .triton_support import TARGETS
+
+INTERPRETER_BF16 = (
+    "bfloat16 inputs: Triton's interpreter computes bf16 wrongly (triton 3.9, silently) or not at all "
+    "(3.6), so this case was not run on the CPU; run on a GPU to check it"
+)
+
+
+@dataclass
+class Limits:
+    """Seconds allowed for each kind of request before the worker is killed."""
+
+    load: float = 60.0
+    run: float = 120.0
+    compile: float = 300.0
+    timing: float = 300.0
+
+
+@dataclass
+class EvalOptions:
+    target: str = "sm_90a"
+    device: str = "auto"
+    shape_sets: tuple[str, ...] = ("dev",)
+    timing: bool = True
+    warmup: int = 5
+    reps: int = 30
+    limits: Limits = field(default_factory=Limits)
+    reveal_shapes: bool = True
+    """Whether feedback may name the failing case (False for heldout scoring shown to a model)."""
+
+    def __post_init__(self) -> None:
+        if self.target not in TARGETS:
+            raise ValueError(f"unknown target {self.target!r}; use one of {', '.join(sorted(TARGETS))}")
+        for name in self.shape_sets:
+            if name not in ("dev", "heldout", "bench"):
+                raise ValueError(f"unknown shape set {name!r}; use dev, heldout or bench")
+
+
+def _upcast(value: Any, precision: torch.dtype) -> Any:
+    if isinstance(value, torch.Tensor) and value.is_floating_point():
+        return value.to(precision)
+    return value
+
+
+def _itemsize(t: Any) -> int:
+    return t.numel() * t.element_size() if isinstance(t, torch.Tensor) else 0
+
+
+def _has_bf16(inputs: dict[str, Any]) -> bool:
+    return any(isinstance(v, torch.Tensor) and v.dtype == torch.bfloat16 for v in inputs.values())
+
+
+def _params(task: Task) -> list[str]:
+    import ast
+
+    fn = ast.parse(task.signature + ": ...").body[0]
+    assert isinstance(fn, ast.FunctionDef)
+    return [a.arg for a in fn.args.args]
+
+
+class Evaluator:
+    """Judges candidates; holds the workers and the caches that make repeat evaluations cheap."""
+
+    def __init__(self, device: str = "auto") -> None:
+        self.device = resolve_device(device)
+        self.run_worker = Worker(self.device, mode="run")
+        self.compile_worker = Worker("cpu", mode="compile")
+        self._references: OrderedDict[tuple[Any, ...], tuple[list[torch.Tensor], list[Any]]] = OrderedDict()
+        self._baselines: dict[tuple[Any, ...], dict[str, float]] = {}
+        self._source = ""
+        self._options = EvalOptions()
+
+    def close(self) -> None:
+        self.run_worker.stop()
+        self.compile_worker.stop()
+
+    def __enter__(self) -> Evaluator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ references
+    def reference(self, task: Task, case: dict[str, Any], seed: int, dist: str) -> tuple[list[torch.Tensor], list[Any]]:
+        """Expected outputs (in high precision) and their expected shapes/dtypes (meta tensors)."""
+        key = (task.id, tuple(sorted(case.items())), seed, dist, self.device)
+        if key in self._references:
+            self._references.move_to_end(key)
+            return self._references[key]
+        inputs = task.make_inputs(case, Sampler(seed, dist, self.device))
+        try:
+            meta = list(sequence(task.reference(**{k: v.to("meta") if isinstance(v, torch.Tensor) else v
+                                                   for k, v in inputs.items()})))
+        except Exception:  # noqa: BLE001 - some ops have no meta kernel; run at the real dtype instead
+            meta = [o.to("meta") if isinstance(o, torch.Tensor) else o for o in sequence(task.reference(**inputs))]
+        precision = dtype_of(task.reference_precision)
+        with torch.no_grad():
+            expected = list(sequence(task.reference(**{k: _upcast(v, precision) for k, v in inputs.items()})))
+        self._references[key] = (expected, meta)
+        while len(self._references) > 16:
+            self._references.popitem(last=False)
+        return expected, meta
+
+    # ------------------------------------------------------------------ the stages
+    def evaluate(self, task: Task, source: str, options: EvalOptions | None = None) -> EvalResult:
+        options = options or EvalOptions()
+        self._source, self._options = source, options
+        result = EvalResult(task=task.id, target=options.target, device=device_name(self.device))
+        started = time.perf_counter()
+        try:
+            self._evaluate(task, source, options, result)
+        finally:
+            result.seconds["total"] = time.perf_counter() - started
+            result.feedback = feedback_mod.render(result, task, options.reveal_shapes)
+        return result
+
+    def _evaluate(self, task: Task, source: str, options: EvalOptions, result: EvalResult) -> None:
+        params = _params(task)
+        report = check_source(source, task.entrypoint, params, task.language)
+        result.violations.extend(report.violations)
+        if not report.ok:
+            return
+        result.stage = "compile"
+        t0 = time.perf_counter()
+        if not self._load(task, source, params, result):
+            return
+        plan = self._plan(task, options)
+        if not plan:
+            result.compile_errors.append("the task has no cases in the requested shape sets")
+            return
+
+        # Probe with the first runnable case: it records the launches to compile offline.
+        probe_index = next((i for i, p in enumerate(plan) if not (self.device == "cpu" and p[4])), None)
+        probe_reply = self._run(task, plan[probe_index], result) if probe_index is not None else None
+        if probe_reply is not None and probe_reply.get("kind") == "compile":
+            result.compile_errors.append(probe_reply["error"])
+            return
+        if not self._compile(task, options, result):
+            return
+        result.seconds["compile"] = time.perf_counter() - t0
+        result.compiled = True
+
+        result.stage = "correctness"
+        t0 = time.perf_counter()
+        failed_sets: set[str] = set()
+        launched = 0
+        for index, item in enumerate(plan):
+            shape_set, case, seed, dist, bf16 = item
+            if shape_set in failed_sets:
+                continue
+            if self.device == "cpu" and bf16:
+                result.cases.append(CaseResult(shape_set, case, seed, dist, None, skipped=INTERPRETER_BF16))
+                continue
+            reply = probe_reply if index == probe_index else self._run(task, item, result)
+            if reply is None:
+                return
+            case_result = self._judge(task, item, reply, result)
+            result.cases.append(case_result)
+            launched += reply.get("launches", 0) if reply.get("ok") else 0
+            if not case_result.passed:
+                failed_sets.add(shape_set)
+                if reply.get("kind") in ("timeout", "crash"):
+                    break
+        result.seconds["correctness"] = time.perf_counter() - t0
+        skipped = sorted({c.skipped for c in result.cases if c.skipped})
+        result.skipped_checks.extend(skipped)
+        ran = [c for c in result.cases if c.passed is not None]
+        if task.language == "triton" and ran and launched == 0 and result.runtime_error is None:
+            result.violations.append(Violation("no-kernel-launched", "the entrypoint returned without launching "
+                                               "any Triton kernel; the arithmetic must run in a kernel"))
+        result.correct = bool(ran) and all(c.passed for c in ran) and not result.violations
+        if not ran:
+            result.correct = None
+            result.skipped_checks.append("no correctness check could run on this device")
+        if not result.correct:
+            return
+
+        result.stage = "instructions"
+        t0 = time.perf_counter()
+        self._compile(task, options, result)  # launches seen after the probe (other shapes)
+        self._instructions(task, options, result)
+        result.seconds["instructions"] = time.perf_counter() - t0
+        if result.required_features_met is False:
+            return
+
+        result.stage = "timing"
+        if not self.device.startswith("cuda"):
+            result.skipped_checks.append("timing: no GPU on this machine (timing runs on CUDA devices only)")
+            result.stage = "done"
+            return
+        if options.timing:
+            t0 = time.perf_counter()
+            self._timing(task, options, result)
+            result.seconds["timing"] = time.perf_counter() - t0
+        else:
+            result.skipped_checks.append("timing: turned off for this evaluation")
+        if result.correct:
+            result.stage = "done"
+
+    def _plan(self, task: Task, options: EvalOptions) -> list[tuple[str, dict[str, Any], int, str, bool]]:
+        """(shape set, case, seed, distribution, has bf16 inputs) for every check to run."""
+        plan = []
+        for shape_set in options.shape_sets:
+            for i, case in enumerate(task.cases(shape_set)):
+                runs = max(len(task.seeds), len(task.distributions)) if shape_set != "bench" else 1
+                for r in range(runs):
+                    seed = task.seeds[r % len(task.seeds)]
+                    dist = task.distributions[(i + r) % len(task.distributions)]
+                    bf16 = shape_set != "bench" and "bfloat16" in task.dtypes and \
+                        _has_bf16(task.make_inputs(case, Sampler(seed, dist, "cpu")))
+                    plan.append((shape_set, case, seed, dist, bf16))
+        return plan
+
+    def _load(self, task: Task, source: str, params: list[str], result: EvalResult) -> bool:
+        msg = {"op": "load", "source": source, "entrypoint": task.entrypoint, "params": params}
+        try:
+            reply = self.run_worker.request(msg, timeout=self._options.limits.load)
+        except WorkerError as exc:
+            result.compile_errors.append(f"importing the module: {exc}")
+            return False
+        result.stdout = self.run_worker.log_tail(clear=True)
+        if not reply["ok"]:
+            if reply.get("kind") in ("entrypoint", "signature"):
+                code = "missing-entrypoint" if reply["kind"] == "entrypoint" else "signature"
+                result.violations.append(Violation(code, reply["error"]))
+                result.stage = "static"
+            else:
+                result.compile_errors.append(f"importing the module failed:\n{reply['error']}")
+            return False
+        if reply.get("tampered"):
+            self._tampered(reply["tampered"], result)
+            return False
+        return True
+
+    def _tampered(self, names: list[str], result: EvalResult) -> None:
+        result.violations.append(Violation("tampering", "the candidate replaced harness functions: "
+                                           + ", ".join(names) + "; timing and synchronisation are not the "
+                                           "candidate's to change"))
+        self.run_worker.stop()  # never reuse a process whose torch was patched
+
+    def _run(self, task: Task, item: tuple[Any, ...], result: EvalResult) -> dict[str, Any] | None:
+        shape_set, case, seed, dist, _ = item
+        expected, meta = self.reference(task, case, seed, dist)
+        poison_bytes = 2 * sum(_itemsize(m) for m in meta)
+        msg = {"op": "run", "task": task.id, "case": case, "seed": seed, "distribution": dist,
+               "poison_bytes": max(poison_bytes, 1 << 20)}
+        try:
+            reply = self.run_worker.request(msg, timeout=self._options.limits.run)
+        except WorkerError as exc:
+            reply = {"ok": False, "kind": exc.kind, "error": str(exc)}
+        out = self.run_worker.log_tail(clear=True)
+        if out:
+            result.stdout = (result.stdout + "\n" + out).strip()[-4000:]
+        if reply.get("cuda_error"):
+            self.run_worker.stop()  # a CUDA error poisons the context
+        if reply.get("tampered"):
+            self._tampered(reply["tampered"], result)
+        forbidden = reply.get("forbidden_ops") or {}
+        if forbidden and not any(v.code == "torch-op" for v in result.violations):
+            ops = ", ".join(f"{op} (x{n})" for op, n in sorted(forbidden.items()))
+            result.violations.append(Violation("torch-op", f"host code ran PyTorch compute ops: {ops}; only "
+                                               "allocation, views and kernel launches are allowed"))
+        if reply.get("mutated") and not any(v.code == "mutated-input" for v in result.violations):
+            result.violations.append(Violation("mutated-input", "the candidate modified its inputs: "
+                                               + ", ".join(reply["mutated"]) + "; inputs must be left as given"))
+        return reply
+
+    def _judge(self, task: Task, item: tuple[Any, ...], reply: dict[str, Any], result: EvalResult) -> CaseResult:
+        shape_set, case, seed, dist, _ = item
+        if not reply.get("ok"):
+            kind = reply.get("kind", "runtime")
+            message = {"timeout": "timed out: ", "crash": "crashed: "}.get(kind, "raised an error: ") + reply["error"]
+            if result.runtime_error is None:
+                result.runtime_error = reply["error"]
+            return CaseResult(shape_set, case, seed, dist, False, message=message)
+        expected, meta = self.reference(task, case, seed, dist)
+        outputs = reply["outputs"]
+        if task.check is not None:
+            inputs = task.make_inputs(case, Sampler(seed, dist, "cpu"))
+            problem = task.check(outputs[0] if len(outputs) == 1 else outputs, inputs, case)
+            return CaseResult(shape_set, case, seed, dist, problem is None, message=problem or "")
+        fields = compare_outputs(outputs, expected, meta, task)
+        return CaseResult(shape_set, case, seed, dist, **fields)
+
+    def _compile(self, task: Task, options: EvalOptions, result: EvalResult) -> bool:
+        if task.language != "triton":
+            return True
+        try:
+            reply = self.run_worker.request({"op": "specs", "targets": [options.target]}, timeout=60)
+        except WorkerError as exc:
+            result.compile_errors.append(f"recording launches: {exc}")
+            return False
+        result.compile_errors.extend(reply.get("errors", []))
+        known = {(k.name, k.target) for k in result.kernels}
+        specs = reply.get("specs", [])
+        if not specs:
+            return not result.compile_errors
+        try:
+            self.compile_worker.request({"op": "load", "source": self._source, "entrypoint":
+                                         task.entrypoint, "mode": "compile"}, timeout=options.limits.load)
+            compiled = self.compile_worker.request({"op": "compile", "specs": specs}, timeout=options.limits.compile)
+        except WorkerError as exc:
+            result.compile_errors.append(f"compiling for {options.target}: {exc}")
+            return False
+        for kernel in compiled.get("kernels", []):
+            if not kernel["ok"]:
+                result.compile_errors.append(f"{kernel['kernel']} for {kernel['target']}:\n{kernel['error']}")
+                continue
+            if (kernel["name"], kernel["target"]) in known:
+                continue
+            known.add((kernel["name"], kernel["target"]))
+            ptx_counts = count_ptx(kernel["ptx"])
+            sass_counts: dict[str, int] = {}
+            try:
+                per_fn = count_cubin(base64.b64decode(kernel["cubin"]))
+                for counts in per_fn.values():
+                    for fam, n in counts.items():
+                        sass_counts[fam] = sass_counts.get(fam, 0) + n
+            except RuntimeError as exc:
+                result.skipped_checks.append(f"SASS of {kernel['name']}: {exc}")
+            result.kernels.append(KernelReport(
+                name=kernel["name"], target=kernel["target"],
+                families={fam: {"ptx": ptx_counts.get(fam, 0), "sass": sass_counts.get(fam, 0)} for fam in FAMILIES},
+                shared_bytes=kernel.get("shared")))
+        return not result.compile_errors
+
+    def _instructions(self, task: Task, options: EvalOptions, result: EvalResult) -> None:
+        totals = {fam: {"ptx": 0, "sass": 0, "executed": None} for fam in FAMILIES}
+        for kernel in result.kernels:
+            if kernel.target != options.target:
+                continue
+            for fam, counts in kernel.families.items():
+                totals[fam]["ptx"] += counts["ptx"]
+                totals[fam]["sass"] += counts["sass"]
+        result.instructions = totals
+        required = list(task.required_features.get(options.target, ()))
+        result.required_features = required
+        if not required:
+            result.required_features_met = None if task.language == "triton" else True
+            return
+        for feature in required:
+            families = FEATURES[feature]
+            if not any(totals[f]["sass"] or totals[f]["ptx"] for f in families):
+                result.missing_features[feature] = f"no {'/'.join(families)} instruction in any compiled kernel"
+        result.required_features_met = not result.missing_features
+        result.arch_verified = result.required_features_met
+
+    def _timing(self, task: Task, options: EvalOptions, result: EvalResult) -> None:
+        ceilings = ceilings_for(self.device)
+        timings: list[Timing] = []
+        ratios: dict[str, list[float]] = {}
+        for case in task.cases("bench"):
+            item = ("bench", case, 0, "normal", False)
+            reply = self._run(task, item, result)
+            check = self._judge(task, item, reply or {"ok": False, "error": "no reply"}, result)
+            result.cases.append(check)
+            if not check.passed:
+                result.correct = False
+                return
+            try:
+                stats = self.run_worker.request({"op": "time", "task": task.id, "case": case, "seeds": [0, 1, 2],
+                                                 "warmup": options.warmup, "reps": options.reps},
+                                                timeout=options.limits.timing)
+            except WorkerError as exc:
+                result.runtime_error = f"timing: {exc}"
+                result.correct = False
+                return
+            if not stats.get("ok"):
+                result.runtime_error = f"timing: {stats.get('error')}"
+                result.correct = False
+                return
+            if stats.get("hidden_work"):
+                result.suspicious.append(
+                    f"{case}: the wall clock ({stats['wall_median_ms']:.3f} ms) is far above the CUDA events "
+                    f"({stats['event_median_ms']:.3f} ms): work escapes the timed stream; the wall clock is used")
+            # Re-check on fresh inputs after the timing loop: a kernel that behaves differently once warm fails.
+            after = ("bench", case, 7, "uniform", False)
+            recheck = self._judge(task, after, self._run(task, after, result) or {"ok": False, "error": "?"}, result)
+            result.cases.append(recheck)
+            if not recheck.passed:
+                result.correct = False
+                result.violations.append(Violation("inconsistent", "outputs were right before the timing loop and "
+                                                   "wrong after it, on fresh inputs"))
+                return
+            baselines = self._baseline_times(task, case, options)
+            timing = Timing(case=case, median_ms=stats["median_ms"], min_ms=stats["min_ms"], max_ms=stats["max_ms"],
+                            runs=stats["runs"], baselines_ms=baselines)
+            flops, nbytes = task.flops(case), task.bytes(case)
+            timing.tflops = flops / (timing.median_ms * 1e9)
+            timing.gbps = nbytes / (timing.median_ms * 1e6)
+            if ceilings is not None:
+                dtype = case.get("dtype", task.dtypes[0])
+                timing.roofline_fraction = roofline_ms(ceilings, flops, nbytes, dtype) / timing.median_ms
+                if timing.roofline_fraction > 1.05:
+                    result.suspicious.append(f"{case}: {timing.roofline_fraction:.2f}x the device's roofline")
+            for name, ms in baselines.items():
+                ratios.setdefault(name, []).append(ms / timing.median_ms)
+            vendor = baselines.get("vendor")
+            if vendor and vendor / timing.median_ms > 3:
+                result.suspicious.append(f"{case}: {vendor / timing.median_ms:.1f}x faster than the vendor library")
+            timings.append(timing)
+        result.timing = timings
+        result.speedup = {name: math.exp(statistics.fmean(math.log(r) for r in rs)) for name, rs in ratios.items()}
+
+    def _baseline_times(self, task: Task, case: dict[str, Any], options: EvalOptions) -> dict[str, float]:
+        from .timing import time_callable
+
+        key = (task.id, tuple(sorted(case.items())), self.device)
+        if key in self._baselines:
+            return self._baselines[key]
+        inputs = [task.make_inputs(case, Sampler(seed, "normal", self.device)) for seed in (0, 1, 2)]
+        fns: dict[str, Any] = {}
+        if "eager" in task.baselines:
+            fns["eager"] = task.reference
+        if "torch.compile" in task.baselines:
+            fns["torch.compile"] = torch.compile(task.reference)
+        if task.vendor is not None:
+            fns["vendor"] = task.vendor
+        times = {}
+        with torch.no_grad():
+            for name, fn in fns.items():
+                try:
+                    times[name] = time_callable(fn, inputs, warmup=options.warmup, reps=options.reps)["median_ms"]
+                except Exception as exc:  # noqa: BLE001 - a baseline that fails is left out, and said
+                    times[f"{name} (failed: {type(exc).__name__})"] = float("nan")
+        self._baselines[key] = {k: v for k, v in times.items() if v == v}
+        return self._baselines[key]
+
+
+def evaluate(task: Task, source: str, options: EvalOptions | None = None, evaluator: Evaluator | None = None
+             ) -> EvalResult:
+    """Judge one candidate; a throwaway Evaluator is made (and closed) when none is given."""
+    options = options or EvalOptions()
+    own = evaluator is None
+    evaluator = evaluator or Evaluator(options.device)
+    try:
+        return evaluator.evaluate(task, source, options)
+    finally:
+        if own:
+            evaluator.close()

@@ -1,0 +1,76 @@
+"""The feedback text a model reads: the verdict first, then only what helps fix or speed up."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kernelgym.tasks import Task, case_label
+
+if TYPE_CHECKING:
+    from .result import EvalResult
+
+MAX_COMPILE_ERROR_CHARS = 2500
+
+
+def _trim(text: str, limit: int) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[: limit // 2] + "\n[...]\n" + text[-limit // 2:]
+
+
+def verdict(result: EvalResult) -> str:
+    if result.violations and not result.compiled and result.stage == "static":
+        return "REJECTED (static checks)"
+    if not result.compiled:
+        return "COMPILE FAILED"
+    if result.violations:
+        return "REJECTED (policy)"
+    if result.correct is None:
+        return "NOT CHECKED on this device"
+    if not result.correct:
+        return "INCORRECT"
+    if result.required_features_met is False:
+        return "CORRECT, but required instructions missing"
+    return "CORRECT"
+
+
+def render(result: EvalResult, task: Task, reveal_shapes: bool = True) -> str:
+    lines = [f"Verdict: {verdict(result)} (task {task.id}, target {result.target}, device {result.device})"]
+    for v in result.violations:
+        where = f" (line {v.line})" if v.line else ""
+        lines.append(f"- [{v.code}]{where} {v.message}")
+    for err in result.compile_errors[:3]:
+        lines.append("Compiler error:\n" + _trim(err, MAX_COMPILE_ERROR_CHARS))
+    failed = [c for c in result.cases if c.passed is False]
+    if failed:
+        c = failed[0]
+        where = f"case {case_label(c.case)}, seed {c.seed}, {c.distribution} inputs" if reveal_shapes \
+            else f"a {c.shape_set} case"
+        lines.append(f"First failing check ({c.shape_set}): {where}:\n  {c.message.strip()}")
+        passed = sum(1 for x in result.cases if x.passed)
+        lines.append(f"Checks passed: {passed} of {sum(1 for x in result.cases if x.passed is not None)}.")
+    elif result.correct:
+        lines.append(f"All {sum(1 for x in result.cases if x.passed)} correctness checks passed.")
+    for skipped in result.skipped_checks:
+        lines.append(f"Not checked: {skipped}")
+    if result.instructions:
+        used = [f"{fam} (ptx {c['ptx']}, sass {c['sass']}"
+                + (f", executed {c['executed']}" if c.get("executed") is not None else "") + ")"
+                for fam, c in result.instructions.items() if c["ptx"] or c["sass"] or c.get("executed")]
+        lines.append(f"Instructions on {result.target}: " + (", ".join(used) if used else "no tensor-core, TMA, "
+                     "async-copy or barrier instructions"))
+    for feature, why in result.missing_features.items():
+        lines.append(f"Missing required feature {feature}: {why}.")
+    if result.timing:
+        for t in result.timing:
+            base = ", ".join(f"{k} {v:.3f} ms ({v / t.median_ms:.2f}x)" for k, v in t.baselines_ms.items())
+            roof = f", {t.roofline_fraction:.0%} of roofline" if t.roofline_fraction is not None else ""
+            lines.append(f"Timing {case_label(t.case)}: {t.median_ms:.3f} ms, {t.tflops:.1f} TFLOP/s, "
+                         f"{t.gbps:.0f} GB/s{roof}; baselines: {base}")
+    if result.speedup:
+        lines.append("Speedup (geometric mean over bench shapes): "
+                     + ", ".join(f"{k} {v:.2f}x" for k, v in result.speedup.items()))
+    for s in result.suspicious:
+        lines.append(f"Suspicious: {s}")
+    if result.stdout:
+        lines.append("Candidate output (tail):\n" + _trim(result.stdout, 1200))
+    return "\n".join(lines)

@@ -1,0 +1,90 @@
+"""What host code may do, checked where it happens: on every ATen op the candidate runs.
+
+A static scan (``static.py``) gives early, line-numbered feedback; this dynamic check is
+the one that cannot be dodged with ``getattr``, ``importlib`` or a string ``eval``, because
+every PyTorch compute op, however it is reached, ends in the dispatcher.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+# Allocation, views, layout copies and scalar reads: what a kernel wrapper needs.
+ALLOWED_OPS = frozenset({
+    "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like",
+    "new_zeros", "full", "full_like", "new_full", "ones", "ones_like", "new_ones", "fill_", "zero_",
+    "view", "_unsafe_view", "reshape", "_reshape_alias", "as_strided", "t", "transpose", "permute",
+    "expand", "unsqueeze", "squeeze", "select", "slice", "alias", "detach", "unbind", "split",
+    "split_with_sizes", "chunk", "narrow", "unfold", "view_as_real", "view_as_complex", "movedim",
+    "flatten", "clone", "contiguous", "copy_", "lift_fresh", "lift_fresh_copy", "_local_scalar_dense",
+    "is_nonzero", "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "resize_", "set_",
+    "record_stream", "is_same_size", "_has_compatible_shallow_copy_type", "expand_as", "view_as",
+    "diagonal", "_to_copy", "to", "_pin_memory", "is_pinned", "stride", "size", "numel", "dim",
+    "storage_offset", "is_contiguous", "_nested_tensor_from_mask_left_aligned", "resolve_conj",
+    "resolve_neg", "conj", "_conj", "_neg_view", "_copy_from", "_copy_from_and_resize",
+})
+
+
+class PolicyMode(TorchDispatchMode):
+    """Records every ATen op the candidate's host code runs, outside kernel launches.
+
+    Kernel launches pause it (``paused``): Triton's interpreter moves tensors with ATen ops
+    of its own, which are the harness's business, not the candidate's.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.paused = 0
+        self.ops: Counter[str] = Counter()
+        self.casts: Counter[str] = Counter()
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        if not self.paused:
+            name = func.overloadpacket.__name__
+            self.ops[name] += 1
+            if name == "_to_copy" and args and isinstance(args[0], torch.Tensor):
+                dtype = kwargs.get("dtype")
+                if dtype is not None and dtype != args[0].dtype:
+                    self.casts[f"{args[0].dtype} -> {dtype}"] += 1
+        return func(*args, **kwargs)
+
+    def forbidden(self) -> dict[str, int]:
+        found = {op: n for op, n in self.ops.items() if op not in ALLOWED_OPS}
+        found.update({f"cast {c}": n for c, n in self.casts.items()})
+        return found
+
+
+_active: list[PolicyMode] = []
+
+
+class paused:
+    """Context manager: the host-op policy does not watch what runs inside (kernel launches)."""
+
+    def __enter__(self) -> None:
+        for mode in _active:
+            mode.paused += 1
+
+    def __exit__(self, *exc: object) -> None:
+        for mode in _active:
+            mode.paused -= 1
+
+
+class watching:
+    """Context manager running a call under a fresh PolicyMode; yields the mode."""
+
+    def __init__(self) -> None:
+        self.mode = PolicyMode()
+
+    def __enter__(self) -> PolicyMode:
+        _active.append(self.mode)
+        self.mode.__enter__()
+        return self.mode
+
+    def __exit__(self, *exc: object) -> None:
+        self.mode.__exit__(*exc)
+        _active.remove(self.mode)

@@ -1,0 +1,139 @@
+"""The typed verdict of one evaluation, and its JSON form.
+
+Every field a consumer reads is here; the feedback text is derived from it
+(``feedback.py``) so the model and the researcher see the same facts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+STAGES = ("static", "compile", "correctness", "instructions", "timing", "done")
+
+
+@dataclass
+class Violation:
+    """A policy or cheating finding. ``code`` is stable; ``message`` is for people."""
+
+    code: str
+    message: str
+    line: int | None = None
+
+
+@dataclass
+class CaseResult:
+    """The check of one (shape set, case, seed, distribution)."""
+
+    shape_set: str
+    case: dict[str, Any]
+    seed: int
+    distribution: str
+    passed: bool | None
+    """None when the check could not run here (see ``skipped``)."""
+    max_abs_error: float | None = None
+    max_rel_error: float | None = None
+    rel_l2_error: float | None = None
+    mismatches: int | None = None
+    numel: int | None = None
+    first_mismatch: dict[str, Any] | None = None
+    message: str = ""
+    skipped: str | None = None
+
+
+@dataclass
+class KernelReport:
+    """One compiled kernel: where it came from and what it contains."""
+
+    name: str
+    target: str
+    families: dict[str, dict[str, int]]
+    registers: int | None = None
+    shared_bytes: int | None = None
+    spills: int | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Timing:
+    """Milliseconds per call, for one bench case."""
+
+    case: dict[str, Any]
+    median_ms: float
+    min_ms: float
+    max_ms: float
+    runs: int
+    baselines_ms: dict[str, float] = field(default_factory=dict)
+    tflops: float | None = None
+    gbps: float | None = None
+    roofline_fraction: float | None = None
+
+
+@dataclass
+class EvalResult:
+    task: str
+    target: str
+    device: str
+    stage: str = "static"
+    """The last stage reached (``done`` when every stage ran)."""
+    compiled: bool = False
+    correct: bool | None = None
+    arch_verified: bool | None = None
+    violations: list[Violation] = field(default_factory=list)
+    compile_errors: list[str] = field(default_factory=list)
+    runtime_error: str | None = None
+    cases: list[CaseResult] = field(default_factory=list)
+    kernels: list[KernelReport] = field(default_factory=list)
+    instructions: dict[str, dict[str, int | None]] = field(default_factory=dict)
+    required_features: list[str] = field(default_factory=list)
+    required_features_met: bool | None = None
+    missing_features: dict[str, str] = field(default_factory=dict)
+    timing: list[Timing] | None = None
+    speedup: dict[str, float] | None = None
+    skipped_checks: list[str] = field(default_factory=list)
+    suspicious: list[str] = field(default_factory=list)
+    stdout: str = ""
+    feedback: str = ""
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def errors(self) -> dict[str, dict[str, Any]]:
+        """Per failing shape set: worst errors and mismatch count (the CLI's ``errors``)."""
+        out: dict[str, dict[str, Any]] = {}
+        for c in self.cases:
+            if c.passed is not False:
+                continue
+            e = out.setdefault(c.shape_set, {"max_abs_error": 0.0, "max_rel_error": 0.0, "mismatches": 0,
+                                             "failed_cases": 0, "first_failure": None})
+            e["max_abs_error"] = _nanmax(e["max_abs_error"], c.max_abs_error)
+            e["max_rel_error"] = _nanmax(e["max_rel_error"], c.max_rel_error)
+            e["mismatches"] += c.mismatches or 0
+            e["failed_cases"] += 1
+            if e["first_failure"] is None:
+                e["first_failure"] = {"case": c.case, "seed": c.seed, "distribution": c.distribution,
+                                      "message": c.message, "first_mismatch": c.first_mismatch}
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["errors"] = self.errors
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> EvalResult:
+        d = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
+        d["violations"] = [Violation(**v) for v in d.get("violations", [])]
+        d["cases"] = [CaseResult(**c) for c in d.get("cases", [])]
+        d["kernels"] = [KernelReport(**k) for k in d.get("kernels", [])]
+        if d.get("timing") is not None:
+            d["timing"] = [Timing(**t) for t in d["timing"]]
+        return cls(**d)
+
+
+def _nanmax(a: float | None, b: float | None) -> float | None:
+    values = [v for v in (a, b) if v is not None]
+    if not values:
+        return None
+    if any(v != v for v in values):  # NaN is the worst error there is
+        return float("nan")
+    return max(values)

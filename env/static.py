@@ -1,0 +1,189 @@
+"""Stage 1: parse the candidate and apply the language and policy rules without running it.
+
+These checks give early, line-numbered feedback. They are not the last word on host code:
+``policy.py`` watches every ATen op at run time, which catches what a scan cannot
+(``getattr`` tricks, ``importlib``, string ``eval``).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from .result import Violation
+
+ALLOWED_TORCH_CALLS = frozenset({
+    "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "full", "full_like", "ones", "ones_like",
+    "tensor", "as_strided", "device", "Size", "finfo", "iinfo", "is_tensor", "get_default_dtype", "Generator",
+    "is_floating_point", "promote_types", "result_type", "broadcast_shapes", "dtype",
+    # torch.cuda.* and torch.backends.* calls are device queries, allowed by prefix below.
+})
+ALLOWED_TORCH_PREFIXES = ("torch.cuda.", "torch.backends.", "torch.version.", "torch.library.")
+FORBIDDEN_MODULES = frozenset({
+    "subprocess", "socket", "multiprocessing", "threading", "_thread", "concurrent", "asyncio", "signal",
+    "gc", "importlib", "ctypes", "cffi", "shutil", "urllib", "http", "ssl", "requests", "httpx", "pty",
+    "resource", "sysconfig", "code", "codeop", "runpy", "builtins", "pickle", "marshal",
+})
+FORBIDDEN_BUILTINS = frozenset({"eval", "exec", "compile", "__import__", "globals", "breakpoint", "input"})
+FORBIDDEN_OS = frozenset({"system", "popen", "fork", "forkpty", "kill", "killpg", "execv", "execve", "execvp",
+                          "execl", "execlp", "spawnl", "spawnv", "posix_spawn", "_exit", "setsid", "remove",
+                          "unlink", "rmdir", "chdir"})
+TRITON_DECORATORS = ("jit", "autotune", "heuristics")
+
+
+@dataclass
+class StaticReport:
+    ok: bool
+    violations: list[Violation] = field(default_factory=list)
+    kernels: list[str] = field(default_factory=list)
+    tree: ast.Module | None = None
+
+
+def _dotted(node: ast.AST) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _is_triton_kernel(fn: ast.FunctionDef, aliases: dict[str, str]) -> bool:
+    for dec in fn.decorator_list:
+        target = dec.func if isinstance(dec, ast.Call) else dec
+        name = _dotted(target) or ""
+        head, _, tail = name.partition(".")
+        resolved = f"{aliases.get(head, head)}.{tail}" if tail else aliases.get(head, head)
+        if resolved.startswith("triton.") and resolved.rsplit(".", 1)[-1] in TRITON_DECORATORS:
+            return True
+    return False
+
+
+class _Scanner(ast.NodeVisitor):
+    def __init__(self, language: str) -> None:
+        self.language = language
+        self.aliases: dict[str, str] = {}
+        self.violations: list[Violation] = []
+        self.kernels: list[str] = []
+        self._in_kernel = 0
+
+    def flag(self, code: str, message: str, node: ast.AST) -> None:
+        self.violations.append(Violation(code, message, getattr(node, "lineno", None)))
+
+    def _check_module(self, module: str, node: ast.AST) -> None:
+        root = module.split(".")[0]
+        if root in FORBIDDEN_MODULES and not (root == "ctypes" and self.language == "cuda"):
+            self.flag("forbidden-import", f"importing {module!r} is not allowed in a candidate "
+                      "(no processes, threads, sockets, dynamic imports or introspection of the harness)", node)
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            self._check_module(alias.name, node)
+            self.aliases[(alias.asname or alias.name).split(".")[0]] = alias.name if alias.asname else \
+                alias.name.split(".")[0]
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        module = node.module or ""
+        self._check_module(module, node)
+        for alias in node.names:
+            full = f"{module}.{alias.name}"
+            self.aliases[alias.asname or alias.name] = full
+            if module.startswith("torch") and not self._torch_call_allowed(full) and not self._is_namespace(full):
+                self.flag("torch-compute", f"importing {full} brings a PyTorch compute op into the candidate; "
+                          "do the arithmetic in a kernel", node)
+
+    @staticmethod
+    def _is_namespace(full: str) -> bool:
+        return full in ("torch.nn.functional", "torch.nn", "torch.cuda", "torch.Tensor", "torch.dtype",
+                        "torch.device") or full.startswith(("torch.cuda", "torch.backends"))
+
+    @staticmethod
+    def _torch_call_allowed(full: str) -> bool:
+        if full.startswith(ALLOWED_TORCH_PREFIXES):
+            return True
+        return full.count(".") == 1 and full.split(".")[1] in ALLOWED_TORCH_CALLS
+
+    def _resolve(self, node: ast.AST) -> str | None:
+        name = _dotted(node)
+        if name is None:
+            return None
+        head, _, tail = name.partition(".")
+        base = self.aliases.get(head, head)
+        return f"{base}.{tail}" if tail else base
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        if _is_triton_kernel(node, self.aliases):
+            self.kernels.append(node.name)
+            self._in_kernel += 1
+            self.generic_visit(node)
+            self._in_kernel -= 1
+        else:
+            self.generic_visit(node)
+
+    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
+
+    def visit_Call(self, node: ast.Call) -> None:
+        if not self._in_kernel:
+            full = self._resolve(node.func)
+            if full:
+                if full.startswith("torch.") and not self._torch_call_allowed(full):
+                    self.flag("torch-compute", f"{full}() is a PyTorch compute op; host code may only allocate, "
+                              "take views and launch kernels", node)
+                elif full in FORBIDDEN_BUILTINS:
+                    self.flag("forbidden-call", f"{full}() is not allowed in a candidate", node)
+                elif full.startswith("os.") and full.split(".", 1)[1] in FORBIDDEN_OS:
+                    self.flag("forbidden-call", f"{full}() is not allowed in a candidate", node)
+                elif full in ("getattr", "setattr") and node.args:
+                    target = self._resolve(node.args[0]) or ""
+                    if target.startswith("torch") or target in ("F", "time"):
+                        self.flag("obfuscated-access", f"{full}() on {target} hides which function is called; "
+                                  "name it directly", node)
+                elif full.startswith(("sys._getframe", "sys.modules")):
+                    self.flag("forbidden-call", f"{full} reaches into the harness", node)
+        self.generic_visit(node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if not self._in_kernel:
+            full = self._resolve(node)
+            if full in ("sys.modules", "sys._getframe") or (full or "").startswith("sys.modules"):
+                self.flag("forbidden-call", f"{full} reaches into the harness", node)
+        self.generic_visit(node)
+
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        if isinstance(node.op, ast.MatMult) and not self._in_kernel:
+            self.flag("torch-compute", "the @ operator in host code runs a PyTorch matmul; use a kernel", node)
+        self.generic_visit(node)
+
+
+def check_source(source: str, entrypoint: str, params: list[str], language: str = "triton") -> StaticReport:
+    """Parse, find the entrypoint with the task's parameters, and scan host code."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        where = f"line {exc.lineno}" + (f", column {exc.offset}" if exc.offset else "")
+        text = (exc.text or "").rstrip()
+        return StaticReport(False, [Violation("syntax", f"syntax error at {where}: {exc.msg}"
+                                              + (f"\n    {text}" if text else ""), exc.lineno)])
+    except ValueError as exc:  # null bytes and the like
+        return StaticReport(False, [Violation("syntax", f"the source cannot be parsed: {exc}")])
+    scanner = _Scanner(language)
+    scanner.visit(tree)
+    violations = list(scanner.violations)
+    entry = next((n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+                  and n.name == entrypoint), None)
+    assigned = any(isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == entrypoint
+                                                     for t in n.targets) for n in tree.body)
+    if entry is None and not assigned:
+        violations.append(Violation("missing-entrypoint", f"the module defines no top-level function "
+                                    f"{entrypoint!r}; define def {entrypoint}({', '.join(params)})"))
+    elif entry is not None:
+        got = [a.arg for a in entry.args.posonlyargs + entry.args.args]
+        if got[: len(params)] != params:
+            violations.append(Violation("signature", f"{entrypoint}({', '.join(got)}) does not match the task's "
+                                        f"parameters ({', '.join(params)})", entry.lineno))
+    if language == "triton" and not scanner.kernels:
+        violations.append(Violation("no-kernel", "no @triton.jit kernel is defined; a Triton task's arithmetic "
+                                    "must run in Triton kernels"))
+    return StaticReport(not violations, violations, scanner.kernels, tree)

@@ -1,0 +1,222 @@
+"""Triton: recording the launches a candidate makes, and compiling them offline for a target.
+
+On a CPU the candidate runs in Triton's interpreter, which compiles nothing; to see the PTX
+and SASS a GPU would run, every launch is recorded with its arguments, specialised as
+Triton's own launcher would for the target (``create_function_from_signature`` and
+``_pack_args``, present in Triton 3.6 through 3.9), and compiled with ``triton.compile`` in
+a process that never ran the interpreter (the interpreter patches ``triton.language``).
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import json
+import os
+import re
+import subprocess
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import policy
+
+TARGETS = {"sm_90a": 90, "sm_100a": 100}
+LAUNCH_OPTION_KEYS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion")
+
+
+def target_capability(target: str) -> int:
+    if target not in TARGETS:
+        raise ValueError(f"unknown target {target!r}; use one of {sorted(TARGETS)}")
+    return TARGETS[target]
+
+
+@dataclass
+class Launch:
+    fn: Any
+    """The Python function behind the @triton.jit kernel."""
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+
+
+@dataclass
+class LaunchRecorder:
+    launches: list[Launch] = field(default_factory=list)
+    count: int = 0
+    keep: bool = True
+
+    def record(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        self.count += 1
+        if self.keep and len(self.launches) < 256:
+            self.launches.append(Launch(fn, args, dict(kwargs)))
+
+
+RECORDER = LaunchRecorder()
+
+
+def install_recorder() -> None:
+    """Wrap every way a Triton kernel is launched so the worker sees each launch."""
+    from triton.runtime import autotuner, jit
+
+    def wrap(cls: type, attr: str = "run") -> None:
+        original = getattr(cls, attr)
+        if getattr(original, "_kernelgym", False):
+            return
+
+        @functools.wraps(original)
+        def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+            if cls.__name__ in ("JITFunction", "InterpretedFunction"):
+                launch_kwargs = {k: v for k, v in kwargs.items() if k not in ("grid", "warmup")}
+                if not kwargs.get("warmup"):
+                    RECORDER.record(self.fn, args, launch_kwargs)
+            with policy.paused():
+                return original(self, *args, **kwargs)
+
+        run._kernelgym = True  # type: ignore[attr-defined]
+        setattr(cls, attr, run)
+
+    wrap(jit.JITFunction)
+    wrap(autotuner.Autotuner)
+    try:
+        from triton.runtime.interpreter import InterpretedFunction
+
+        wrap(InterpretedFunction)
+    except ImportError:  # pragma: no cover
+        pass
+
+
+def _encode(value: Any) -> Any:
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, list | tuple):
+        return [_encode(v) for v in value]
+    import triton.language as tl
+
+    if isinstance(value, tl.dtype):
+        return {"tl_dtype": value.name}
+    if isinstance(value, tl.constexpr):
+        return _encode(value.value)
+    raise TypeError(f"cannot record a kernel argument of type {type(value).__name__} for offline compilation")
+
+
+def _decode(value: Any) -> Any:
+    if isinstance(value, dict) and "tl_dtype" in value:
+        import triton.language as tl
+
+        return getattr(tl, value["tl_dtype"]) if hasattr(tl, value["tl_dtype"]) else tl.dtype(value["tl_dtype"])
+    if isinstance(value, list):
+        return [_decode(v) for v in value]
+    return value
+
+
+def specialise(launch: Launch, target: str) -> dict[str, Any]:
+    """The (signature, constexprs, attrs, options) Triton would compile this launch with."""
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import make_backend
+    from triton.runtime.jit import JITFunction, create_function_from_signature
+
+    jit_fn = JITFunction(launch.fn)
+    backend = make_backend(GPUTarget("cuda", target_capability(target), 32))
+    binder = create_function_from_signature(jit_fn.signature, jit_fn.params, backend)
+    options = {k: v for k, v in launch.kwargs.items() if k in LAUNCH_OPTION_KEYS}
+    params = {k: v for k, v in launch.kwargs.items() if k not in LAUNCH_OPTION_KEYS}
+    bound, specialization, parsed = binder(*launch.args, **params, **options)
+    _, signature, constexprs, attrs = jit_fn._pack_args(backend, options, bound, specialization, parsed)
+    return {
+        "kernel": launch.fn.__name__,
+        "target": target,
+        "signature": signature,
+        "constexprs": [[list(path), _encode(v)] for path, v in constexprs.items()],
+        "attrs": [[list(path), _encode(v)] for path, v in attrs.items()],
+        "options": options,
+    }
+
+
+def unique_specs(launches: list[Launch], targets: list[str]) -> tuple[list[dict[str, Any]], list[str]]:
+    """Specs for every distinct launch and target; errors say which kernel could not be specialised."""
+    specs: dict[str, dict[str, Any]] = {}
+    errors: list[str] = []
+    for launch in launches:
+        for target in targets:
+            try:
+                spec = specialise(launch, target)
+            except Exception as exc:  # noqa: BLE001 - reported to the model as a compile problem
+                errors.append(f"{getattr(launch.fn, '__name__', '?')}: {type(exc).__name__}: {exc}")
+                continue
+            specs.setdefault(json.dumps(spec, sort_keys=True), spec)
+    return list(specs.values()), sorted(set(errors))
+
+
+def _unwrap_jit(obj: Any) -> Any:
+    from triton.runtime.jit import JITFunction
+
+    seen = 0
+    while not isinstance(obj, JITFunction) and hasattr(obj, "fn") and seen < 8:
+        obj, seen = obj.fn, seen + 1
+    return obj if isinstance(obj, JITFunction) else None
+
+
+def find_kernel(module: Any, name: str) -> Any:
+    for value in vars(module).values():
+        kernel = _unwrap_jit(value)
+        if kernel is not None and kernel.fn.__name__ == name:
+            return kernel
+    raise LookupError(
+        f"kernel {name!r} is not defined at module level; define @triton.jit kernels at the top level "
+        "so they can be compiled for the target"
+    )
+
+
+_RES_USAGE = re.compile(r"REG:(\d+).*?SHARED:(\d+).*?LOCAL:(\d+)")
+
+
+def resource_usage(cubin: bytes) -> dict[str, int]:
+    """Registers, static shared memory and local (spill) bytes from ``cuobjdump -res-usage``."""
+    import tempfile
+
+    from .instructions import tool
+
+    cuobjdump = tool("cuobjdump")
+    if cuobjdump is None:
+        return {}
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        proc = subprocess.run([cuobjdump, "-res-usage", f.name], capture_output=True, text=True, timeout=60)
+    m = _RES_USAGE.search(proc.stdout)
+    return {"registers": int(m.group(1)), "shared": int(m.group(2)), "local": int(m.group(3))} if m else {}
+
+
+def compile_spec(module: Any, spec: dict[str, Any]) -> dict[str, Any]:
+    """Compile one recorded launch for its target; returns PTX, cubin and metadata, or an error."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    started = time.perf_counter()
+    try:
+        kernel = find_kernel(module, spec["kernel"])
+        constexprs = {tuple(p): _decode(v) for p, v in spec["constexprs"]}
+        attrs = {tuple(p): _decode(v) for p, v in spec["attrs"]}
+        source = ASTSource(kernel, dict(spec["signature"]), constexprs, attrs)
+        target = GPUTarget("cuda", target_capability(spec["target"]), 32)
+        compiled = triton.compile(source, target=target, options=dict(spec["options"]))
+    except Exception as exc:  # noqa: BLE001 - the compiler's message is the feedback
+        return {"ok": False, "kernel": spec["kernel"], "target": spec["target"],
+                "error": _compile_error_text(exc), "seconds": time.perf_counter() - started}
+    cubin = compiled.asm.get("cubin", b"")
+    return {
+        "ok": True, "kernel": spec["kernel"], "target": spec["target"], "name": compiled.metadata.name,
+        "ptx": compiled.asm.get("ptx", ""), "cubin": base64.b64encode(cubin).decode(),
+        "shared": getattr(compiled.metadata, "shared", None), "seconds": time.perf_counter() - started,
+    }
+
+
+def _compile_error_text(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return f"{type(exc).__name__}: {text}"[:4000]
+
+
+def ensure_not_interpreting() -> None:
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        raise RuntimeError("offline compilation must run in a process without TRITON_INTERPRET=1")

@@ -1,0 +1,69 @@
+"""The worker protocol's encoding: JSON plus raw tensor bytes, never pickle.
+
+The worker runs untrusted code, so nothing it sends may execute on the harness's side when
+decoded; a pickle would.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from multiprocessing.connection import Connection
+from typing import Any
+
+import torch
+
+MAX_MESSAGE_BYTES = 1 << 34
+
+
+def _dtype(name: str) -> torch.dtype:
+    dtype = getattr(torch, name, None)
+    if not isinstance(dtype, torch.dtype):
+        raise ValueError(f"bad dtype in message: {name!r}")
+    return dtype
+
+
+def send(conn: Connection, obj: Any) -> None:
+    tensors: list[torch.Tensor] = []
+
+    def encode(value: Any) -> Any:
+        if isinstance(value, torch.Tensor):
+            tensors.append(value.detach().to("cpu").contiguous())
+            return {"__tensor__": len(tensors) - 1, "dtype": str(value.dtype).removeprefix("torch."),
+                    "shape": list(value.shape)}
+        if isinstance(value, dict):
+            return {str(k): encode(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [encode(v) for v in value]
+        if isinstance(value, float) and not math.isfinite(value):
+            return {"__float__": repr(value)}
+        return value
+
+    header = json.dumps(encode(obj))
+    conn.send_bytes(header.encode())
+    for t in tensors:
+        conn.send_bytes(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+
+
+def recv(conn: Connection) -> Any:
+    header = json.loads(conn.recv_bytes(MAX_MESSAGE_BYTES).decode())
+    payloads: dict[int, torch.Tensor] = {}
+
+    def decode(value: Any) -> Any:
+        if isinstance(value, dict):
+            if "__tensor__" in value:
+                index = int(value["__tensor__"])
+                dtype, shape = _dtype(value["dtype"]), [int(s) for s in value["shape"]]
+                if index not in payloads:
+                    raw = bytearray(conn.recv_bytes(MAX_MESSAGE_BYTES))
+                    flat = torch.frombuffer(raw, dtype=dtype) if raw else torch.empty(0, dtype=dtype)
+                    payloads[index] = flat.reshape(shape)
+                return payloads[index]
+            if "__float__" in value:
+                return float(value["__float__"])
+            return {k: decode(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [decode(v) for v in value]
+        return value
+
+    return decode(header)

@@ -1,0 +1,225 @@
+"""The worker process: the only place candidate code runs.
+
+Started by ``pool.Worker`` as ``python -m kernelgym.env.worker FD`` in a fresh session (its
+own process group), a private temporary directory and an environment without secrets. It
+answers requests on the socket FD; the candidate's stdout and stderr go to a log file the
+parent reads. It never sees reference outputs: it builds inputs from the task and a seed,
+runs the candidate, and sends the outputs back.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import math
+import os
+import sys
+import time
+import traceback
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+MODE = os.environ.get("KERNELGYM_WORKER_MODE", "run")  # "run" or "compile"
+if MODE == "run" and os.environ.get("KERNELGYM_DEVICE", "cpu") == "cpu":
+    os.environ["TRITON_INTERPRET"] = "1"
+
+import torch  # noqa: E402
+
+from kernelgym.env import policy, triton_support, wire  # noqa: E402
+from kernelgym.tasks import Sampler, get_task  # noqa: E402
+from kernelgym.tasks.spec import sequence  # noqa: E402
+
+# Captured before any candidate runs, so a candidate that patches them is caught and
+# the harness's own timing keeps working.
+_PRISTINE = {
+    "torch.cuda.Event": getattr(torch.cuda, "Event", None),
+    "torch.cuda.synchronize": getattr(torch.cuda, "synchronize", None),
+    "torch.cuda.Event.elapsed_time": getattr(getattr(torch.cuda, "Event", None), "elapsed_time", None),
+    "time.perf_counter": time.perf_counter,
+    "torch.Tensor.__eq__": torch.Tensor.__eq__,
+}
+
+
+def _resolve(path: str) -> Any:
+    obj: Any = {"torch": torch, "time": time}[path.split(".")[0]]
+    for part in path.split(".")[1:]:
+        obj = getattr(obj, part, None)
+    return obj
+
+
+def tampered() -> list[str]:
+    return [name for name, original in _PRISTINE.items() if _resolve(name) is not original]
+
+
+class State:
+    def __init__(self) -> None:
+        self.module: Any = None
+        self.module_path: Path | None = None
+        self.entry: Any = None
+        self.loads = 0
+        self.device = os.environ.get("KERNELGYM_DEVICE", "cpu")
+
+
+def _trim_traceback(exc: BaseException, candidate: Path | None) -> str:
+    """The exception and the candidate's own frames, which is what a model can act on."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    mine = [f for f in frames if candidate is not None and f.filename == str(candidate)]
+    lines = [f'  File "candidate.py", line {f.lineno}, in {f.name}\n    {f.line}' for f in mine[-6:]]
+    message = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    if len(message) > 3000:
+        message = message[:1500] + "\n...\n" + message[-1500:]
+    return ("Traceback (candidate frames):\n" + "\n".join(lines) + "\n" if lines else "") + message
+
+
+def _is_compile_error(exc: BaseException) -> bool:
+    return type(exc).__name__ in ("CompilationError", "CompileTimeAssertionFailure", "UnsupportedLanguageConstruct")
+
+
+def op_load(state: State, msg: dict[str, Any]) -> dict[str, Any]:
+    state.loads += 1
+    path = Path.cwd() / f"candidate_{state.loads}.py"
+    path.write_text(msg["source"])
+    name = f"kernelgym_candidate_{state.loads}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    state.module_path = path
+    try:
+        spec.loader.exec_module(module)
+    except BaseException as exc:  # noqa: BLE001 - the candidate's failure is the answer
+        return {"ok": False, "kind": "import", "error": _trim_traceback(exc, path)}
+    state.module = module
+    entry = getattr(module, msg["entrypoint"], None)
+    if msg.get("mode") == "compile":
+        return {"ok": True}
+    if entry is None or not callable(entry):
+        return {"ok": False, "kind": "entrypoint",
+                "error": f"the module defines no function {msg['entrypoint']!r} (the task's entrypoint)"}
+    try:
+        params = list(inspect.signature(entry).parameters)
+    except (TypeError, ValueError):
+        params = []
+    expected = msg.get("params") or []
+    if params[: len(expected)] != expected:
+        return {"ok": False, "kind": "signature",
+                "error": f"{msg['entrypoint']} takes ({', '.join(params)}); the task passes ({', '.join(expected)})"}
+    state.entry = entry
+    triton_support.RECORDER.launches.clear()
+    triton_support.RECORDER.count = 0
+    return {"ok": True, "tampered": tampered()}
+
+
+def _snapshot(inputs: dict[str, Any]) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in inputs.items() if isinstance(v, torch.Tensor)}
+
+
+def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.numel() == 0:
+        return True
+    return bool(torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8)))
+
+
+def poison(device: str, nbytes: int) -> None:
+    """Fill memory the allocator will hand out next with NaN, so reading an output never
+    written gives NaN rather than a stale answer."""
+    count = max(1, min(nbytes, 1 << 30) // 4)
+    block = torch.full((count,), math.nan, dtype=torch.float32, device=device)
+    del block
+
+
+def _synchronize(device: str) -> None:
+    if device.startswith("cuda"):
+        _PRISTINE["torch.cuda.synchronize"]()
+
+
+def op_run(state: State, msg: dict[str, Any]) -> dict[str, Any]:
+    task = get_task(msg["task"])
+    device = state.device
+    inputs = task.make_inputs(msg["case"], Sampler(msg["seed"], msg["distribution"], device))
+    before = _snapshot(inputs)
+    poison(device, msg.get("poison_bytes", 1 << 24))
+    launches_before = triton_support.RECORDER.count
+    started = time.perf_counter()
+    with policy.watching() as mode:
+        try:
+            result = state.entry(**inputs)
+            _synchronize(device)
+        except BaseException as exc:  # noqa: BLE001
+            kind = "compile" if _is_compile_error(exc) else "runtime"
+            text = _trim_traceback(exc, state.module_path)
+            return {"ok": False, "kind": kind, "error": text,
+                    "cuda_error": "CUDA" in text or "cuda" in type(exc).__name__.lower(),
+                    "forbidden_ops": mode.forbidden()}
+    seconds = time.perf_counter() - started
+    mutated = [k for k, v in before.items() if not _same_bits(v, inputs[k])]
+    outputs = sequence(result)
+    bad_types = [type(o).__name__ for o in outputs if type(o) is not torch.Tensor]
+    if bad_types:
+        return {"ok": False, "kind": "output", "forbidden_ops": mode.forbidden(),
+                "error": f"the entrypoint returned {', '.join(bad_types)}; it must return plain torch.Tensor "
+                         "objects (no subclasses, no lazy wrappers)"}
+    return {
+        "ok": True,
+        "outputs": [o.detach().to("cpu", copy=True) for o in outputs],
+        "launches": triton_support.RECORDER.count - launches_before,
+        "forbidden_ops": mode.forbidden(),
+        "mutated": mutated,
+        "tampered": tampered(),
+        "seconds": seconds,
+    }
+
+
+def op_specs(state: State, msg: dict[str, Any]) -> dict[str, Any]:
+    specs, errors = triton_support.unique_specs(triton_support.RECORDER.launches, msg["targets"])
+    return {"ok": True, "specs": specs, "errors": errors}
+
+
+def op_compile(state: State, msg: dict[str, Any]) -> dict[str, Any]:
+    triton_support.ensure_not_interpreting()
+    return {"ok": True, "kernels": [triton_support.compile_spec(state.module, s) for s in msg["specs"]]}
+
+
+def op_time(state: State, msg: dict[str, Any]) -> dict[str, Any]:
+    from kernelgym.env.timing import time_callable
+
+    task = get_task(msg["task"])
+    input_sets = [task.make_inputs(msg["case"], Sampler(seed, "normal", state.device)) for seed in msg["seeds"]]
+    with policy.watching() as mode:
+        stats = time_callable(state.entry, input_sets, warmup=msg["warmup"], reps=msg["reps"],
+                              event_cls=_PRISTINE["torch.cuda.Event"],
+                              synchronize=_PRISTINE["torch.cuda.synchronize"])
+    return {"ok": True, **stats, "forbidden_ops": mode.forbidden(), "tampered": tampered()}
+
+
+HANDLERS = {"load": op_load, "run": op_run, "specs": op_specs, "compile": op_compile, "time": op_time,
+            "ping": lambda state, msg: {"ok": True, "pid": os.getpid()}}
+
+
+def main() -> None:
+    conn = Connection(int(sys.argv[1]))
+    if MODE == "run":
+        triton_support.install_recorder()
+    state = State()
+    while True:
+        try:
+            msg = wire.recv(conn)
+        except (EOFError, OSError):
+            return
+        try:
+            reply = HANDLERS[msg["op"]](state, msg)
+        except BaseException as exc:  # noqa: BLE001 - never let one request kill the loop silently
+            reply = {"ok": False, "kind": "internal", "error": _trim_traceback(exc, state.module_path)}
+        sys.stdout.flush()
+        sys.stderr.flush()
+        try:
+            wire.send(conn, reply)
+        except (TypeError, ValueError) as exc:
+            wire.send(conn, {"ok": False, "kind": "internal", "error": f"unencodable reply: {exc}"})
+
+
+if __name__ == "__main__":
+    main()

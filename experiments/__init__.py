@@ -1,0 +1,1 @@
+"""kernelgym.experiments."""

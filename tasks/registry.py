@@ -1,0 +1,78 @@
+"""The task registry: every suite module registers its tasks on import."""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import importlib
+import pkgutil
+
+from .spec import Task
+
+_TASKS: dict[str, Task] = {}
+_SUITE_PACKAGES = ("kernelgym.tasks.triton", "kernelgym.tasks.ptx")
+_loaded = False
+
+
+class UnknownTaskError(KeyError):
+    """A task id that no suite declares; the message lists the nearest ids."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; this one is read by people.
+        return str(self.args[0])
+
+
+def register(task: Task) -> Task:
+    if task.id in _TASKS:
+        raise ValueError(f"task {task.id} registered twice")
+    _TASKS[task.id] = task
+    return task
+
+
+def _load() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    for package_name in _SUITE_PACKAGES:
+        package = importlib.import_module(package_name)
+        for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+            importlib.import_module(f"{package_name}.{info.name}")
+
+
+def get_task(task_id: str) -> Task:
+    _load()
+    try:
+        return _TASKS[task_id]
+    except KeyError:
+        near = difflib.get_close_matches(task_id, list(_TASKS), n=3, cutoff=0.5)
+        hint = f"; did you mean {', '.join(near)}?" if near else "; `kernelgym tasks list` shows them all"
+        raise UnknownTaskError(f"unknown task id {task_id!r}{hint}") from None
+
+
+def all_tasks(suite: str | None = None, category: str | None = None, dtype: str | None = None) -> list[Task]:
+    _load()
+    return [
+        t for t in sorted(_TASKS.values(), key=lambda t: t.id)
+        if (suite is None or t.suite == suite)
+        and (category is None or t.category == category)
+        and (dtype is None or dtype in t.dtypes)
+    ]
+
+
+def select(patterns: list[str]) -> list[Task]:
+    """Tasks matching ids, globs (``fusion/*``), categories (``matmul``) or suites (``suite:ptx``)."""
+    _load()
+    chosen: dict[str, Task] = {}
+    for pattern in patterns:
+        if pattern.startswith("suite:"):
+            found = all_tasks(suite=pattern.removeprefix("suite:"))
+        elif any(ch in pattern for ch in "*?["):
+            found = [t for t in all_tasks() if fnmatch.fnmatch(t.id, pattern)]
+        elif "/" in pattern:
+            found = [get_task(pattern)]
+        else:
+            found = all_tasks(category=pattern)
+        if not found:
+            raise UnknownTaskError(f"no task matches {pattern!r}")
+        chosen.update((t.id, t) for t in found)
+    return list(chosen.values())

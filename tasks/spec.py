@@ -1,0 +1,184 @@
+"""Task declarations: what a candidate must compute, on which inputs, judged how.
+
+A task is data plus a few small functions. It never imports the environment: the
+environment reads tasks, not the other way round (see DESIGN.md, "Data flows one way").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .sampling import Sampler
+
+SHAPE_SETS = ("dev", "heldout", "bench")
+CATEGORIES = (
+    "activation", "math", "reduce", "normalization", "loss", "index", "matmul", "linalg",
+    "convolution", "pooling", "spatial", "optimizer", "random", "quantization", "fusion",
+)
+LANGUAGES = ("triton", "cuda")
+SOLUTIONS_DIR = Path(__file__).parent / "solutions"
+
+Case = Mapping[str, Any]
+"""One problem instance: named sizes and options, e.g. ``{"n": 1000, "dtype": "float32"}``."""
+
+Inputs = dict[str, Any]
+"""Keyword arguments for the entrypoint, keyed by the signature's parameter names."""
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """Element-wise ``|out - ref| <= atol + rtol * |ref|`` plus a norm-wise relative bound.
+
+    The norm-wise bound (``||out - ref|| / ||ref|| <= rel_l2``) keeps an absolute tolerance
+    from passing a near-zero or constant answer.
+    """
+
+    atol: float
+    rtol: float
+    rel_l2: float
+    why: str = ""
+
+
+# Defaults per dtype: roughly 8-16 ulps of the output type, for ops whose error grows slowly.
+DEFAULT_TOLERANCES: dict[str, Tolerance] = {
+    "float32": Tolerance(1e-5, 1e-4, 1e-5, "fp32 arithmetic, a few ulps of reordering"),
+    "float16": Tolerance(1e-3, 1e-2, 2e-3, "fp16 output: 10-bit mantissa, ~5e-4 per rounding"),
+    "bfloat16": Tolerance(8e-3, 3e-2, 1e-2, "bf16 output: 7-bit mantissa, ~4e-3 per rounding"),
+    "float8_e4m3fn": Tolerance(0.0, 0.13, 0.07, "fp8 e4m3 output: 3-bit mantissa"),
+    "int8": Tolerance(0.0, 0.0, 0.0, "integers are exact"),
+    "int32": Tolerance(0.0, 0.0, 0.0, "integers are exact"),
+    "int64": Tolerance(0.0, 0.0, 0.0, "integers are exact"),
+    "uint8": Tolerance(0.0, 0.0, 0.0, "integers are exact"),
+    "bool": Tolerance(0.0, 0.0, 0.0, "booleans are exact"),
+}
+
+
+@dataclass
+class Task:
+    """One kernel-writing problem.
+
+    ``reference`` is eager PyTorch; the harness calls it on inputs upcast to
+    ``reference_precision`` for the expected values, and on meta tensors of the original
+    dtypes for the expected output shapes and dtypes. ``make_inputs`` must draw every
+    random value from the sampler so the same (case, seed, distribution) gives the same
+    inputs in every process.
+    """
+
+    id: str
+    entrypoint: str
+    signature: str
+    description: str
+    reference: Callable[..., Any]
+    make_inputs: Callable[[Case, Sampler], Inputs]
+    shapes: dict[str, list[dict[str, Any]]]
+    dtypes: tuple[str, ...]
+    flops: Callable[[Case], int]
+    bytes: Callable[[Case], int]
+    suite: str = "triton"
+    language: str = "triton"
+    tolerances: dict[str, Tolerance] = field(default_factory=dict)
+    distributions: tuple[str, ...] = ("normal", "uniform", "outliers")
+    seeds: tuple[int, ...] = (0, 1)
+    required_features: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    baselines: tuple[str, ...] = ("eager", "torch.compile")
+    vendor: Callable[..., Any] | None = None
+    vendor_name: str | None = None
+    reference_precision: str = "float64"
+    check: Callable[[Any, Inputs, Case], str | None] | None = None
+    """Custom verdict for tasks whose answer is not one tensor to compare (random ops):
+    returns None when the output is right, else a message saying what is wrong."""
+    notes: str = ""
+    solution: str | None = None
+    """Path of the reference solution, relative to ``tasks/solutions``; defaults to ``<id>.py``."""
+
+    def __post_init__(self) -> None:
+        category, _, name = self.id.partition("/")
+        if not name or "/" in name:
+            raise ValueError(f"task id {self.id!r} must be 'category/name'")
+        if self.language not in LANGUAGES:
+            raise ValueError(f"task {self.id}: language {self.language!r} not in {LANGUAGES}")
+        for name_ in self.shapes:
+            if name_ not in SHAPE_SETS:
+                raise ValueError(f"task {self.id}: unknown shape set {name_!r}; use {SHAPE_SETS}")
+        for required in ("dev", "heldout", "bench"):
+            if not self.shapes.get(required):
+                raise ValueError(f"task {self.id}: shape set {required!r} is empty")
+        if f"def {self.entrypoint}(" not in self.signature:
+            raise ValueError(f"task {self.id}: signature does not define {self.entrypoint!r}")
+
+    @property
+    def category(self) -> str:
+        return self.id.split("/", 1)[0]
+
+    @property
+    def name(self) -> str:
+        return self.id.split("/", 1)[1]
+
+    @property
+    def solution_path(self) -> Path:
+        return SOLUTIONS_DIR / (self.solution or f"{self.id}.py")
+
+    def solution_source(self) -> str:
+        return self.solution_path.read_text()
+
+    def tolerance(self, dtype: str) -> Tolerance:
+        return self.tolerances.get(dtype) or DEFAULT_TOLERANCES[dtype]
+
+    def cases(self, shape_set: str) -> list[dict[str, Any]]:
+        if shape_set not in self.shapes:
+            raise KeyError(f"task {self.id} has no shape set {shape_set!r}; it has {sorted(self.shapes)}")
+        return [dict(c) for c in self.shapes[shape_set]]
+
+    def statement(self) -> str:
+        """The text a model sees: what to write, for which shapes, judged how."""
+        dev = "\n".join(f"  - {case_label(c)}" for c in self.shapes["dev"])
+        tol = "\n".join(
+            f"  - {d}: atol={t.atol:g}, rtol={t.rtol:g}, relative L2 <= {t.rel_l2:g}"
+            for d in self.dtypes if (t := self.tolerance(d))
+        )
+        lang = {
+            "triton": "Write the arithmetic in Triton kernels (@triton.jit) launched from the entrypoint.",
+            "cuda": "Write the arithmetic in CUDA C++/PTX compiled and launched through kernelgym.env.loader.",
+        }[self.language]
+        required = "".join(
+            f"\nRequired instructions on {t}: {', '.join(f)}." for t, f in self.required_features.items()
+        )
+        return (
+            f"Task {self.id}\n\n{self.description.strip()}\n\n"
+            f"Entrypoint (define exactly this function in one Python module):\n    {self.signature}\n\n"
+            f"{lang} Host code may allocate outputs (torch.empty, torch.empty_like), take views and "
+            f"compute shapes, but must not call PyTorch compute ops.{required}\n\n"
+            f"Example shapes (more, unseen sizes are used for scoring):\n{dev}\n\n"
+            f"Tolerances per output dtype:\n{tol}\n"
+            + (f"\nNotes: {self.notes.strip()}\n" if self.notes else "")
+        )
+
+
+def case_label(case: Case) -> str:
+    return ", ".join(f"{k}={v}" for k, v in case.items())
+
+
+def dtype_of(name: str) -> torch.dtype:
+    dtype = getattr(torch, name, None)
+    if not isinstance(dtype, torch.dtype):
+        raise ValueError(f"unknown dtype {name!r}")
+    return dtype
+
+
+def numel(*shape: int) -> int:
+    return math.prod(shape)
+
+
+def elem_size(dtype: str) -> int:
+    return dtype_of(dtype).itemsize
+
+
+def sequence(value: Any) -> Sequence[Any]:
+    """The outputs of a call as a tuple, whether it returned one tensor or several."""
+    return tuple(value) if isinstance(value, list | tuple) else (value,)

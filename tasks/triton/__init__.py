@@ -1,0 +1,1 @@
+"""The general Triton suite: one module per category, each registering its tasks."""
