@@ -124,7 +124,9 @@ class KernelEnv(gym.Env[dict[str, Any], str]):
         fast_enough = speedup is None or speedup >= self.target_speedup
         terminated = bool(result.correct and result.required_features_met is not False and fast_enough)
         truncated = not terminated and self.turn >= self.max_turns
-        return self._obs(result), reward, terminated, truncated, {"result": result.to_dict()}
+        # Wall-clock seconds stay out of info (see env.last_result) so a step is deterministic.
+        info = {"result": {k: v for k, v in result.to_dict().items() if k != "seconds"}}
+        return self._obs(result), reward, terminated, truncated, info
 
     def render(self) -> str | None:
         if self.render_mode == "ansi":

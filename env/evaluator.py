@@ -79,6 +79,13 @@ def _has_bf16(inputs: dict[str, Any]) -> bool:
     return any(isinstance(v, torch.Tensor) and v.dtype == torch.bfloat16 for v in inputs.values())
 
 
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        return a.shape == b.shape and a.dtype == b.dtype and bool(
+            torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8)))
+    return a == b
+
+
 def _params(task: Task) -> list[str]:
     import ast
 
@@ -172,6 +179,7 @@ class Evaluator:
         result.stage = "correctness"
         t0 = time.perf_counter()
         failed_sets: set[str] = set()
+        seen_outputs: dict[tuple[Any, ...], list[Any]] = {}
         launched = 0
         for index, item in enumerate(plan):
             shape_set, case, seed, dist, bf16 = item
@@ -184,6 +192,8 @@ class Evaluator:
             if reply is None:
                 return
             case_result = self._judge(task, item, reply, result)
+            if task.check is not None and case_result.passed:
+                case_result = self._check_randomness(task, item, reply, seen_outputs, result) or case_result
             result.cases.append(case_result)
             launched += reply.get("launches", 0) if reply.get("ok") else 0
             if not case_result.passed:
@@ -310,6 +320,24 @@ class Evaluator:
             return CaseResult(shape_set, case, seed, dist, problem is None, message=problem or "")
         fields = compare_outputs(outputs, expected, meta, task)
         return CaseResult(shape_set, case, seed, dist, **fields)
+
+    def _check_randomness(self, task: Task, item: tuple[Any, ...], reply: dict[str, Any],
+                          seen: dict[tuple[Any, ...], list[Any]], result: EvalResult) -> CaseResult | None:
+        """For random ops: the same seed must give the same output, and other seeds other outputs."""
+        shape_set, case, seed, dist, _ = item
+        again = self._run(task, item, result)
+        if not again or not again.get("ok"):
+            return CaseResult(shape_set, case, seed, dist, False, message="a second run with the same seed failed")
+        if not all(_same(a, b) for a, b in zip(reply["outputs"], again["outputs"], strict=True)):
+            return CaseResult(shape_set, case, seed, dist, False,
+                              message="two runs with the same inputs and seed gave different outputs")
+        key = (shape_set, tuple(sorted(case.items())))
+        for other in seen.get(key, []):
+            if other[0] != seed and all(_same(a, b) for a, b in zip(reply["outputs"], other[1], strict=True)):
+                return CaseResult(shape_set, case, seed, dist, False,
+                                  message=f"seeds {other[0]} and {seed} gave identical outputs")
+        seen.setdefault(key, []).append((seed, reply["outputs"]))
+        return None
 
     def _compile(self, task: Task, options: EvalOptions, result: EvalResult) -> bool:
         if task.language != "triton":

@@ -38,6 +38,10 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
            "warp-level matrix multiply-accumulate (sm_80 style)"),
     Family("tma", _re(r"^cp(\.reduce)?\.async\.bulk\.(prefetch\.)?tensor\."), _re(r"^UTMA(LDG|STG|PF|REDG)\b"),
            "tensor memory accelerator bulk tensor copies"),
+    Family("bulk-copy", _re(r"^cp(\.reduce)?\.async\.bulk\.(prefetch\.)?(?!tensor)(global|shared|L2)"),
+           _re(r"^UBLK(CP|RED|PF)\b"), "non-tensor bulk copies (cp.async.bulk without a tensor map)"),
+    Family("tma-flush", _re(r"^cp\.async\.bulk\.(commit|wait)_group\b"), _re(r"^UTMACMDFLUSH\b"),
+           "bulk-copy group commit/wait (TMA stores flush their command queue)"),
     Family("cp.async", _re(r"^cp\.async\.(ca|cg)\."), _re(r"^LDGSTS\b"),
            "asynchronous global-to-shared copies (sm_80 style)"),
     Family("mbarrier", _re(r"^mbarrier\."), _re(r"^SYNCS\."),
@@ -50,6 +54,10 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
            "fifth-generation tensor cores and tensor memory (sm_100a)"),
     Family("cluster", _re(r"^(barrier\.cluster|mapa)\b"), _re(r"^UCGABAR_\w+"),
            "thread-block clusters and distributed shared memory"),
+    Family("elect", _re(r"^elect\.sync\b"), _re(r"^ELECT\b"),
+           "electing one lane of a warp (issues TMA/MMA once)"),
+    Family("fence.proxy.async", _re(r"^fence\.proxy\.async\b"), _re(r"^FENCE\.VIEW\.ASYNC\b"),
+           "ordering generic-proxy writes before async-proxy (TMA, wgmma) reads"),
 )}
 
 # Feature names tasks may require, mapped to the families that prove them.
@@ -57,6 +65,7 @@ FEATURES: dict[str, tuple[str, ...]] = {
     "wgmma": ("wgmma",), "mma": ("mma.sync", "wgmma", "tcgen05"), "tma": ("tma",),
     "mbarrier": ("mbarrier",), "setmaxnreg": ("setmaxnreg",), "tcgen05": ("tcgen05",),
     "cp.async": ("cp.async",), "ldmatrix": ("ldmatrix",), "stmatrix": ("stmatrix",), "cluster": ("cluster",),
+    "bulk-copy": ("bulk-copy",), "elect": ("elect",), "fence.proxy.async": ("fence.proxy.async",),
 }
 
 _PTX_SKIP = re.compile(r"^(\.|//|\}|\{|\$|@?$)")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import shutil
 import signal
 import socket
@@ -20,6 +21,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from . import sandbox as sandbox_mod
 from . import wire
 
 SECRET_NAME = re.compile(r"(API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE_KEY|AUTH|SESSION)", re.I)
@@ -29,7 +31,8 @@ LOG_TAIL_BYTES = 4000
 
 
 class WorkerError(Exception):
-    """The worker died or overran; ``kind`` is ``timeout`` or ``crash``."""
+    """The worker died or overran; ``kind`` is ``timeout``, ``crash`` or ``protocol`` (a reply that was not
+    the worker's answer to this request: the candidate wrote to the channel)."""
 
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
@@ -60,9 +63,14 @@ def clean_environment(device: str, mode: str, workdir: Path) -> dict[str, str]:
 class Worker:
     """One worker process. ``request`` sends a message and waits at most ``timeout`` seconds."""
 
-    def __init__(self, device: str = "cpu", mode: str = "run") -> None:
+    def __init__(self, device: str = "cpu", mode: str = "run", sandbox: bool | dict[str, Any] = True) -> None:
         self.device = device
         self.mode = mode
+        self.sandbox = sandbox
+        """False: no sandbox; True: the defaults (``sandbox.defaults``); a dict: overrides of them."""
+        self.sandbox_report: dict[str, Any] | None = None
+        self.incidents: list[list[str]] = []
+        """[code, message] pairs: what the sandbox refused, and replies that were not the worker's own."""
         self.proc: subprocess.Popen[bytes] | None = None
         self.conn: Connection | None = None
         self.workdir: Path | None = None
@@ -78,9 +86,14 @@ class Worker:
         parent_sock, child_sock = socket.socketpair()
         log = open(self.workdir / "output.log", "wb")  # noqa: SIM115 - the child owns it
         env = clean_environment(self.device, self.mode, self.workdir)
+        command = [sys.executable, "-m", "kernelgym.env.worker", str(child_sock.fileno())]
+        if self.sandbox is not False:
+            removed = sum(1 for k in os.environ if SECRET_NAME.search(k) or k.upper().startswith(SECRET_PREFIXES))
+            env = sandbox_mod.configure(env, str(self.workdir), self.device, self.mode, removed,
+                                        self.sandbox if isinstance(self.sandbox, dict) else None)
+            command = sandbox_mod.launch_command(child_sock.fileno())
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "kernelgym.env.worker", str(child_sock.fileno())],
-            cwd=self.workdir, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            command, cwd=self.workdir, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
             pass_fds=(child_sock.fileno(),), start_new_session=True,
         )
         log.close()
@@ -88,6 +101,25 @@ class Worker:
         self.conn = Connection(parent_sock.detach())
         self.started_at = time.perf_counter()
         self.requests = 0
+        self.sandbox_report = None
+        if self.sandbox is not False:
+            self._read_sandbox_report()
+
+    def _read_sandbox_report(self, timeout: float = 60.0) -> None:
+        """The sandbox's first message: what it applied, sent before any candidate code can run."""
+        assert self.conn is not None
+        try:
+            ready = self.conn.poll(timeout)
+            hello = wire.recv(self.conn) if ready else None
+        except (EOFError, OSError, ValueError) as exc:
+            hello = None
+            ready = bool(exc) and False
+        if not isinstance(hello, dict) or "__sandbox__" not in hello:
+            tail = self.log_tail()
+            self.kill()
+            raise WorkerError("crash", "the worker's sandbox did not start" + ("" if ready else " in time")
+                              + (f": {tail}" if tail else ""))
+        self.sandbox_report = hello["__sandbox__"]
 
     def ensure(self) -> None:
         if not self.alive:
@@ -99,18 +131,37 @@ class Worker:
         assert self.conn is not None
         self.requests += 1
         try:
+            if self.conn.poll(0):
+                self._forged("the worker's channel held data nobody asked for (written by the candidate, or a "
+                             "reply sent twice)")
+            msg = {**msg, "id": secrets.randbits(62)}
             wire.send(self.conn, msg)
             if not self.conn.poll(timeout):
                 self.kill()
                 raise WorkerError("timeout", f"no answer within {timeout:g} s (an infinite loop, in Python or "
                                              "in a kernel, or work far too slow); the worker was killed")
-            return wire.recv(self.conn)
+            reply = wire.recv(self.conn)
+            if not isinstance(reply, dict) or reply.get("id") != msg["id"]:
+                self._forged("a reply did not answer the request it came back for (the candidate wrote to the "
+                             "worker's channel)")
+            self.incidents.extend(reply.pop("sandbox_denied", None) or [])
+            reply.pop("id", None)
+            return reply
         except (EOFError, OSError, BrokenPipeError) as exc:
             code = self.proc.wait(timeout=5) if self.proc is not None else None
             tail = self.log_tail()
             self.kill()
             how = f"killed by signal {-code} ({signal.Signals(-code).name})" if code and code < 0 else f"exit {code}"
             raise WorkerError("crash", f"the worker process died ({how}){': ' + tail if tail else ''}") from exc
+
+    def _forged(self, message: str) -> None:
+        self.incidents.append(["forged-reply", message])
+        self.kill()
+        raise WorkerError("protocol", message)
+
+    def take_incidents(self) -> list[list[str]]:
+        out, self.incidents = self.incidents, []
+        return out
 
     def log_tail(self, clear: bool = False) -> str:
         """What the candidate printed since the last clear, trimmed to the end."""
@@ -136,12 +187,22 @@ class Worker:
             except (ProcessLookupError, PermissionError):
                 self.proc.kill()
             self.proc.wait(timeout=10)
+        for pid in sandbox_mod.cgroup_pids(self.sandbox_report):  # children that left the process group
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
         if self.conn is not None:
             self.conn.close()
         self.proc, self.conn = None, None
 
     def stop(self) -> None:
         self.kill()
+        if self.sandbox_report and self.sandbox_report.get("cgroup"):
+            deadline = time.monotonic() + 2
+            while sandbox_mod.cgroup_pids(self.sandbox_report) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            sandbox_mod.remove_cgroup(self.sandbox_report)
         if self.workdir is not None:
             shutil.rmtree(self.workdir, ignore_errors=True)
             self.workdir = None

@@ -37,6 +37,8 @@ class Launch:
     """The Python function behind the @triton.jit kernel."""
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
+    failed: bool = False
+    """The launch raised; its binding errors are the run's to report, its compile errors still count."""
 
 
 @dataclass
@@ -45,10 +47,13 @@ class LaunchRecorder:
     count: int = 0
     keep: bool = True
 
-    def record(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    def record(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Launch | None:
         self.count += 1
-        if self.keep and len(self.launches) < 256:
-            self.launches.append(Launch(fn, args, dict(kwargs)))
+        if not self.keep or len(self.launches) >= 256:
+            return None
+        launch = Launch(fn, args, dict(kwargs))
+        self.launches.append(launch)
+        return launch
 
 
 RECORDER = LaunchRecorder()
@@ -65,12 +70,16 @@ def install_recorder() -> None:
 
         @functools.wraps(original)
         def run(self: Any, *args: Any, **kwargs: Any) -> Any:
-            if cls.__name__ in ("JITFunction", "InterpretedFunction"):
-                launch_kwargs = {k: v for k, v in kwargs.items() if k not in ("grid", "warmup")}
-                if not kwargs.get("warmup"):
-                    RECORDER.record(self.fn, args, launch_kwargs)
-            with policy.paused():
-                return original(self, *args, **kwargs)
+            launch = None
+            if cls.__name__ in ("JITFunction", "InterpretedFunction") and not kwargs.get("warmup"):
+                launch = RECORDER.record(self.fn, args, {k: v for k, v in kwargs.items() if k not in ("grid", "warmup")})
+            try:
+                with policy.paused():
+                    return original(self, *args, **kwargs)
+            except BaseException:
+                if launch is not None:
+                    launch.failed = True
+                raise
 
         run._kernelgym = True  # type: ignore[attr-defined]
         setattr(cls, attr, run)
@@ -141,7 +150,8 @@ def unique_specs(launches: list[Launch], targets: list[str]) -> tuple[list[dict[
             try:
                 spec = specialise(launch, target)
             except Exception as exc:  # noqa: BLE001 - reported to the model as a compile problem
-                errors.append(f"{getattr(launch.fn, '__name__', '?')}: {type(exc).__name__}: {exc}")
+                if not launch.failed:
+                    errors.append(f"{getattr(launch.fn, '__name__', '?')}: {type(exc).__name__}: {exc}")
                 continue
             specs.setdefault(json.dumps(spec, sort_keys=True), spec)
     return list(specs.values()), sorted(set(errors))

@@ -26,7 +26,7 @@ if MODE == "run" and os.environ.get("KERNELGYM_DEVICE", "cpu") == "cpu":
 
 import torch  # noqa: E402
 
-from kernelgym.env import policy, triton_support, wire  # noqa: E402
+from kernelgym.env import loader, policy, triton_support, wire  # noqa: E402
 from kernelgym.tasks import Sampler, get_task  # noqa: E402
 from kernelgym.tasks.spec import sequence  # noqa: E402
 
@@ -86,6 +86,8 @@ def op_load(state: State, msg: dict[str, Any]) -> dict[str, Any]:
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     state.module_path = path
+    loader.REGISTRY.clear()  # the modules this candidate builds, not the last one's
+    loader.set_default_target(msg.get("target"))
     try:
         spec.loader.exec_module(module)
     except BaseException as exc:  # noqa: BLE001 - the candidate's failure is the answer
@@ -143,6 +145,7 @@ def op_run(state: State, msg: dict[str, Any]) -> dict[str, Any]:
     before = _snapshot(inputs)
     poison(device, msg.get("poison_bytes", 1 << 24))
     launches_before = triton_support.RECORDER.count
+    loader_before = loader.REGISTRY.launch_count
     started = time.perf_counter()
     with policy.watching() as mode:
         try:
@@ -166,6 +169,7 @@ def op_run(state: State, msg: dict[str, Any]) -> dict[str, Any]:
         "ok": True,
         "outputs": [o.detach().to("cpu", copy=True) for o in outputs],
         "launches": triton_support.RECORDER.count - launches_before,
+        "loader_launches": loader.REGISTRY.launch_count - loader_before,
         "forbidden_ops": mode.forbidden(),
         "mutated": mutated,
         "tampered": tampered(),
@@ -183,6 +187,33 @@ def op_compile(state: State, msg: dict[str, Any]) -> dict[str, Any]:
     return {"ok": True, "kernels": [triton_support.compile_spec(state.module, s) for s in msg["specs"]]}
 
 
+def op_modules(state: State, msg: dict[str, Any]) -> dict[str, Any]:
+    """Every module the candidate built through the loader, with its compiler report and counts."""
+    return {"ok": True, "modules": loader.modules_report(), "launches": loader.REGISTRY.launch_count}
+
+
+def op_dry_run(state: State, msg: dict[str, Any]) -> dict[str, Any]:
+    """Without a GPU: call the entrypoint on CPU tensors until its first kernel launch.
+
+    Modules the candidate builds lazily get compiled and reported, and that launch is checked
+    (arguments, block, shared memory, cluster) before the loader refuses it (NoDeviceError).
+    """
+    task = get_task(msg["task"])
+    inputs = task.make_inputs(msg["case"], Sampler(msg["seed"], msg["distribution"], "cpu"))
+    with policy.watching() as mode:
+        try:
+            state.entry(**inputs)
+        except loader.NoDeviceError:
+            return {"ok": True, "reached_launch": True, "forbidden_ops": mode.forbidden()}
+        except loader.LoaderError as exc:
+            return {"ok": False, "kind": "compile" if isinstance(exc, loader.CompileError) else "launch",
+                    "error": _trim_traceback(exc, state.module_path), "forbidden_ops": mode.forbidden()}
+        except BaseException as exc:  # noqa: BLE001 - reported, not fatal: CPU tensors may be the cause
+            return {"ok": False, "kind": "host", "error": _trim_traceback(exc, state.module_path),
+                    "forbidden_ops": mode.forbidden()}
+    return {"ok": True, "reached_launch": False, "forbidden_ops": mode.forbidden()}
+
+
 def op_time(state: State, msg: dict[str, Any]) -> dict[str, Any]:
     from kernelgym.env.timing import time_callable
 
@@ -196,6 +227,7 @@ def op_time(state: State, msg: dict[str, Any]) -> dict[str, Any]:
 
 
 HANDLERS = {"load": op_load, "run": op_run, "specs": op_specs, "compile": op_compile, "time": op_time,
+            "modules": op_modules, "dry_run": op_dry_run,
             "ping": lambda state, msg: {"ok": True, "pid": os.getpid()}}
 
 

@@ -1,0 +1,756 @@
+"""The worker's sandbox: operating-system confinement applied before any candidate code runs,
+and an in-process audit layer that turns what a candidate tries into a clear verdict.
+
+``pool.Worker`` starts ``python .../env/sandbox.py FD`` with its settings in the environment
+variable ``KERNELGYM_SANDBOX`` (JSON). This file then runs as a plain script, on the standard
+library only, because two of its protections bind only the threads that exist when they are
+applied (Landlock, ``no_new_privs``): nothing that starts threads (torch, Triton) may be imported
+first. It applies what this machine allows, each protection on its own so one failure never
+blocks the others, sends a report as the first message on the worker's socket, and then runs the
+worker (``kernelgym.env.worker``) in the same process.
+
+Layers, strongest first, each reported as applied or not with the reason:
+- network: a fresh network namespace (no interfaces but a downed loopback); else Landlock's TCP
+  rules; the audit layer refuses sockets in any case;
+- filesystem: Landlock (writes only in the private directory and to device files; reads
+  everywhere but home directories and other processes' ``/proc`` entries); without Landlock, a
+  mount namespace with everything else remounted read-only;
+- disk: a size-limited tmpfs over the private directory, plus ``RLIMIT_FSIZE`` per file;
+- processes: a pids cgroup, or ``RLIMIT_NPROC`` where it binds (it never binds for root);
+- privileges: ``no_new_privs``, and a drop to an unused uid when started as root and the Python
+  installation is readable by others;
+- resources: ``RLIMIT_CPU``, ``RLIMIT_AS`` on CPU workers (CUDA reserves terabytes of virtual
+  space), ``RLIMIT_CORE`` = 0, ``RLIMIT_NOFILE``;
+- audit (PEP 578): sockets, processes, signals, ctypes, ``gc`` walks, frame introspection and
+  writes outside the private directory, when caused by the candidate's code, raise
+  ``PermissionError`` and are recorded as incidents the worker sends back with its reply, so a
+  candidate that swallows the error is still caught. The harness's own code (Triton launches,
+  the CUDA loader) acting for the candidate is not refused.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+ENV_VAR = "KERNELGYM_SANDBOX"
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# -------------------------------------------------------------------------------------------- parent side
+
+
+def defaults(device: str, mode: str) -> dict[str, Any]:
+    """The limits a worker gets unless the caller says otherwise."""
+    cpu_only = not device.startswith("cuda")
+    return {
+        "file_bytes": 1 << 30,
+        "disk_bytes": 2 << 30,
+        "cpu_seconds": 24 * 3600,
+        "memory_bytes": _default_memory() if cpu_only else None,
+        "tasks": 1024 + 8 * (os.cpu_count() or 1),
+        "open_files": 4096,
+        "network": True,
+        "landlock": True,
+        "mount": True,
+        "cgroup": True,
+        "drop_uid": True,
+        "audit": True,
+    }
+
+
+def _default_memory() -> int:
+    """Address space for a CPU worker: most of the machine, at least 8 GiB (the interpreter maps a lot)."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return 16 << 30
+    return max(8 << 30, int(total * 0.75))
+
+
+def launch_command(fd: int) -> list[str]:
+    """Run this file as a script: the package (and torch) is imported only after the sandbox is up."""
+    return [sys.executable, os.path.join(HERE, "sandbox.py"), str(fd)]
+
+
+def configure(env: dict[str, str], workdir: str, device: str, mode: str, removed: int,
+              overrides: dict[str, Any] | None = None) -> dict[str, str]:
+    """Put the sandbox's settings into the worker's environment."""
+    config = defaults(device, mode)
+    config.update(overrides or {})
+    config.update({"workdir": workdir, "device": device, "mode": mode, "removed_env": removed,
+                   "home": os.path.expanduser("~"), "parent": os.getpid()})
+    env = dict(env)
+    env[ENV_VAR] = json.dumps(config)
+    return env
+
+
+def not_applied(report: dict[str, Any] | None) -> list[str]:
+    """One line per protection that could not be applied here, for a reader of the verdict."""
+    if not report:
+        return ["sandbox: the worker ran without a sandbox"]
+    return [f"sandbox: {name} not applied ({why})" for name, why in sorted(report.get("not_applied", {}).items())]
+
+
+def cgroup_pids(report: dict[str, Any] | None) -> list[int]:
+    path = (report or {}).get("cgroup")
+    if not path:
+        return []
+    try:
+        with open(os.path.join(path, "cgroup.procs")) as f:
+            return [int(line) for line in f if line.strip()]
+    except (OSError, ValueError):
+        return []
+
+
+def remove_cgroup(report: dict[str, Any] | None) -> None:
+    path = (report or {}).get("cgroup")
+    if path:
+        try:
+            os.rmdir(path)
+        except OSError:
+            pass
+
+
+# -------------------------------------------------------------------------------------------- child side
+
+_CLONE_NEWNS = 0x00020000
+_CLONE_NEWUSER = 0x10000000
+_CLONE_NEWNET = 0x40000000
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 1, 2, 4, 32, 4096, 16384, 1 << 18
+_PR_SET_NO_NEW_PRIVS = 38
+
+# Landlock (linux/landlock.h). Syscall numbers are the same on x86-64 and arm64.
+_LL_CREATE, _LL_ADD_RULE, _LL_RESTRICT = 444, 445, 446
+_LL_VERSION = 1
+_FS_EXECUTE, _FS_WRITE_FILE, _FS_READ_FILE, _FS_READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
+_FS_REMOVE_DIR, _FS_REMOVE_FILE, _FS_MAKE_CHAR, _FS_MAKE_DIR = 1 << 4, 1 << 5, 1 << 6, 1 << 7
+_FS_MAKE_REG, _FS_MAKE_SOCK, _FS_MAKE_FIFO, _FS_MAKE_BLOCK, _FS_MAKE_SYM = 1 << 8, 1 << 9, 1 << 10, 1 << 11, 1 << 12
+_FS_REFER, _FS_TRUNCATE = 1 << 13, 1 << 14
+_NET_BIND_TCP, _NET_CONNECT_TCP = 1 << 0, 1 << 1
+_SCOPE_ABSTRACT_UNIX, _SCOPE_SIGNAL = 1 << 0, 1 << 1
+_FILE_RIGHTS = _FS_EXECUTE | _FS_WRITE_FILE | _FS_READ_FILE | _FS_TRUNCATE
+_READ = _FS_READ_FILE | _FS_READ_DIR
+_MAKE = _FS_MAKE_CHAR | _FS_MAKE_DIR | _FS_MAKE_REG | _FS_MAKE_SOCK | _FS_MAKE_FIFO | _FS_MAKE_BLOCK | _FS_MAKE_SYM
+
+SECRET_DIRS = ("/root", "/home", "/run/secrets", "/var/run/secrets")
+"""Never readable by a candidate (plus the harness user's home, wherever it is)."""
+
+
+class Sandbox:
+    """Applies the protections in order and keeps the report."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.config = config
+        self.workdir = os.path.realpath(config["workdir"])
+        self.applied: dict[str, str] = {}
+        self.skipped: dict[str, str] = {}
+        self.cgroup: str | None = None
+        self.uid: int | None = None
+        import ctypes
+
+        self.ctypes = ctypes
+        self.libc = ctypes.CDLL(None, use_errno=True)
+
+        class PathBeneath(ctypes.Structure):
+            _pack_ = 1
+            _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+        self.path_beneath = PathBeneath
+
+    # .................................................................. helpers
+    def _ok(self, name: str, detail: str) -> None:
+        self.applied[name] = detail
+        self.skipped.pop(name, None)
+
+    def _no(self, name: str, why: str) -> None:
+        if name not in self.applied:
+            self.skipped[name] = why
+
+    def _errno(self) -> str:
+        err = self.ctypes.get_errno()
+        return f"{os.strerror(err)} (errno {err})"
+
+    def _unshare(self, flags: int) -> bool:
+        return self.libc.unshare(flags) == 0
+
+    # .................................................................. steps
+    def run(self) -> dict[str, Any]:
+        import signal
+
+        # A file past RLIMIT_FSIZE then fails with EFBIG (an error the candidate sees) instead of killing us.
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        steps = (self.no_new_privs, self.namespaces, self.cgroups, self.limits, self.landlock,
+                 self.drop_privileges)
+        for step in steps:
+            try:
+                step()
+            except Exception as exc:  # noqa: BLE001 - one protection failing must not stop the others
+                self._no(step.__name__.replace("_", "-"), f"{type(exc).__name__}: {exc}")
+        removed = self.config.get("removed_env", 0)
+        self._ok("environment", f"secrets removed from the environment ({removed} variables); "
+                 "HOME and TMPDIR point into the private directory")
+        return {"applied": self.applied, "not_applied": self.skipped, "cgroup": self.cgroup, "uid": os.getuid(),
+                "workdir": self.workdir}
+
+    def no_new_privs(self) -> None:
+        if self.libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0:
+            self._ok("no-new-privileges", "prctl(PR_SET_NO_NEW_PRIVS): setuid programs gain nothing")
+        else:
+            self._no("no-new-privileges", self._errno())
+
+    def namespaces(self) -> None:
+        """A network namespace, and a mount namespace for the disk quota (root, or a user namespace)."""
+        want_net, want_mount = self.config.get("network", True), self.config.get("mount", True)
+        if not (want_net or want_mount):
+            self._no("network", "turned off by the caller")
+            return
+        flags = (_CLONE_NEWNET if want_net else 0) | (_CLONE_NEWNS if want_mount else 0)
+        how = ""
+        if os.geteuid() == 0 and self._unshare(flags):
+            how = "as root"
+        elif os.geteuid() != 0 and self._probe_user_namespace(flags):
+            uid, gid = os.getuid(), os.getgid()
+            if not self._unshare(_CLONE_NEWUSER | flags):
+                self._no("network", f"unshare: {self._errno()}")
+                return
+            self._write("/proc/self/setgroups", "deny")
+            self._write("/proc/self/uid_map", f"{uid} {uid} 1")
+            self._write("/proc/self/gid_map", f"{gid} {gid} 1")
+            how = "in a user namespace"
+        else:
+            why = self._errno() if os.geteuid() == 0 else "unprivileged user namespaces are not allowed here"
+            self._no("network", f"no network namespace: {why}")
+            self._no("disk", f"no mount namespace: {why}; only RLIMIT_FSIZE per file")
+            return
+        if want_net:
+            self._ok("network", f"own network namespace {how}: no interfaces, loopback down")
+        if want_mount:
+            self._mounts(how)
+
+    def _probe_user_namespace(self, flags: int) -> bool:
+        """Try in a throwaway child: a half-made user namespace cannot be left again."""
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - runs in the child
+            ok = self._unshare(_CLONE_NEWUSER | flags)
+            try:
+                self._write("/proc/self/setgroups", "deny")
+                self._write("/proc/self/uid_map", f"{os.getuid()} {os.getuid()} 1")
+            except OSError:
+                ok = False
+            os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+        return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+    @staticmethod
+    def _write(path: str, text: str) -> None:
+        with open(path, "w") as f:
+            f.write(text)
+
+    def _mount(self, source: str | None, target: str, fstype: str | None, flags: int, data: str | None) -> bool:
+        enc = (lambda s: s.encode() if s is not None else None)
+        return self.libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)) == 0
+
+    def _mounts(self, how: str) -> None:
+        if not self._mount(None, "/", None, _MS_REC | _MS_PRIVATE, None):
+            self._no("disk", f"making mounts private: {self._errno()}")
+            return
+        size = int(self.config.get("disk_bytes") or 0)
+        uid = self._target_uid() if os.geteuid() == 0 else os.getuid()
+        gid = uid if os.geteuid() == 0 and uid != 0 else os.getgid()
+        options = f"size={size},mode=0700,uid={uid},gid={gid}"
+        if size and self._mount("kernelgym", self.workdir, "tmpfs", _MS_NOSUID | _MS_NODEV, options):
+            os.chdir(self.workdir)  # the old directory is now underneath the tmpfs
+            self._ok("disk", f"the private directory is a {size >> 20} MiB tmpfs ({how}); "
+                     f"RLIMIT_FSIZE {int(self.config['file_bytes']) >> 20} MiB per file")
+        else:
+            self._no("disk", f"tmpfs over the private directory: {self._errno()}")
+        self.mount_namespace = True
+
+    def _read_only_rest(self) -> bool:
+        """Without Landlock: every mount but the private tmpfs, /dev, /proc and /sys becomes read-only."""
+        if not getattr(self, "mount_namespace", False):
+            return False
+        keep = (self.workdir, "/dev", "/proc", "/sys")
+        points = []
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                point = line.split()[4].replace("\\040", " ")
+                if not any(point == k or point.startswith(k + "/") for k in keep):
+                    points.append(point)
+        failed = [p for p in points if not self._mount(None, p, None, _MS_BIND | _MS_REMOUNT | _MS_RDONLY, None)]
+        return not failed or len(failed) < len(points) and "/" not in failed
+
+    def cgroups(self) -> None:
+        if not self.config.get("cgroup", True):
+            self._no("processes", "turned off by the caller")
+            return
+        limit = int(self.config.get("tasks") or 0)
+        for root in ("/sys/fs/cgroup/pids", "/sys/fs/cgroup"):
+            if not os.path.exists(os.path.join(root, "cgroup.procs")) or not os.access(root, os.W_OK):
+                continue
+            if root == "/sys/fs/cgroup":
+                try:
+                    with open(os.path.join(root, "cgroup.controllers")) as f:
+                        if "pids" not in f.read().split():
+                            continue
+                except OSError:
+                    continue
+            path = os.path.join(root, f"kernelgym-worker-{os.getpid()}")
+            try:
+                os.mkdir(path)
+                self._write(os.path.join(path, "pids.max"), str(limit))
+                self._write(os.path.join(path, "cgroup.procs"), str(os.getpid()))
+            except OSError as exc:
+                try:
+                    os.rmdir(path)
+                except OSError:
+                    pass
+                self._no("processes", f"pids cgroup under {root}: {exc.strerror}")
+                continue
+            self.cgroup = path
+            self._ok("processes", f"pids cgroup {path}: at most {limit} processes and threads; the harness kills "
+                     "every process in it when the worker is stopped")
+            return
+
+    def limits(self) -> None:
+        import resource
+
+        def cap(name: str, which: int, value: int, detail: str) -> None:
+            try:
+                _, hard = resource.getrlimit(which)
+                value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+                resource.setrlimit(which, (value, value))
+                self._ok(name, detail.format(value))
+            except (ValueError, OSError) as exc:
+                self._no(name, f"setrlimit: {exc}")
+
+        cap("file-size", resource.RLIMIT_FSIZE, int(self.config["file_bytes"]),
+            "RLIMIT_FSIZE: no file over {} bytes (writing past it fails with EFBIG)")
+        cap("cpu-time", resource.RLIMIT_CPU, int(self.config["cpu_seconds"]),
+            "RLIMIT_CPU: {} CPU seconds over the worker's life (wall-clock limits per request come first)")
+        cap("core-dumps", resource.RLIMIT_CORE, 0, "RLIMIT_CORE = {}: no core files")
+        cap("open-files", resource.RLIMIT_NOFILE, int(self.config["open_files"]), "RLIMIT_NOFILE: {} descriptors")
+        memory = self.config.get("memory_bytes")
+        if memory:
+            cap("memory", resource.RLIMIT_AS, int(memory), "RLIMIT_AS: {} bytes of address space")
+        else:
+            self._no("memory", "no RLIMIT_AS on a CUDA worker: the driver reserves terabytes of virtual address "
+                     "space; device memory is bounded by the GPU, host memory is not limited")
+        if self.cgroup is None and self.config.get("cgroup", True):
+            self._nproc(resource)
+
+    def _nproc(self, resource: Any) -> None:
+        budget = int(self.config.get("tasks") or 0)
+        if os.geteuid() == 0 and not (self.config.get("drop_uid", True) and self._can_drop()):
+            self._no("processes", "no pids cgroup, and RLIMIT_NPROC never binds for root; the audit layer still "
+                     "refuses fork and subprocess")
+            return
+        current = 0 if os.geteuid() == 0 else _tasks_of_uid(os.getuid())
+        value = current + budget
+        try:
+            resource.setrlimit(resource.RLIMIT_NPROC, (value, value))
+        except (ValueError, OSError) as exc:
+            self._no("processes", f"setrlimit(RLIMIT_NPROC): {exc}")
+            return
+        self._ok("processes", f"RLIMIT_NPROC: {budget} more processes and threads for this uid ({value} in all)")
+
+    # .................................................................. Landlock
+    def landlock(self) -> None:
+        if not self.config.get("landlock", True):
+            self._no("filesystem", "Landlock turned off by the caller")
+            self._fallback_filesystem()
+            return
+        abi = self.libc.syscall(_LL_CREATE, None, 0, _LL_VERSION)
+        if abi < 1:
+            self._no("filesystem", f"Landlock unavailable: {self._errno()}")
+            self._fallback_filesystem()
+            return
+        handled = _FS_WRITE_FILE | _READ | _FS_REMOVE_DIR | _FS_REMOVE_FILE | _MAKE
+        handled |= _FS_REFER if abi >= 2 else 0
+        handled |= _FS_TRUNCATE if abi >= 3 else 0
+        net = (_NET_BIND_TCP | _NET_CONNECT_TCP) if abi >= 4 and self.config.get("network", True) else 0
+        scoped = (_SCOPE_ABSTRACT_UNIX | _SCOPE_SIGNAL) if abi >= 6 else 0
+        fields = [handled] + ([net] if abi >= 4 else []) + ([scoped] if abi >= 6 else [])
+        attr = (self.ctypes.c_uint64 * len(fields))(*fields)
+        ruleset = self.libc.syscall(_LL_CREATE, self.ctypes.byref(attr), self.ctypes.sizeof(attr), 0)
+        if ruleset < 0:
+            self._no("filesystem", f"landlock_create_ruleset: {self._errno()}")
+            self._fallback_filesystem()
+            return
+        failed: list[str] = []
+        try:
+            everything = handled
+            self._rule(ruleset, self.workdir, everything, failed)
+            self._rule(ruleset, "/dev", _READ | _FS_WRITE_FILE | (_FS_TRUNCATE if abi >= 3 else 0), failed)
+            for path in readable_paths(self.workdir, self.protected()):
+                self._rule(ruleset, path, _READ, failed)
+            if self.libc.syscall(_LL_RESTRICT, ruleset, 0) != 0:
+                self._no("filesystem", f"landlock_restrict_self: {self._errno()}")
+                self._fallback_filesystem()
+                return
+        finally:
+            os.close(ruleset)
+        note = f" ({len(failed)} paths could not be added: {', '.join(failed[:3])})" if failed else ""
+        self._ok("filesystem", f"Landlock ABI {abi}: writes only in {self.workdir} and to device files; no "
+                 f"reads in {', '.join(self.protected())} or other processes' /proc entries{note}")
+        if net:
+            self.applied.setdefault("network", "Landlock: no TCP bind or connect")
+            if "network" in self.skipped:
+                self._ok("network", "Landlock: no TCP bind or connect (no network namespace: "
+                         + self.skipped["network"] + ")")
+        if scoped:
+            self._ok("signals", "Landlock scope: no signals to processes outside the sandbox (the harness), no "
+                     "abstract unix sockets")
+        else:
+            self._no("signals", f"Landlock ABI {abi} has no signal scoping (needs 6); the audit layer refuses os.kill")
+
+    def _rule(self, ruleset: int, path: str, access: int, failed: list[str]) -> None:
+        try:
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        except OSError:
+            return
+        try:
+            if not os.path.isdir(path):
+                access &= _FILE_RIGHTS
+            if not access:
+                return
+            rule = self.path_beneath(access, fd)
+            if self.libc.syscall(_LL_ADD_RULE, ruleset, 1, self.ctypes.byref(rule), 0) != 0:
+                failed.append(path)
+        finally:
+            os.close(fd)
+
+    def protected(self) -> list[str]:
+        home = os.path.realpath(self.config.get("home") or "/root")
+        extra = [os.path.realpath(p) for p in self.config.get("protect", [])]
+        found = [p for p in (*SECRET_DIRS, home, *extra) if os.path.exists(p) and p != "/"]
+        return sorted(set(found))
+
+    def _fallback_filesystem(self) -> None:
+        if self._read_only_rest():
+            self._ok("filesystem", "mount namespace: every filesystem but the private directory, /dev, /proc and "
+                     "/sys is read-only (reads are not confined without Landlock)")
+        else:
+            self._no("filesystem", self.skipped.get("filesystem", "no Landlock and no mount namespace")
+                     + "; writes elsewhere are refused only by the audit layer")
+
+    # .................................................................. identity
+    def _target_uid(self) -> int:
+        if self.uid is None:
+            self.uid = int(self.config.get("uid") or (2_000_000_000 + os.getpid() % 100_000_000))
+        return self.uid
+
+    def _can_drop(self) -> bool:
+        """Another uid can run us only if Python, its packages and this package are world-readable."""
+        return not self._unreadable()
+
+    def _unreadable(self) -> list[str]:
+        needed = {sys.prefix, sys.base_prefix, os.path.dirname(HERE)}
+        needed.update(p for p in sys.path if p and os.path.isdir(p) and os.path.realpath(p) != HERE)
+        bad = []
+        for path in sorted(needed):
+            path = os.path.realpath(path)
+            parts = path.split("/")
+            for i in range(2, len(parts) + 1):
+                sub = "/".join(parts[:i]) or "/"
+                try:
+                    mode = os.stat(sub).st_mode
+                except OSError:
+                    break
+                if not mode & 0o001 or (sub == path and not mode & 0o004):
+                    bad.append(sub)
+                    break
+        return sorted(set(bad))
+
+    def drop_privileges(self) -> None:
+        if os.geteuid() != 0:
+            self._ok("user", f"runs as uid {os.getuid()} (not root)")
+            return
+        if not self.config.get("drop_uid", True):
+            self._no("user", "runs as root: dropping privileges turned off by the caller")
+            return
+        bad = self._unreadable()
+        if bad:
+            self._no("user", f"runs as root: the Python installation is not readable by another user ({bad[0]})")
+            return
+        uid = self._target_uid()
+        groups: list[int] = []
+        if self.config.get("device", "cpu").startswith("cuda"):
+            for dev in ("/dev/nvidiactl", "/dev/nvidia0", "/dev/nvidia-uvm"):
+                try:
+                    st = os.stat(dev)
+                except OSError:
+                    continue
+                if st.st_mode & 0o006 != 0o006:
+                    groups.append(st.st_gid)
+        if not getattr(self, "mount_namespace", False) or "disk" not in self.applied:
+            os.chown(self.workdir, uid, uid)
+            for name in os.listdir(self.workdir):
+                os.chown(os.path.join(self.workdir, name), uid, uid)
+        os.setgroups(sorted(set(groups)))
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+        self._ok("user", f"dropped root for the unused uid {uid}: no capabilities, other users' files closed")
+
+
+def _tasks_of_uid(uid: int) -> int:
+    """Processes and threads that count against RLIMIT_NPROC for ``uid`` now."""
+    total = 0
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/status") as f:
+                fields = dict(line.split(":", 1) for line in f if ":" in line)
+            if int(fields["Uid"].split()[0]) == uid:
+                total += int(fields["Threads"])
+        except (OSError, KeyError, ValueError):
+            continue
+    return total
+
+
+def readable_paths(workdir: str, protected: list[str]) -> list[str]:
+    """Everything readable except the protected trees and other processes' /proc entries.
+
+    Landlock only allows, so this lists, for each directory on the way to a protected path,
+    its other children; then the places Python and this package need that lie inside a
+    protected tree (a virtualenv in a home directory), but never a protected path itself or a
+    directory above one.
+    """
+    closed = set(protected) | {"/proc"}
+    above: set[str] = set()
+    for path in closed:
+        parent = os.path.dirname(path)
+        while True:
+            above.add(parent)
+            if parent == "/":
+                break
+            parent = os.path.dirname(parent)
+    allowed: list[str] = []
+    me = str(os.getpid())
+    for directory in sorted(above):
+        try:
+            names = os.listdir(directory)
+        except OSError:
+            continue
+        for name in names:
+            full = os.path.join(directory, name)
+            if full in closed or full in above:
+                continue
+            allowed.append(full)
+    allowed += [os.path.join("/proc", n) for n in os.listdir("/proc") if not n.isdigit()] + [f"/proc/{me}"]
+    needed = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(HERE), workdir}
+    needed.update(p for p in sys.path if p and os.path.isdir(p))
+    for path in needed:
+        path = os.path.realpath(path)
+        if any(path == c or c.startswith(path.rstrip("/") + "/") for c in closed):
+            continue  # would open a protected tree (a sys.path entry that is a home directory)
+        allowed.append(path)
+    return sorted(set(allowed))
+
+
+# -------------------------------------------------------------------------------------------- audit layer
+
+_STRICT = {
+    # event -> (violation code, what it is, in words)
+    "socket.__new__": ("sandbox-network", "opening a socket"),
+    "socket.bind": ("sandbox-network", "binding a socket"),
+    "socket.connect": ("sandbox-network", "connecting a socket"),
+    "socket.getaddrinfo": ("sandbox-network", "resolving a host name"),
+    "socket.gethostbyname": ("sandbox-network", "resolving a host name"),
+    "socket.sendto": ("sandbox-network", "sending on a socket"),
+    "subprocess.Popen": ("sandbox-process", "starting a process (subprocess)"),
+    "os.system": ("sandbox-process", "running a shell command (os.system)"),
+    "os.exec": ("sandbox-process", "replacing the process (os.exec*)"),
+    "os.posix_spawn": ("sandbox-process", "starting a process (posix_spawn)"),
+    "os.spawn": ("sandbox-process", "starting a process (os.spawn*)"),
+    "os.fork": ("sandbox-process", "forking the process"),
+    "os.forkpty": ("sandbox-process", "forking the process"),
+    "os.kill": ("sandbox-signal", "sending a signal to a process"),
+    "os.killpg": ("sandbox-signal", "sending a signal to a process group"),
+    "signal.pthread_kill": ("sandbox-signal", "sending a signal to a thread"),
+    "ctypes.dlopen": ("sandbox-native", "loading a native library with ctypes"),
+    "ctypes.dlsym": ("sandbox-native", "looking up a native symbol with ctypes"),
+    "ctypes.dlsym/handle": ("sandbox-native", "looking up a native symbol with ctypes"),
+    "ctypes.call_function": ("sandbox-native", "calling a native function with ctypes"),
+    "ctypes.string_at": ("sandbox-native", "reading raw memory with ctypes"),
+    "ctypes.wstring_at": ("sandbox-native", "reading raw memory with ctypes"),
+    "ctypes.cdata": ("sandbox-native", "reading raw memory with ctypes"),
+    "ctypes.cdata/buffer": ("sandbox-native", "reading raw memory with ctypes"),
+    "ctypes.addressof": ("sandbox-native", "taking raw addresses with ctypes"),
+    "mmap.__new__": ("sandbox-native", "mapping memory (mmap)"),
+    "gc.get_objects": ("introspection", "walking every object of the process (gc.get_objects)"),
+    "gc.get_referrers": ("introspection", "walking the object graph (gc.get_referrers)"),
+    "gc.get_referents": ("introspection", "walking the object graph (gc.get_referents)"),
+    "sys._current_frames": ("introspection", "reading other threads' frames"),
+    "sys.setprofile": ("introspection", "installing a profiler hook"),
+    "sys.settrace": ("introspection", "installing a trace hook"),
+    "sys.addaudithook": ("introspection", "installing an audit hook"),
+}
+_IMMEDIATE = {
+    # denied only when the candidate's own line makes the call (the standard library uses these freely)
+    "sys._getframe": ("introspection", "reading the call stack (sys._getframe)"),
+    "object.__getattr__": ("introspection", "reading interpreter internals"),
+    "exec": ("dynamic-code", "running code built at run time (exec/eval)"),
+    "compile": ("dynamic-code", "compiling code at run time"),
+    "code.__new__": ("dynamic-code", "building a code object"),
+    "function.__new__": ("dynamic-code", "building a function from a code object"),
+}
+_PATH_EVENTS = {"open", "os.remove", "os.rename", "os.rmdir", "os.symlink", "os.link", "os.truncate", "os.chmod",
+                "os.chown", "os.mkdir", "shutil.rmtree", "os.listdir", "os.scandir", "os.utime"}
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+_DEVICE_WRITES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/nvidia", "/dev/dri/", "/dev/tty", "/dev/pts/")
+
+_drain: Any = None
+
+
+def drain() -> list[list[str]]:
+    """Incidents since the last call: [code, message] pairs (empty when no audit layer runs here)."""
+    return _drain() if _drain is not None else []
+
+
+def install_audit(workdir: str, protected: list[str], includes: list[str]) -> None:
+    """Install the audit hook (it cannot be removed). All its state lives in this closure."""
+    global _drain
+    import _thread
+    import sysconfig
+
+    candidate_prefix = os.path.join(os.path.realpath(workdir), "candidate_")
+    workdir_prefix = os.path.realpath(workdir) + "/"
+    harness_prefix = HERE + "/"
+    stdlib = tuple({os.path.realpath(sysconfig.get_paths()[k]) + "/" for k in ("stdlib", "platstdlib")})
+    site = tuple({os.path.realpath(sysconfig.get_paths()[k]) + "/" for k in ("purelib", "platlib")})
+    closed = tuple(p.rstrip("/") + "/" for p in protected)
+    reopened = tuple(p.rstrip("/") + "/" for p in includes)
+    me = str(os.getpid())
+    strict, immediate, path_events = dict(_STRICT), dict(_IMMEDIATE), frozenset(_PATH_EVENTS)
+    watched = frozenset(strict) | frozenset(immediate) | path_events
+    incidents: list[list[str]] = []
+    busy: set[int] = set()
+    getframe, get_ident, realpath, fsdecode = sys._getframe, _thread.get_ident, os.path.realpath, os.fsdecode
+    own_task = os.path.exists
+
+    def is_stdlib(filename: str) -> bool:
+        return filename.startswith("<frozen") or (filename.startswith(stdlib) and not filename.startswith(site))
+
+    def origin(frame: Any, direct: bool) -> bool:
+        """True when the candidate's code caused the event: candidate frames reached before any harness
+        frame (and, for ``direct``, with nothing but the standard library in between)."""
+        while frame is not None:
+            name = frame.f_code.co_filename
+            if name.startswith(candidate_prefix):
+                return True
+            if name.startswith(harness_prefix) and not name.endswith("/sandbox.py"):
+                return False
+            if direct and not is_stdlib(name):
+                return False
+            frame = frame.f_back
+        return False
+
+    def path_problem(event: str, args: tuple[Any, ...]) -> str | None:
+        target = args[0] if args else None
+        if isinstance(target, int):
+            return f"opening file descriptor {target} directly (the worker's own channels are not the candidate's)"
+        try:
+            path = realpath(fsdecode(target))
+        except (TypeError, ValueError):
+            return None
+        writing = event != "open" or (isinstance(args[1], str) and any(c in args[1] for c in "wax+")) or (
+            isinstance(args[2], int) and args[2] & _WRITE_FLAGS)
+        if event in ("os.listdir", "os.scandir"):
+            writing = False
+        if path.startswith("/proc/"):
+            pid = path.split("/")[2]
+            if pid.isdigit() and pid != me and not own_task(f"/proc/{me}/task/{pid}"):
+                return f"reading {path}, another process's entry"
+            if path.endswith("/mem"):
+                return f"reading the worker's memory through {path}"
+        if writing:
+            if path.startswith(workdir_prefix) or path == workdir_prefix[:-1] or path.startswith(_DEVICE_WRITES):
+                return None
+            return f"writing {path}, outside the worker's private directory"
+        inside = path + "/"
+        if inside.startswith(closed) and not inside.startswith(reopened):
+            return f"reading {path} (home directories and secrets are closed to candidates)"
+        return None
+
+    def hook(event: str, args: tuple[Any, ...]) -> None:
+        if event not in watched:
+            return
+        ident = get_ident()
+        if ident in busy:
+            return
+        busy.add(ident)
+        try:
+            caller = getframe(1)
+            if event in immediate:
+                name = caller.f_code.co_filename if caller is not None else ""
+                if not name.startswith(candidate_prefix):
+                    return
+                code, what = immediate[event]
+                if event == "object.__getattr__" and len(args) > 1:
+                    what = f"reading {args[1]} (interpreter internals)"
+            elif event in strict:
+                if not origin(caller, direct=False):
+                    return
+                code, what = strict[event]
+            else:
+                problem = path_problem(event, args)
+                if problem is None or not origin(caller, direct=False):
+                    return
+                code = "sandbox-filesystem"
+                what = problem
+            message = f"the candidate tried {what}; the sandbox refused it"
+            if len(incidents) < 50 and [code, message] not in incidents:
+                incidents.append([code, message])
+        finally:
+            busy.discard(ident)
+        raise PermissionError(f"kernelgym sandbox: {what} is not allowed in a candidate")
+
+    def take() -> list[list[str]]:
+        out = list(incidents)
+        incidents.clear()
+        return out
+
+    sys.addaudithook(hook)
+    _drain = take
+
+
+def _send_frame(fd: int, payload: bytes) -> None:
+    """One message in ``multiprocessing.connection``'s framing (a 4-byte big-endian length)."""
+    import struct
+
+    data = struct.pack("!i", len(payload)) + payload
+    while data:
+        data = data[os.write(fd, data):]
+
+
+def _main() -> None:
+    """Child side: apply, report on the socket, run the worker here."""
+    if sys.path and os.path.realpath(sys.path[0]) == HERE:
+        sys.path.pop(0)  # the script's folder holds modules named like stdlib ones would be shadowed
+    config = json.loads(os.environ.pop(ENV_VAR, "{}") or "{}")
+    fd = int(sys.argv[1])
+    sandbox = Sandbox(config)
+    report = sandbox.run()
+    if config.get("audit", True):
+        protected = sandbox.protected()
+        install_audit(sandbox.workdir, protected, [p for p in readable_paths(sandbox.workdir, protected)
+                                                   if any(p.startswith(c + "/") for c in protected)])
+        report["applied"]["audit"] = ("PEP 578 audit hook: sockets, processes, signals, ctypes, gc walks, frame "
+                                      "introspection and writes outside the private directory are refused and "
+                                      "reported")
+    else:
+        report["not_applied"]["audit"] = "turned off by the caller"
+    _send_frame(fd, json.dumps({"__sandbox__": report}).encode())
+    sys.modules["kernelgym.env.sandbox"] = sys.modules[__name__]
+    import runpy
+
+    sys.argv = [os.path.join(HERE, "worker.py"), str(fd)]
+    runpy.run_module("kernelgym.env.worker", run_name="__main__", alter_sys=True)
+
+
+if __name__ == "__main__":
+    _main()

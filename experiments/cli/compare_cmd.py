@@ -1,0 +1,35 @@
+"""``kernelgym compare RUN RUN...``: runs side by side (printed as Markdown, or written to a file)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from . import UsageError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("compare", help="put runs side by side")
+    parser.add_argument("runs", nargs="+", help="run directories (or names under --runs-root)")
+    parser.add_argument("--runs-root", default="runs", metavar="DIR")
+    parser.add_argument("-o", "--output", metavar="FILE", help="write to FILE (.md or .html) instead of printing")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from kernelgym.experiments import report, runner
+
+    try:
+        dirs = [runner.find_run(r, Path(args.runs_root)) for r in args.runs]
+    except runner.RunError as exc:
+        raise UsageError(str(exc)) from None
+    doc = report.compare(dirs)
+    if args.output:
+        out = Path(args.output)
+        if out.suffix not in (".md", ".html"):
+            raise UsageError(f"--output must end in .md or .html, not {out.name}")
+        out.write_text(doc.html(Path.cwd()) if out.suffix == ".html" else doc.markdown())
+        print(f"Comparison: {out}")
+    else:
+        print(doc.markdown())
+    return 0

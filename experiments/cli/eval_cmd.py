@@ -1,0 +1,66 @@
+"""``kernelgym eval TASK FILE``: judge one candidate module and print the verdict."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from kernelgym.tasks import UnknownTaskError, get_task
+
+from . import UsageError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("eval", help="evaluate a candidate module for a task")
+    parser.add_argument("task_id")
+    parser.add_argument("file", help="the candidate module (a .py file), or - for standard input")
+    parser.add_argument("--target", default="sm_90a", choices=["sm_90a", "sm_100a"])
+    parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (default)")
+    parser.add_argument("--shapes", default="dev,heldout",
+                        help="comma-separated shape sets to check (dev, heldout, bench); default dev,heldout")
+    parser.add_argument("--no-timing", action="store_true", help="skip the timing stage on a GPU")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.set_defaults(func=run)
+
+
+def read_source(file: str) -> str:
+    if file == "-":
+        return sys.stdin.read()
+    path = Path(file)
+    if not path.is_file():
+        raise UsageError(f"no such file: {file}")
+    try:
+        return path.read_text()
+    except UnicodeDecodeError:
+        raise UsageError(f"{file} is not UTF-8 text") from None
+
+
+def json_view(result: dict) -> dict:
+    """The documented JSON fields first, then the rest of the result."""
+    keys = ("task", "stage", "compiled", "correct", "violations", "errors", "instructions", "required_features_met",
+            "timing", "speedup", "feedback")
+    return {**{k: result.get(k) for k in keys}, **{k: v for k, v in result.items() if k not in keys}}
+
+
+def run(args: argparse.Namespace) -> int:
+    from kernelgym.env import EvalOptions, evaluate
+
+    try:
+        task = get_task(args.task_id)
+    except UnknownTaskError as exc:
+        raise UsageError(str(exc)) from None
+    source = read_source(args.file)
+    try:
+        options = EvalOptions(target=args.target, device=args.device,
+                              shape_sets=tuple(s.strip() for s in args.shapes.split(",") if s.strip()),
+                              timing=not args.no_timing)
+        result = evaluate(task, source, options)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if args.json:
+        print(json.dumps(json_view(result.to_dict()), indent=1, default=str))
+    else:
+        print(result.feedback)
+    return 0
