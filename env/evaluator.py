@@ -8,6 +8,7 @@ their outputs back to be compared here.
 from __future__ import annotations
 
 import base64
+import hashlib
 import math
 import statistics
 import time
@@ -21,6 +22,7 @@ from kernelgym.tasks import Sampler, Task
 from kernelgym.tasks.spec import dtype_of, sequence
 
 from . import feedback as feedback_mod
+from .cache import JsonCache, code_fingerprint, environment_fingerprint, fingerprint
 from .compare import compare_outputs
 from .device import ceilings_for, device_name, resolve_device, roofline_ms
 from .instructions import FAMILIES, FEATURES, count_cubin, count_ptx
@@ -32,6 +34,10 @@ from .triton_support import TARGETS
 INTERPRETER_BF16 = (
     "bfloat16 inputs: Triton's interpreter computes bf16 wrongly (triton 3.9, silently) or not at all "
     "(3.6), so this case was not run on the CPU; run on a GPU to check it"
+)
+NO_GPU_CUDA = (
+    "CUDA/PTX kernels need a GPU: correctness was not checked on this device (the modules were compiled "
+    "and analysed, and the first launch was checked, without running)"
 )
 
 
@@ -56,6 +62,10 @@ class EvalOptions:
     limits: Limits = field(default_factory=Limits)
     reveal_shapes: bool = True
     """Whether feedback may name the failing case (False for heldout scoring shown to a model)."""
+    profile: bool = True
+    """On a GPU, count executed instructions with Nsight Compute: required features must be executed."""
+    memcheck: bool = False
+    """On a GPU, run compute-sanitizer memcheck on one case before timing; any error fails the candidate."""
 
     def __post_init__(self) -> None:
         if self.target not in TARGETS:
@@ -86,6 +96,23 @@ def _same(a: Any, b: Any) -> bool:
     return a == b
 
 
+LATE_CALLS = 16
+"""Extra calls before the late re-check (``Evaluator._late_recheck``)."""
+LATE_SEED = 7919
+
+
+def _digest(outputs: list[Any]) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    for o in outputs:
+        if isinstance(o, torch.Tensor):
+            t = o.detach().to("cpu").contiguous()
+            h.update(f"{t.dtype}{tuple(t.shape)}".encode())
+            h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+        else:
+            h.update(repr(o).encode())
+    return h.hexdigest()
+
+
 def _params(task: Task) -> list[str]:
     import ast
 
@@ -105,6 +132,9 @@ class Evaluator:
         self._baselines: dict[tuple[Any, ...], dict[str, float]] = {}
         self._source = ""
         self._options = EvalOptions()
+        self._baseline_cache = JsonCache("baselines")
+        self._compiled: dict[str, dict[str, Any]] = {}
+        """Offline compilations by (source, launch spec): a resubmitted kernel is not compiled again."""
 
     def close(self) -> None:
         self.run_worker.stop()
@@ -146,6 +176,7 @@ class Evaluator:
         try:
             self._evaluate(task, source, options, result)
         finally:
+            self._integrity(result)
             result.seconds["total"] = time.perf_counter() - started
             result.feedback = feedback_mod.render(result, task, options.reveal_shapes)
         return result
@@ -166,7 +197,8 @@ class Evaluator:
             return
 
         # Probe with the first runnable case: it records the launches to compile offline.
-        probe_index = next((i for i, p in enumerate(plan) if not (self.device == "cpu" and p[4])), None)
+        probe_index = None if self._cuda_on_cpu(task) else \
+            next((i for i, p in enumerate(plan) if not (self.device == "cpu" and p[4])), None)
         probe_reply = self._run(task, plan[probe_index], result) if probe_index is not None else None
         if probe_reply is not None and probe_reply.get("kind") == "compile":
             result.compile_errors.append(probe_reply["error"])
@@ -180,13 +212,15 @@ class Evaluator:
         t0 = time.perf_counter()
         failed_sets: set[str] = set()
         seen_outputs: dict[tuple[Any, ...], list[Any]] = {}
-        launched = 0
+        digests: dict[tuple[Any, ...], list[tuple[str, str, int]]] = {}
+        launched = loader_launched = 0
         for index, item in enumerate(plan):
             shape_set, case, seed, dist, bf16 = item
             if shape_set in failed_sets:
                 continue
-            if self.device == "cpu" and bf16:
-                result.cases.append(CaseResult(shape_set, case, seed, dist, None, skipped=INTERPRETER_BF16))
+            if self.device == "cpu" and (bf16 or task.language == "cuda"):
+                why = NO_GPU_CUDA if task.language == "cuda" else INTERPRETER_BF16
+                result.cases.append(CaseResult(shape_set, case, seed, dist, None, skipped=why))
                 continue
             reply = probe_reply if index == probe_index else self._run(task, item, result)
             if reply is None:
@@ -194,12 +228,16 @@ class Evaluator:
             case_result = self._judge(task, item, reply, result)
             if task.check is not None and case_result.passed:
                 case_result = self._check_randomness(task, item, reply, seen_outputs, result) or case_result
+            case_result = self._stale(task, item, reply, digests, result) or case_result
             result.cases.append(case_result)
             launched += reply.get("launches", 0) if reply.get("ok") else 0
+            loader_launched += reply.get("loader_launches", 0) if reply.get("ok") else 0
             if not case_result.passed:
                 failed_sets.add(shape_set)
                 if reply.get("kind") in ("timeout", "crash"):
                     break
+        if not failed_sets and not (self.device.startswith("cuda") and options.timing):
+            self._late_recheck(task, plan, result)  # on a GPU the timing loop and the check after it do this
         result.seconds["correctness"] = time.perf_counter() - t0
         skipped = sorted({c.skipped for c in result.cases if c.skipped})
         result.skipped_checks.extend(skipped)
@@ -207,10 +245,18 @@ class Evaluator:
         if task.language == "triton" and ran and launched == 0 and result.runtime_error is None:
             result.violations.append(Violation("no-kernel-launched", "the entrypoint returned without launching "
                                                "any Triton kernel; the arithmetic must run in a kernel"))
+        if task.language == "cuda" and ran and loader_launched == 0 and result.runtime_error is None:
+            result.violations.append(Violation("no-kernel-launched", "the entrypoint returned without launching "
+                                               "a kernel built through kernelgym.env.loader; a CUDA/PTX task's "
+                                               "arithmetic must run in such kernels"))
         result.correct = bool(ran) and all(c.passed for c in ran) and not result.violations
         if not ran:
             result.correct = None
             result.skipped_checks.append("no correctness check could run on this device")
+        if result.correct is None and self._cuda_on_cpu(task) and not result.violations:
+            result.stage = "instructions"  # the static half of the verdict still holds on a CPU
+            self._instructions(task, options, result)
+            return
         if not result.correct:
             return
 
@@ -220,6 +266,8 @@ class Evaluator:
         self._instructions(task, options, result)
         result.seconds["instructions"] = time.perf_counter() - t0
         if result.required_features_met is False:
+            return
+        if options.memcheck and self.device.startswith("cuda") and not self._memcheck(task, options, result):
             return
 
         result.stage = "timing"
@@ -251,7 +299,8 @@ class Evaluator:
         return plan
 
     def _load(self, task: Task, source: str, params: list[str], result: EvalResult) -> bool:
-        msg = {"op": "load", "source": source, "entrypoint": task.entrypoint, "params": params}
+        msg = {"op": "load", "source": source, "entrypoint": task.entrypoint, "params": params,
+               "target": self._options.target}
         try:
             reply = self.run_worker.request(msg, timeout=self._options.limits.load)
         except WorkerError as exc:
@@ -294,7 +343,8 @@ class Evaluator:
             self.run_worker.stop()  # a CUDA error poisons the context
         if reply.get("tampered"):
             self._tampered(reply["tampered"], result)
-        forbidden = reply.get("forbidden_ops") or {}
+        self._run_findings(task, reply, result)
+        forbidden = {k: n for k, n in (reply.get("forbidden_ops") or {}).items() if not k.startswith("host: ")}
         if forbidden and not any(v.code == "torch-op" for v in result.violations):
             ops = ", ".join(f"{op} (x{n})" for op, n in sorted(forbidden.items()))
             result.violations.append(Violation("torch-op", f"host code ran PyTorch compute ops: {ops}; only "
@@ -303,6 +353,119 @@ class Evaluator:
             result.violations.append(Violation("mutated-input", "the candidate modified its inputs: "
                                                + ", ".join(reply["mutated"]) + "; inputs must be left as given"))
         return reply
+
+    # ------------------------------------------------------------------ checks against gaming (tests/adversarial)
+    @staticmethod
+    def _flag(result: EvalResult, code: str, message: str) -> None:
+        if not any(v.code == code for v in result.violations):
+            result.violations.append(Violation(code, message))
+
+    def _run_findings(self, task: Task, reply: dict[str, Any], result: EvalResult) -> None:
+        """What one run's reply says about how the outputs were made, beyond their values."""
+        from .policy import HOST_ELEMENT_LIMIT
+
+        host = {k.removeprefix("host: "): n for k, n in (reply.get("forbidden_ops") or {}).items()
+                if k.startswith("host: ")}
+        if host:
+            routes = ", ".join(f"{route}: {n} elements" for route, n in sorted(host.items()))
+            self._flag(result, "host-compute", f"host code moved tensor data through Python ({routes}); more than "
+                       f"{HOST_ELEMENT_LIMIT} elements per call means the host, not a kernel, computed the answer")
+        if reply.get("kind") == "output":
+            self._flag(result, "output-type", reply.get("error", "the outputs are not plain tensors"))
+        if reply.get("out_of_bounds"):
+            self._flag(result, "out-of-bounds", "the candidate wrote past the end (or before the start) of its "
+                       "input(s) " + ", ".join(reply["out_of_bounds"]) + ": an unmasked store or wrong offsets "
+                       "corrupt memory that is not the kernel's")
+        if reply.get("background"):
+            self._flag(result, "background-work", f"{reply['background']} thread(s) started by the candidate were "
+                       "still running when the entrypoint returned; every result must be computed (or queued on "
+                       "the current stream) before it returns")
+        if task.language == "triton" and reply.get("unwritten") and reply.get("launches") and \
+                not reply.get("loader_launches"):
+            which = ", ".join(f"output {i}" for i in reply["unwritten"])
+            self._flag(result, "output-not-written", f"{which} was never given to any of the candidate's Triton "
+                       "kernels, so no kernel computed it (a buffer filled on the host, by a library, or never)")
+
+    def _timing_findings(self, task: Task, stats: dict[str, Any], result: EvalResult) -> bool:
+        """The timing loop's calls answer to the same rules as the checked ones (patching, host ops)."""
+        found = len(result.violations)
+        if stats.get("tampered"):
+            self._tampered(stats["tampered"], result)
+        self._run_findings(task, stats, result)
+        ops = {k: n for k, n in (stats.get("forbidden_ops") or {}).items() if not k.startswith("host: ")}
+        if ops:
+            self._flag(result, "torch-op", "during the timing loop, host code ran PyTorch compute ops: "
+                       + ", ".join(f"{op} (x{n})" for op, n in sorted(ops.items())))
+        if len(result.violations) > found:
+            result.correct = False
+            return True
+        return False
+
+    def _stale(self, task: Task, item: tuple[Any, ...], reply: dict[str, Any],
+               digests: dict[tuple[Any, ...], list[tuple[str, str, int]]], result: EvalResult) -> CaseResult | None:
+        """The same outputs for inputs whose answers differ: a result cached by pointer, shape or call count."""
+        shape_set, case, seed, dist, _ = item
+        if not reply.get("ok") or task.check is not None:
+            return None
+        expected, _ = self.reference(task, case, seed, dist)
+        mine = (_digest(reply["outputs"]), _digest(expected), seed)
+        key = (shape_set, tuple(sorted(case.items())))
+        for out_digest, ref_digest, other_seed in digests.get(key, []):
+            if out_digest == mine[0] and ref_digest != mine[1]:
+                message = (f"returned exactly the outputs of an earlier call (seed {other_seed}) for different "
+                           "inputs: results are cached or replayed instead of computed")
+                self._flag(result, "stale-output", message)
+                return CaseResult(shape_set, case, seed, dist, False, message=message)
+        digests.setdefault(key, []).append(mine)
+        return None
+
+    def _late_recheck(self, task: Task, plan: list[tuple[Any, ...]], result: EvalResult) -> None:
+        """Call the candidate many more times, then check again on fresh inputs.
+
+        The correctness runs are a candidate's first calls; on a GPU the timing loop comes next and the
+        outputs are checked again after it. Where no timing runs (a CPU), this stands in for it, so a
+        kernel that is right only while it is being watched, early on, fails here too.
+        """
+        runnable = [p for p in plan if not (self.device == "cpu" and (p[4] or task.language == "cuda"))]
+        if not runnable:
+            return
+        smallest = min(runnable, key=lambda p: sum(_itemsize(m) for m in self.reference(task, *p[1:4])[1]))
+        first = runnable[0]
+        calls = [(smallest[0], smallest[1], LATE_SEED + i, task.distributions[i % len(task.distributions)], False)
+                 for i in range(LATE_CALLS)]
+        calls.append((first[0], first[1], LATE_SEED - 1, task.distributions[-1], False))
+        for n, item in enumerate(calls):
+            reply = self._run(task, item, result)
+            check = self._judge(task, item, reply or {"ok": False, "error": "no reply"}, result)
+            if not check.passed:
+                check.message = (f"call {n + 1} after the correctness runs, on fresh inputs: " + check.message)
+                result.cases.append(check)
+                self._flag(result, "inconsistent", f"outputs were right on the first calls and wrong on a later "
+                           f"one (call {n + 1} after them, fresh inputs): a kernel must give the same answers on "
+                           "every call, not only while it is first checked")
+                return
+        result.cases.append(check)
+
+    def _integrity(self, result: EvalResult) -> None:
+        """After every evaluation: flush each worker's channel, and turn what the sandbox refused and any
+        forged reply into violations. A worker that saw either is replaced."""
+        background = any(v.code == "background-work" for v in result.violations)
+        for worker in (self.run_worker, self.compile_worker):
+            try:
+                if worker.alive and worker.request({"op": "ping"}, timeout=30).get("tampered"):
+                    worker.stop()  # patched by a candidate's import (the compile worker runs it too)
+            except WorkerError:
+                pass
+            incidents = worker.take_incidents()
+            for code, message in incidents:
+                if not any(v.code == code and v.message == message for v in result.violations):
+                    result.violations.append(Violation(code, message))
+            if incidents or (background and worker is self.run_worker):
+                result.correct = False
+                worker.stop()  # never reuse a process a candidate fought with, or left threads in
+        report = self.run_worker.sandbox_report or self.compile_worker.sandbox_report
+        if report is not None or result.stage != "static":
+            result.sandbox = report or {"not_applied": {"sandbox": "the workers ran without a sandbox"}}
 
     def _judge(self, task: Task, item: tuple[Any, ...], reply: dict[str, Any], result: EvalResult) -> CaseResult:
         shape_set, case, seed, dist, _ = item
@@ -340,26 +503,59 @@ class Evaluator:
         return None
 
     def _compile(self, task: Task, options: EvalOptions, result: EvalResult) -> bool:
+        if task.language == "cuda":
+            return self._compile_cuda(task, options, result)
         if task.language != "triton":
             return True
+        if self._native_target() == options.target:
+            return self._jit_kernels(options, result)
         try:
             reply = self.run_worker.request({"op": "specs", "targets": [options.target]}, timeout=60)
         except WorkerError as exc:
             result.compile_errors.append(f"recording launches: {exc}")
             return False
         result.compile_errors.extend(reply.get("errors", []))
-        known = {(k.name, k.target) for k in result.kernels}
         specs = reply.get("specs", [])
         if not specs:
             return not result.compile_errors
+        keys = [fingerprint(self._source, spec) for spec in specs]
+        todo = [spec for key, spec in zip(keys, specs, strict=True) if key not in self._compiled]
+        if todo:
+            try:
+                self.compile_worker.request({"op": "load", "source": self._source, "entrypoint":
+                                             task.entrypoint, "mode": "compile"}, timeout=options.limits.load)
+                compiled = self.compile_worker.request({"op": "compile", "specs": todo},
+                                                       timeout=options.limits.compile)
+            except WorkerError as exc:
+                result.compile_errors.append(f"compiling for {options.target}: {exc}")
+                return False
+            for spec, kernel in zip(todo, compiled.get("kernels", []), strict=False):
+                self._compiled[fingerprint(self._source, spec)] = kernel
+            while len(self._compiled) > 512:
+                self._compiled.pop(next(iter(self._compiled)))
+        self._add_kernels([self._compiled[key] for key in keys if key in self._compiled], result)
+        return not result.compile_errors
+
+    def _native_target(self) -> str | None:
+        """The target Triton's JIT compiles for on this device (sm_90a on an H100/H200), if any."""
+        if not self.device.startswith("cuda"):
+            return None
+        major, minor = torch.cuda.get_device_capability(torch.device(self.device))
+        return {(9, 0): "sm_90a", (10, 0): "sm_100a"}.get((major, minor))
+
+    def _jit_kernels(self, options: EvalOptions, result: EvalResult) -> bool:
+        """On a GPU of the target's architecture, the kernels that ran are the ones to inspect."""
         try:
-            self.compile_worker.request({"op": "load", "source": self._source, "entrypoint":
-                                         task.entrypoint, "mode": "compile"}, timeout=options.limits.load)
-            compiled = self.compile_worker.request({"op": "compile", "specs": specs}, timeout=options.limits.compile)
+            reply = self.run_worker.request({"op": "jit_kernels"}, timeout=60)
         except WorkerError as exc:
-            result.compile_errors.append(f"compiling for {options.target}: {exc}")
+            result.compile_errors.append(f"reading the compiled kernels: {exc}")
             return False
-        for kernel in compiled.get("kernels", []):
+        self._add_kernels([{**k, "target": options.target} for k in reply.get("kernels", [])], result)
+        return not result.compile_errors
+
+    def _add_kernels(self, kernels: list[dict[str, Any]], result: EvalResult) -> None:
+        known = {(k.name, k.target) for k in result.kernels}
+        for kernel in kernels:
             if not kernel["ok"]:
                 result.compile_errors.append(f"{kernel['kernel']} for {kernel['target']}:\n{kernel['error']}")
                 continue
@@ -379,7 +575,119 @@ class Evaluator:
                 name=kernel["name"], target=kernel["target"],
                 families={fam: {"ptx": ptx_counts.get(fam, 0), "sass": sass_counts.get(fam, 0)} for fam in FAMILIES},
                 shared_bytes=kernel.get("shared")))
+
+    # ------------------------------------------------------------------ CUDA/PTX candidates (loader.py)
+    def _cuda_on_cpu(self, task: Task) -> bool:
+        return task.language == "cuda" and not self.device.startswith("cuda")
+
+    def _compile_cuda(self, task: Task, options: EvalOptions, result: EvalResult) -> bool:
+        """The modules a CUDA/PTX candidate built through the loader: reports and instruction counts.
+
+        Modules built at import are there already; on a CPU the entrypoint is also dry-run up to its
+        first launch, so modules built at call time are compiled too and that launch is checked.
+        """
+        if self._cuda_on_cpu(task) and not result.compiled:
+            case = task.cases(options.shape_sets[0])[0]
+            msg = {"op": "dry_run", "task": task.id, "case": case, "seed": task.seeds[0],
+                   "distribution": task.distributions[0]}
+            try:
+                reply = self.run_worker.request(msg, timeout=options.limits.compile)
+            except WorkerError as exc:
+                result.compile_errors.append(f"dry run of the entrypoint: {exc}")
+                return False
+            if reply.get("forbidden_ops"):
+                ops = ", ".join(f"{op} (x{n})" for op, n in sorted(reply["forbidden_ops"].items()))
+                result.violations.append(Violation("torch-op", f"host code ran PyTorch compute ops: {ops}; only "
+                                                   "allocation, views and kernel launches are allowed"))
+            if not reply.get("ok"):
+                if reply.get("kind") in ("compile", "launch"):
+                    result.compile_errors.append(reply["error"])
+                    return False
+                result.skipped_checks.append("the entrypoint could not run on CPU tensors up to its first kernel "
+                                             "launch, so modules it builds at call time were not analysed: "
+                                             + reply.get("error", "").strip().splitlines()[-1][:300])
+            elif not reply.get("reached_launch"):
+                result.skipped_checks.append("the entrypoint returned on CPU tensors without launching a kernel")
+        try:
+            reply = self.run_worker.request({"op": "modules"}, timeout=60)
+        except WorkerError as exc:
+            result.compile_errors.append(f"reading the compiled modules: {exc}")
+            return False
+        modules = reply.get("modules", [])
+        if not modules:
+            result.violations.append(Violation("no-loader-module", "no module was built through "
+                                               "kernelgym.env.loader (load_cuda / load_ptx); a CUDA/PTX task's "
+                                               "kernels must be compiled and launched through it"))
+            return False
+        known = {(k.name, k.target) for k in result.kernels}
+        for module in modules:
+            if module["target"] != options.target:
+                result.compile_errors.append(f"module {module['name']!r} was built for {module['target']}; this "
+                                             f"evaluation targets {options.target} (omit target= or use "
+                                             "loader.default_target())")
+                continue
+            for k in module["kernels"]:
+                if (k["name"], module["target"]) in known:
+                    continue
+                known.add((k["name"], module["target"]))
+                spills = None if k["spill_stores"] is None else k["spill_stores"] + (k["spill_loads"] or 0)
+                result.kernels.append(KernelReport(
+                    name=k["name"], target=module["target"],
+                    families={fam: {"ptx": k["ptx"].get(fam, 0), "sass": k["sass"].get(fam, 0)} for fam in FAMILIES},
+                    registers=k["registers"], shared_bytes=k["shared"], spills=spills, warnings=module["warnings"]))
+            if module.get("analysis_error"):
+                result.skipped_checks.append(f"SASS of module {module['name']}: {module['analysis_error']}")
         return not result.compile_errors
+
+    def _executed_counts(self, task: Task, options: EvalOptions, result: EvalResult,
+                         totals: dict[str, dict[str, int | None]]) -> bool:
+        """On a GPU, fill ``totals[family]["executed"]`` from Nsight Compute; False when not measured."""
+        if not self.device.startswith("cuda") or not options.profile:
+            if task.required_features.get(options.target):
+                result.skipped_checks.append("executed instruction counts need a GPU with Nsight Compute; required "
+                                             "features were checked in the compiled code only")
+            return False
+        from .profile import ProfileError, profile_candidate
+
+        names = sorted({k.name for k in result.kernels if k.target == options.target})
+        shape_set = next((s for s in options.shape_sets if s != "bench"), "dev")
+        case = max(task.cases(shape_set), key=task.flops)
+        t0 = time.perf_counter()
+        try:
+            prof = profile_candidate(task.id, self._source, case, seed=task.seeds[0],
+                                     distribution=task.distributions[0], target=options.target, kernels=names,
+                                     timeout=options.limits.timing)
+        except ProfileError as exc:
+            result.skipped_checks.append(f"executed instruction counts: {exc}")
+            return False
+        finally:
+            result.seconds["profile"] = time.perf_counter() - t0
+        for fam, n in prof.families().items():
+            if fam in totals:
+                totals[fam]["executed"] = n
+        return True
+
+    def _memcheck(self, task: Task, options: EvalOptions, result: EvalResult) -> bool:
+        """compute-sanitizer memcheck on one case; an error is undefined behaviour, and fails."""
+        from .profile import ProfileError, memcheck_candidate
+
+        case = task.cases(next((s for s in options.shape_sets if s != "bench"), "dev"))[0]
+        t0 = time.perf_counter()
+        try:
+            report = memcheck_candidate(task.id, self._source, case, seed=task.seeds[0],
+                                        distribution=task.distributions[0], target=options.target,
+                                        timeout=options.limits.timing)
+        except ProfileError as exc:
+            result.skipped_checks.append(f"memcheck: {exc}")
+            return True
+        finally:
+            result.seconds["memcheck"] = time.perf_counter() - t0
+        if report.ok:
+            return True
+        result.correct = False
+        result.violations.append(Violation("memcheck", f"compute-sanitizer memcheck found {report.errors} "
+                                           f"error(s) on {case}:\n{report.text}"))
+        return False
 
     def _instructions(self, task: Task, options: EvalOptions, result: EvalResult) -> None:
         totals = {fam: {"ptx": 0, "sass": 0, "executed": None} for fam in FAMILIES}
@@ -395,10 +703,16 @@ class Evaluator:
         if not required:
             result.required_features_met = None if task.language == "triton" else True
             return
+        measured = self._executed_counts(task, options, result, totals)
         for feature in required:
             families = FEATURES[feature]
             if not any(totals[f]["sass"] or totals[f]["ptx"] for f in families):
                 result.missing_features[feature] = f"no {'/'.join(families)} instruction in any compiled kernel"
+            elif measured and not any(totals[f]["executed"] for f in families):
+                result.missing_features[feature] = (
+                    f"{'/'.join(families)} instructions are compiled in (sass "
+                    f"{sum(totals[f]['sass'] for f in families)}) but none was executed: they are dead code on "
+                    "this path (a branch never taken, or a size that picks another kernel)")
         result.required_features_met = not result.missing_features
         result.arch_verified = result.required_features_met
 
@@ -415,9 +729,12 @@ class Evaluator:
                 result.correct = False
                 return
             try:
+                t_candidate = time.perf_counter()
                 stats = self.run_worker.request({"op": "time", "task": task.id, "case": case, "seeds": [0, 1, 2],
                                                  "warmup": options.warmup, "reps": options.reps},
                                                 timeout=options.limits.timing)
+                result.seconds["timing_candidate"] = result.seconds.get("timing_candidate", 0.0) + \
+                    time.perf_counter() - t_candidate
             except WorkerError as exc:
                 result.runtime_error = f"timing: {exc}"
                 result.correct = False
@@ -425,6 +742,8 @@ class Evaluator:
             if not stats.get("ok"):
                 result.runtime_error = f"timing: {stats.get('error')}"
                 result.correct = False
+                return
+            if self._timing_findings(task, stats, result):
                 return
             if stats.get("hidden_work"):
                 result.suspicious.append(
@@ -439,7 +758,10 @@ class Evaluator:
                 result.violations.append(Violation("inconsistent", "outputs were right before the timing loop and "
                                                    "wrong after it, on fresh inputs"))
                 return
+            t_baselines = time.perf_counter()
             baselines = self._baseline_times(task, case, options)
+            result.seconds["timing_baselines"] = result.seconds.get("timing_baselines", 0.0) + \
+                time.perf_counter() - t_baselines
             timing = Timing(case=case, median_ms=stats["median_ms"], min_ms=stats["min_ms"], max_ms=stats["max_ms"],
                             runs=stats["runs"], baselines_ms=baselines)
             flops, nbytes = task.flops(case), task.bytes(case)
@@ -465,6 +787,12 @@ class Evaluator:
         key = (task.id, tuple(sorted(case.items())), self.device)
         if key in self._baselines:
             return self._baselines[key]
+        disk_key = fingerprint(task.id, code_fingerprint(task.reference, task.vendor, task.make_inputs), case,
+                               task.baselines, environment_fingerprint(self.device), options.warmup, options.reps)
+        cached = self._baseline_cache.get(disk_key)
+        if cached is not None:
+            self._baselines[key] = cached
+            return cached
         inputs = [task.make_inputs(case, Sampler(seed, "normal", self.device)) for seed in (0, 1, 2)]
         fns: dict[str, Any] = {}
         if "eager" in task.baselines:
@@ -481,6 +809,8 @@ class Evaluator:
                 except Exception as exc:  # noqa: BLE001 - a baseline that fails is left out, and said
                     times[f"{name} (failed: {type(exc).__name__})"] = float("nan")
         self._baselines[key] = {k: v for k, v in times.items() if v == v}
+        if all(v == v for v in times.values()):
+            self._baseline_cache.put(disk_key, self._baselines[key])
         return self._baselines[key]
 
 

@@ -11,6 +11,7 @@ from collections import Counter
 from typing import Any
 
 import torch
+from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 # Allocation, views, layout copies and scalar reads: what a kernel wrapper needs.
@@ -29,6 +30,13 @@ ALLOWED_OPS = frozenset({
 })
 
 
+HOST_ELEMENT_LIMIT = 1024
+"""Tensor elements host code may read into Python (sizes, offsets, small tables) or turn from Python
+data into a tensor, per call. Beyond it the host is computing: ``x.tolist()``, ``x.numpy()``, a loop of
+``float(x[i])``, ``torch.tensor(result)`` or a device-to-host copy do arithmetic no kernel did."""
+HOST_READ_METHODS = frozenset({"numpy", "tolist", "__array__"})
+
+
 class PolicyMode(TorchDispatchMode):
     """Records every ATen op the candidate's host code runs, outside kernel launches.
 
@@ -41,6 +49,8 @@ class PolicyMode(TorchDispatchMode):
         self.paused = 0
         self.ops: Counter[str] = Counter()
         self.casts: Counter[str] = Counter()
+        self.host: Counter[str] = Counter()
+        """Elements moved between tensors and host Python, by route (see HOST_ELEMENT_LIMIT)."""
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
@@ -51,12 +61,37 @@ class PolicyMode(TorchDispatchMode):
                 dtype = kwargs.get("dtype")
                 if dtype is not None and dtype != args[0].dtype:
                     self.casts[f"{args[0].dtype} -> {dtype}"] += 1
+                device = kwargs.get("device")
+                if device is not None and torch.device(device).type == "cpu" and args[0].device.type != "cpu":
+                    self.host["device-to-host copy"] += args[0].numel()
+            elif name == "copy_" and len(args) > 1 and isinstance(args[1], torch.Tensor):
+                if args[0].device.type == "cpu" and args[1].device.type != "cpu":
+                    self.host["device-to-host copy"] += args[1].numel()
+            elif name == "_local_scalar_dense":
+                self.host["scalar reads (item(), float(x[i]))"] += 1
+            elif name in ("lift_fresh", "lift_fresh_copy") and args and isinstance(args[0], torch.Tensor):
+                self.host["tensors built from Python data (torch.tensor)"] += args[0].numel()
         return func(*args, **kwargs)
 
     def forbidden(self) -> dict[str, int]:
         found = {op: n for op, n in self.ops.items() if op not in ALLOWED_OPS}
         found.update({f"cast {c}": n for c, n in self.casts.items()})
+        found.update({f"host: {route}": n for route, n in self.host.items() if n > HOST_ELEMENT_LIMIT})
         return found
+
+
+class HostReadMode(TorchFunctionMode):
+    """Sees the reads that never reach the dispatcher: ``numpy()``, ``tolist()``, ``__array__``."""
+
+    def __init__(self, policy: PolicyMode) -> None:
+        super().__init__()
+        self.policy = policy
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        if not self.policy.paused and getattr(func, "__name__", "") in HOST_READ_METHODS and args and \
+                isinstance(args[0], torch.Tensor):
+            self.policy.host[f"{func.__name__}() of tensor data"] += args[0].numel()
+        return func(*args, **(kwargs or {}))
 
 
 _active: list[PolicyMode] = []
@@ -79,12 +114,15 @@ class watching:
 
     def __init__(self) -> None:
         self.mode = PolicyMode()
+        self.reads = HostReadMode(self.mode)
 
     def __enter__(self) -> PolicyMode:
         _active.append(self.mode)
+        self.reads.__enter__()
         self.mode.__enter__()
         return self.mode
 
     def __exit__(self, *exc: object) -> None:
         self.mode.__exit__(*exc)
+        self.reads.__exit__(*exc)
         _active.remove(self.mode)

@@ -48,6 +48,7 @@ def clean_environment(device: str, mode: str, workdir: Path) -> dict[str, str]:
         "KERNELGYM_DEVICE": device,
         "KERNELGYM_WORKER_MODE": mode,
         "TMPDIR": str(workdir),
+        "KERNELGYM_LOCK_DIR": os.environ.get("KERNELGYM_LOCK_DIR", tempfile.gettempdir()),
         "HOME": str(workdir),
         "TRITON_CACHE_DIR": str(workdir / "triton-cache"),
         "PYTHONDONTWRITEBYTECODE": "1",
@@ -58,6 +59,23 @@ def clean_environment(device: str, mode: str, workdir: Path) -> dict[str, str]:
         env["CUDA_VISIBLE_DEVICES"] = device.split(":", 1)[1]
         env["KERNELGYM_DEVICE"] = "cuda"
     return env
+
+
+def _create_gpu_locks(env: dict[str, str]) -> None:
+    """The timing lock files (timing.gpu_lock), made here: a sandboxed worker may open them but not create
+    files outside its own directory."""
+    if not env.get("KERNELGYM_DEVICE", "cpu").startswith("cuda"):
+        return
+    import torch
+
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+    ids = [v.strip() for v in visible.split(",") if v.strip()] if visible else \
+        [str(i) for i in range(torch.cuda.device_count())]
+    for physical in ids:
+        try:
+            open(os.path.join(env["KERNELGYM_LOCK_DIR"], f"kernelgym-gpu-{physical}.lock"), "a").close()  # noqa: SIM115
+        except (OSError, KeyError):
+            pass
 
 
 class Worker:
@@ -88,12 +106,15 @@ class Worker:
         env = clean_environment(self.device, self.mode, self.workdir)
         command = [sys.executable, "-m", "kernelgym.env.worker", str(child_sock.fileno())]
         if self.sandbox is not False:
-            removed = sum(1 for k in os.environ if SECRET_NAME.search(k) or k.upper().startswith(SECRET_PREFIXES))
+            _create_gpu_locks(env)
+            removed = sum(1 for k in os.environ
+                          if SECRET_NAME.search(k) or k.upper().startswith(SECRET_PREFIXES))
             env = sandbox_mod.configure(env, str(self.workdir), self.device, self.mode, removed,
                                         self.sandbox if isinstance(self.sandbox, dict) else None)
             command = sandbox_mod.launch_command(child_sock.fileno())
         self.proc = subprocess.Popen(
-            command, cwd=self.workdir, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            command, cwd=self.workdir, env=env, stdin=subprocess.DEVNULL, stdout=log,
+            stderr=subprocess.STDOUT,
             pass_fds=(child_sock.fileno(),), start_new_session=True,
         )
         log.close()
@@ -108,12 +129,13 @@ class Worker:
     def _read_sandbox_report(self, timeout: float = 60.0) -> None:
         """The sandbox's first message: what it applied, sent before any candidate code can run."""
         assert self.conn is not None
+        hello: Any = None
+        ready = False
         try:
             ready = self.conn.poll(timeout)
             hello = wire.recv(self.conn) if ready else None
-        except (EOFError, OSError, ValueError) as exc:
-            hello = None
-            ready = bool(exc) and False
+        except (EOFError, OSError, ValueError):
+            pass
         if not isinstance(hello, dict) or "__sandbox__" not in hello:
             tail = self.log_tail()
             self.kill()
@@ -132,8 +154,8 @@ class Worker:
         self.requests += 1
         try:
             if self.conn.poll(0):
-                self._forged("the worker's channel held data nobody asked for (written by the candidate, or a "
-                             "reply sent twice)")
+                self._forged("the worker's channel held data nobody asked for (written by the candidate, "
+                             "or a reply sent twice)")
             msg = {**msg, "id": secrets.randbits(62)}
             wire.send(self.conn, msg)
             if not self.conn.poll(timeout):
@@ -142,8 +164,8 @@ class Worker:
                                              "in a kernel, or work far too slow); the worker was killed")
             reply = wire.recv(self.conn)
             if not isinstance(reply, dict) or reply.get("id") != msg["id"]:
-                self._forged("a reply did not answer the request it came back for (the candidate wrote to the "
-                             "worker's channel)")
+                self._forged("a reply did not answer the request it came back for (the candidate wrote to "
+                             "the worker's channel)")
             self.incidents.extend(reply.pop("sandbox_denied", None) or [])
             reply.pop("id", None)
             return reply

@@ -95,6 +95,9 @@ class EvalResult:
     stdout: str = ""
     feedback: str = ""
     seconds: dict[str, float] = field(default_factory=dict)
+    sandbox: dict[str, Any] | None = None
+    """What confined the candidate's worker: ``applied`` and ``not_applied`` protections, each with a
+    sentence (env/sandbox.py); None when the evaluation never started a worker."""
 
     @property
     def errors(self) -> dict[str, dict[str, Any]]:

@@ -384,7 +384,7 @@ class Sandbox:
             everything = handled
             self._rule(ruleset, self.workdir, everything, failed)
             self._rule(ruleset, "/dev", _READ | _FS_WRITE_FILE | (_FS_TRUNCATE if abi >= 3 else 0), failed)
-            for path in readable_paths(self.workdir, self.protected()):
+            for path in self.readable():
                 self._rule(ruleset, path, _READ, failed)
             if self.libc.syscall(_LL_RESTRICT, ruleset, 0) != 0:
                 self._no("filesystem", f"landlock_restrict_self: {self._errno()}")
@@ -421,6 +421,11 @@ class Sandbox:
                 failed.append(path)
         finally:
             os.close(fd)
+
+    def readable(self) -> list[str]:
+        if not hasattr(self, "_readable"):
+            self._readable = readable_paths(self.workdir, self.protected())
+        return self._readable
 
     def protected(self) -> list[str]:
         home = os.path.realpath(self.config.get("home") or "/root")
@@ -606,6 +611,31 @@ _DEVICE_WRITES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/nvidia", "/dev/dr
 _drain: Any = None
 
 
+def snapshot(spaces: dict[str, Any]) -> Any:
+    """Remember every function, class, descriptor and module in these namespaces (a namespace given as
+    ``(namespace, names)``: only those names); the returned function
+    names those replaced or removed since. Its state lives in the closure, out of a candidate's reach
+    by attribute access."""
+    import types
+
+    def code_like(value: Any) -> bool:
+        return callable(value) or hasattr(value, "__get__") or isinstance(value, types.ModuleType)
+
+    saved = []
+    for label, space in spaces.items():
+        space, names = space if isinstance(space, tuple) else (space, None)
+        mapping = space if isinstance(space, dict) else vars(space)
+        saved.append((label, mapping, {k: v for k, v in list(mapping.items())
+                                       if code_like(v) and (names is None or k in names)}))
+    missing = object()
+
+    def changed() -> list[str]:
+        return [f"{label}.{key}" for label, mapping, entries in saved for key, value in entries.items()
+                if mapping.get(key, missing) is not value]
+
+    return changed
+
+
 def drain() -> list[list[str]]:
     """Incidents since the last call: [code, message] pairs (empty when no audit layer runs here)."""
     return _drain() if _drain is not None else []
@@ -734,11 +764,11 @@ def _main() -> None:
     config = json.loads(os.environ.pop(ENV_VAR, "{}") or "{}")
     fd = int(sys.argv[1])
     sandbox = Sandbox(config)
+    protected, readable = sandbox.protected(), sandbox.readable()  # listed before Landlock closes /proc
     report = sandbox.run()
     if config.get("audit", True):
-        protected = sandbox.protected()
-        install_audit(sandbox.workdir, protected, [p for p in readable_paths(sandbox.workdir, protected)
-                                                   if any(p.startswith(c + "/") for c in protected)])
+        install_audit(sandbox.workdir, protected, [p for p in readable if any(p.startswith(c + "/")
+                                                                              for c in protected)])
         report["applied"]["audit"] = ("PEP 578 audit hook: sockets, processes, signals, ctypes, gc walks, frame "
                                       "introspection and writes outside the private directory are refused and "
                                       "reported")

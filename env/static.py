@@ -24,7 +24,19 @@ FORBIDDEN_MODULES = frozenset({
     "gc", "importlib", "ctypes", "cffi", "shutil", "urllib", "http", "ssl", "requests", "httpx", "pty",
     "resource", "sysconfig", "code", "codeop", "runpy", "builtins", "pickle", "marshal",
 })
+FORBIDDEN_MODULES = FORBIDDEN_MODULES | {"inspect", "traceback", "__main__", "mmap", "faulthandler",
+                                         "tracemalloc"}
+HARNESS_MODULES_ALLOWED = ("kernelgym.env.loader",)
+"""The only part of kernelgym a candidate may import: the CUDA/PTX loader. The rest is the judge."""
 FORBIDDEN_BUILTINS = frozenset({"eval", "exec", "compile", "__import__", "globals", "breakpoint", "input"})
+INTROSPECTION = frozenset({
+    "__globals__", "__subclasses__", "__builtins__", "__code__", "__closure__", "__base__", "__bases__",
+    "__mro__", "f_back", "f_locals", "f_globals", "f_builtins", "f_code", "tb_frame", "tb_next", "gi_frame",
+    "gi_code", "cr_frame", "ag_frame", "_current_frames", "settrace", "setprofile", "addaudithook",
+})
+"""Attributes that lead from any object to the interpreter's internals: other modules' globals, the
+call stack, every class. A kernel wrapper needs none of them; a candidate hunting the harness's
+objects needs one (``().__class__.__base__.__subclasses__()`` needs no import at all)."""
 FORBIDDEN_OS = frozenset({"system", "popen", "fork", "forkpty", "kill", "killpg", "execv", "execve", "execvp",
                           "execl", "execlp", "spawnl", "spawnv", "posix_spawn", "_exit", "setsid", "remove",
                           "unlink", "rmdir", "chdir"})
@@ -68,18 +80,25 @@ class _Scanner(ast.NodeVisitor):
         self.violations: list[Violation] = []
         self.kernels: list[str] = []
         self._in_kernel = 0
+        self.modules: set[str] = {"__builtins__"}
+        """Names bound to modules (``import x``, ``import x.y as z``)."""
 
     def flag(self, code: str, message: str, node: ast.AST) -> None:
         self.violations.append(Violation(code, message, getattr(node, "lineno", None)))
 
     def _check_module(self, module: str, node: ast.AST) -> None:
         root = module.split(".")[0]
+        if root == "kernelgym" and not module.startswith(HARNESS_MODULES_ALLOWED):
+            self.flag("forbidden-import", f"importing {module!r}: the harness is not the candidate's to use "
+                      f"(only {', '.join(HARNESS_MODULES_ALLOWED)} is)", node)
+            return
         if root in FORBIDDEN_MODULES and not (root == "ctypes" and self.language == "cuda"):
             self.flag("forbidden-import", f"importing {module!r} is not allowed in a candidate "
                       "(no processes, threads, sockets, dynamic imports or introspection of the harness)", node)
 
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
+            self.modules.add(alias.asname or alias.name.split(".")[0])
             self._check_module(alias.name, node)
             self.aliases[(alias.asname or alias.name).split(".")[0]] = alias.name if alias.asname else \
                 alias.name.split(".")[0]
@@ -142,9 +161,30 @@ class _Scanner(ast.NodeVisitor):
                                   "name it directly", node)
                 elif full.startswith(("sys._getframe", "sys.modules")):
                     self.flag("forbidden-call", f"{full} reaches into the harness", node)
+                if full in ("getattr", "setattr", "delattr", "hasattr", "vars", "dir") and node.args:
+                    self._check_dynamic_access(full, node)
+        self.generic_visit(node)
+
+    def _check_dynamic_access(self, name: str, node: ast.Call) -> None:
+        """``getattr(module, computed)`` or ``vars(module)``: a function nobody can read off the source."""
+        target = node.args[0]
+        on_module = isinstance(target, ast.Name) and target.id in self.modules
+        named = node.args[1] if len(node.args) > 1 else None
+        literal = isinstance(named, ast.Constant) and isinstance(named.value, str)
+        if on_module and (name in ("vars", "dir") or not literal):
+            self.flag("obfuscated-access", f"{name}() on the module {target.id!r} with a computed name hides "
+                      "which function is called; name it directly", node)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, str) and node.value in INTROSPECTION and not self._in_kernel:
+            self.flag("introspection", f"the string {node.value!r} names interpreter internals (frames, "
+                      "globals, every class); candidates may not introspect the harness", node)
         self.generic_visit(node)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr in INTROSPECTION and not self._in_kernel:
+            self.flag("introspection", f".{node.attr} reaches into the interpreter's internals (frames, "
+                      "other modules' globals, every class); candidates may not introspect the harness", node)
         if not self._in_kernel:
             full = self._resolve(node)
             if full in ("sys.modules", "sys._getframe") or (full or "").startswith("sys.modules"):

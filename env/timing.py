@@ -8,9 +8,13 @@ above the events is reported (``hidden_work``) and the larger figure is used.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
 import statistics
+import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import torch
@@ -20,12 +24,37 @@ HIDDEN_WORK_RATIO = 1.5
 HIDDEN_WORK_SLACK_MS = 0.05
 
 
+@contextlib.contextmanager
+def gpu_lock(device_index: int | None = None) -> Iterator[None]:
+    """Holds the GPU for timing: evaluations in other processes may compile and check in
+    parallel, but only one times at a time on a given GPU, so no timing is disturbed."""
+    if device_index is None:
+        device_index = torch.cuda.current_device()
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+    physical = visible.split(",")[device_index] if visible else str(device_index)
+    path = os.path.join(os.environ.get("KERNELGYM_LOCK_DIR", tempfile.gettempdir()),
+                        f"kernelgym-gpu-{physical}.lock")
+    if not os.path.exists(path):
+        open(path, "a").close()  # noqa: SIM115 - created once, then only read-opened (a sandbox may forbid writes)
+    with open(path) as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def time_callable(fn: Callable[..., Any], input_sets: Sequence[dict[str, Any]], *, warmup: int = 5,
                   reps: int = 30, event_cls: Any = None, synchronize: Callable[[], None] | None = None,
                   ) -> dict[str, Any]:
     """Median milliseconds per call of ``fn(**inputs)``, rotating over ``input_sets``."""
-    event_cls = event_cls or torch.cuda.Event
-    synchronize = synchronize or torch.cuda.synchronize
+    with gpu_lock():
+        return _time_callable(fn, input_sets, warmup=warmup, reps=reps, event_cls=event_cls or torch.cuda.Event,
+                              synchronize=synchronize or torch.cuda.synchronize)
+
+
+def _time_callable(fn: Callable[..., Any], input_sets: Sequence[dict[str, Any]], *, warmup: int, reps: int,
+                   event_cls: Any, synchronize: Callable[[], None]) -> dict[str, Any]:
     flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
     for i in range(warmup):
         fn(**input_sets[i % len(input_sets)])

@@ -46,17 +46,49 @@ class LaunchRecorder:
     launches: list[Launch] = field(default_factory=list)
     count: int = 0
     keep: bool = True
+    storages: set[int] = field(default_factory=set)
+    """Storage addresses of every tensor a launch was given: an output must be among them (the worker
+    clears it before each run)."""
+    jit_kernels: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """What Triton's JIT compiled for this GPU, by kernel hash: on a GPU whose architecture is the
+    target, these are the kernels that ran, so no offline compilation is needed."""
 
     def record(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Launch | None:
         self.count += 1
+        self.storages.update(filter(None, map(_storage, (*args, *kwargs.values()))))
         if not self.keep or len(self.launches) >= 256:
             return None
         launch = Launch(fn, args, dict(kwargs))
         self.launches.append(launch)
         return launch
 
+    def keep_compiled(self, fn: Any, kernel: Any) -> None:
+        asm = getattr(kernel, "asm", None)
+        metadata = getattr(kernel, "metadata", None)
+        if not asm or metadata is None or len(self.jit_kernels) >= 256:
+            return
+        key = str(getattr(metadata, "hash", id(kernel)))
+        if key not in self.jit_kernels:
+            target = getattr(metadata, "target", None)
+            arch = getattr(target, "arch", None)
+            self.jit_kernels[key] = {
+                "ok": True, "kernel": fn.__name__, "name": metadata.name, "arch": arch,
+                "ptx": asm.get("ptx", ""), "cubin": base64.b64encode(asm.get("cubin", b"")).decode(),
+                "shared": getattr(metadata, "shared", None),
+            }
+
 
 RECORDER = LaunchRecorder()
+
+
+def _storage(value: Any) -> int:
+    """The storage address behind a kernel argument (a tensor, or a descriptor's base tensor), else 0."""
+    import torch
+
+    value = getattr(value, "base", value) if not isinstance(value, torch.Tensor) else value
+    if isinstance(value, torch.Tensor):
+        return value.untyped_storage().data_ptr()
+    return 0
 
 
 def install_recorder() -> None:
@@ -75,7 +107,10 @@ def install_recorder() -> None:
                 launch = RECORDER.record(self.fn, args, {k: v for k, v in kwargs.items() if k not in ("grid", "warmup")})
             try:
                 with policy.paused():
-                    return original(self, *args, **kwargs)
+                    value = original(self, *args, **kwargs)
+                if launch is not None:
+                    RECORDER.keep_compiled(self.fn, value)
+                return value
             except BaseException:
                 if launch is not None:
                     launch.failed = True

@@ -42,7 +42,7 @@ def send(conn: Connection, obj: Any) -> None:
     header = json.dumps(encode(obj))
     conn.send_bytes(header.encode())
     for t in tensors:
-        conn.send_bytes(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+        conn.send_bytes(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
 
 
 def recv(conn: Connection) -> Any:

@@ -27,6 +27,7 @@ if MODE == "run" and os.environ.get("KERNELGYM_DEVICE", "cpu") == "cpu":
 import torch  # noqa: E402
 
 from kernelgym.env import loader, policy, triton_support, wire  # noqa: E402
+from kernelgym.env import sandbox as sandbox_layer  # noqa: E402
 from kernelgym.tasks import Sampler, get_task  # noqa: E402
 from kernelgym.tasks.spec import sequence  # noqa: E402
 
@@ -49,7 +50,15 @@ def _resolve(path: str) -> Any:
 
 
 def tampered() -> list[str]:
-    return [name for name, original in _PRISTINE.items() if _resolve(name) is not original]
+    return [name for name, original in _PRISTINE.items() if _resolve(name) is not original] + _changed()
+
+
+def _changed() -> list[str]:
+    """Functions and classes of the harness's namespaces replaced since the worker started (see main)."""
+    return _SNAPSHOT[0]() if _SNAPSHOT else []
+
+
+_SNAPSHOT: list[Any] = []
 
 
 class State:
@@ -109,6 +118,7 @@ def op_load(state: State, msg: dict[str, Any]) -> dict[str, Any]:
                 "error": f"{msg['entrypoint']} takes ({', '.join(params)}); the task passes ({', '.join(expected)})"}
     state.entry = entry
     triton_support.RECORDER.launches.clear()
+    triton_support.RECORDER.jit_kernels.clear()
     triton_support.RECORDER.count = 0
     return {"ok": True, "tampered": tampered()}
 
@@ -142,15 +152,19 @@ def op_run(state: State, msg: dict[str, Any]) -> dict[str, Any]:
     task = get_task(msg["task"])
     device = state.device
     inputs = task.make_inputs(msg["case"], Sampler(msg["seed"], msg["distribution"], device))
+    inputs, guards = _guarded(inputs)
     before = _snapshot(inputs)
     poison(device, msg.get("poison_bytes", 1 << 24))
     launches_before = triton_support.RECORDER.count
     loader_before = loader.REGISTRY.launch_count
+    triton_support.RECORDER.storages.clear()
+    threads_before = _python_threads()
     started = time.perf_counter()
     with policy.watching() as mode:
         try:
             result = state.entry(**inputs)
             _synchronize(device)
+            lingering = len(_python_threads() - threads_before)
         except BaseException as exc:  # noqa: BLE001
             kind = "compile" if _is_compile_error(exc) else "runtime"
             text = _trim_traceback(exc, state.module_path)
@@ -174,12 +188,57 @@ def op_run(state: State, msg: dict[str, Any]) -> dict[str, Any]:
         "mutated": mutated,
         "tampered": tampered(),
         "seconds": seconds,
+        "background": lingering,
+        "unwritten": _unwritten(outputs),
+        "out_of_bounds": [name for name, (buf, lo, hi) in guards.items() if not _guard_intact(buf, lo, hi)],
     }
+
+
+GUARD_BYTES = 4096
+
+
+def _guarded(inputs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Each contiguous floating input moved into the middle of a NaN-filled buffer, so a kernel that reads
+    past an input's end reads NaN (not whatever happened to lie there, right only by chance), and a
+    write past it shows in the guard."""
+    out, guards = dict(inputs), {}
+    storages = [v.untyped_storage().data_ptr() for v in inputs.values() if isinstance(v, torch.Tensor)]
+    for name, t in inputs.items():
+        if not (isinstance(t, torch.Tensor) and t.is_floating_point() and t.is_contiguous() and t.numel()) or \
+                storages.count(t.untyped_storage().data_ptr()) > 1:
+            continue  # shared storages are part of the task's contract; leave them be
+        pad = max(1, GUARD_BYTES // t.element_size())
+        buf = torch.full((pad + t.numel() + pad,), math.nan, dtype=t.dtype, device=t.device)
+        view = buf[pad:pad + t.numel()].view(t.shape)
+        view.copy_(t)
+        out[name], guards[name] = view, (buf, pad, pad + t.numel())
+    return out, guards
+
+
+def _guard_intact(buf: torch.Tensor, lo: int, hi: int) -> bool:
+    return bool(torch.isnan(buf[:lo]).all()) and bool(torch.isnan(buf[hi:]).all())
+
+
+def _python_threads() -> set[int]:
+    """Every thread running Python now, however it was started (threading, _thread, a C extension)."""
+    return set(sys._current_frames())
+
+
+def _unwritten(outputs: Any) -> list[int]:
+    """Outputs whose storage no Triton launch of this call was given: their values came from elsewhere."""
+    seen = triton_support.RECORDER.storages
+    return [i for i, o in enumerate(outputs) if isinstance(o, torch.Tensor) and o.numel()
+            and o.untyped_storage().data_ptr() not in seen]
 
 
 def op_specs(state: State, msg: dict[str, Any]) -> dict[str, Any]:
     specs, errors = triton_support.unique_specs(triton_support.RECORDER.launches, msg["targets"])
     return {"ok": True, "specs": specs, "errors": errors}
+
+
+def op_jit_kernels(state: State, msg: dict[str, Any]) -> dict[str, Any]:
+    """The kernels Triton's JIT compiled for this GPU since the candidate was loaded."""
+    return {"ok": True, "kernels": list(triton_support.RECORDER.jit_kernels.values())}
 
 
 def op_compile(state: State, msg: dict[str, Any]) -> dict[str, Any]:
@@ -226,15 +285,16 @@ def op_time(state: State, msg: dict[str, Any]) -> dict[str, Any]:
     return {"ok": True, **stats, "forbidden_ops": mode.forbidden(), "tampered": tampered()}
 
 
-HANDLERS = {"load": op_load, "run": op_run, "specs": op_specs, "compile": op_compile, "time": op_time,
+HANDLERS = {"jit_kernels": op_jit_kernels, "load": op_load, "run": op_run, "specs": op_specs, "compile": op_compile, "time": op_time,
             "modules": op_modules, "dry_run": op_dry_run,
-            "ping": lambda state, msg: {"ok": True, "pid": os.getpid()}}
+            "ping": lambda state, msg: {"ok": True, "pid": os.getpid(), "tampered": tampered()}}
 
 
 def main() -> None:
     conn = Connection(int(sys.argv[1]))
     if MODE == "run":
         triton_support.install_recorder()
+    _SNAPSHOT.append(sandbox_layer.snapshot(_guarded_namespaces()))
     state = State()
     while True:
         try:
@@ -248,9 +308,46 @@ def main() -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         try:
-            wire.send(conn, reply)
+            wire.send(conn, _seal(reply, msg))
         except (TypeError, ValueError) as exc:
-            wire.send(conn, {"ok": False, "kind": "internal", "error": f"unencodable reply: {exc}"})
+            wire.send(conn, _seal({"ok": False, "kind": "internal", "error": f"unencodable reply: {exc}"}, msg))
+
+
+def _guarded_namespaces() -> dict[str, Any]:
+    """What a candidate could patch to fake a verdict: clocks, synchronisation, the channel, the checks."""
+    import builtins
+    import json
+    import statistics
+    from multiprocessing import connection
+
+    from kernelgym.env import timing
+    from kernelgym.tasks import sampling
+
+    spaces: dict[str, Any] = {
+        "builtins": builtins, "time": time, "statistics": statistics, "json": json, "math": math, "os": os,
+        "sys": sys, "torch.Tensor": torch.Tensor, "torch.cuda": torch.cuda,
+        # torch itself only where the harness calls it (torch._dynamo rewraps others, e.g. manual_seed, on import)
+        "torch": (torch, {"equal", "full", "empty", "frombuffer", "Generator", "randn", "rand", "randint",
+                          "randperm", "where", "device", "dtype", "Tensor", "cuda"}),
+        "torch.cuda.Event": torch.cuda.Event, "torch.cuda.Stream": torch.cuda.Stream,
+        "Connection": connection.Connection, "kernelgym.env.worker": sys.modules[__name__],
+        "kernelgym.env.worker.HANDLERS": HANDLERS, "kernelgym.env.worker._PRISTINE": _PRISTINE,
+        "kernelgym.env.wire": wire, "kernelgym.env.policy": policy, "kernelgym.env.timing": timing,
+        "kernelgym.env.triton_support": triton_support, "kernelgym.env.sandbox": sandbox_layer,
+        "LaunchRecorder": triton_support.LaunchRecorder, "PolicyMode": policy.PolicyMode,
+        "Sampler": sampling.Sampler,
+    }
+    return spaces
+
+
+def _seal(reply: dict[str, Any], msg: dict[str, Any]) -> dict[str, Any]:
+    """Answer the request by its id (the parent refuses any other reply) and pass on what the sandbox
+    refused since the last reply."""
+    denied = sandbox_layer.drain()
+    if denied:
+        reply["sandbox_denied"] = denied
+    reply["id"] = msg.get("id")
+    return reply
 
 
 if __name__ == "__main__":

@@ -1,0 +1,375 @@
+"""The agent loops as LangGraph graphs over a typed state.
+
+The shape follows LangGraph's code-assistant: ``generate`` asks the model, ``evaluate`` judges the
+answer in the environment, and a routing function of the state picks the next step:
+
+    START -> generate -> evaluate -> done (END) | fix -> generate | optimise -> generate
+
+``fix`` and ``optimise`` add the next user message (the judge's verdict, or the timing and
+instruction report once the candidate is correct). The turn budget is the ``turn`` counter in the
+state, not LangGraph's recursion limit, and a wrong kernel is an edge of the graph, not an
+exception: exceptions are for failed API calls (retried in the provider) and bugs.
+
+Heavy objects (provider, environment, task) live in an ``Episode`` that the nodes close over; the
+state holds only plain data, so it can be checkpointed, logged and rebuilt from ``TurnRecord``s
+(that is how ``resume`` works).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypedDict
+
+from kernelgym.prompts import feedback_prompt, optimise_prompt, system_prompt, task_prompt
+
+from .api import CONTEXT_LEVELS, HISTORY_MODES, LOOPS, EpisodeResult, Provider, TurnRecord
+from .extract import extract_candidate
+
+if TYPE_CHECKING:
+    from kernelgym.env import KernelEnv
+    from kernelgym.tasks import Task
+
+
+class EpisodeState(TypedDict, total=False):
+    """What the graph carries between nodes: plain data only."""
+
+    task: str
+    messages: list[dict[str, str]]
+    """The whole conversation so far (system, task, then answer / follow-up pairs)."""
+    attempts: list[dict[str, Any]]
+    """``TurnRecord.to_dict()`` of every finished turn, in order."""
+    best: dict[str, Any] | None
+    """The best correct attempt by reward (the earliest of equals)."""
+    turn: int
+    """Turns finished; the next turn is ``turn + 1``."""
+    max_turns: int
+    phase: str
+    """The phase of the next turn (generate, fix, optimise) or ``done``."""
+    pending: dict[str, Any] | None
+    """The model's answer between ``generate`` and ``evaluate``."""
+
+
+@dataclass
+class Episode:
+    """The objects one episode's nodes work with."""
+
+    task: Task
+    loop: str
+    provider: Provider
+    env: KernelEnv
+    context: str
+    history: str
+    sample: int
+    max_turns: int
+    target: str
+    on_turn: Callable[[TurnRecord], None] | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    records: list[TurnRecord] = field(default_factory=list)
+
+    @property
+    def language(self) -> str:
+        return self.task.language
+
+    def metadata(self, turn: int, phase: str) -> dict[str, Any]:
+        return {"task": self.task.id, "sample": self.sample, "turn": turn, "loop": self.loop,
+                "context": self.context, "phase": phase, "history": self.history}
+
+
+# -- pure state transitions (shared by the nodes and by resume) ---------------------------------
+def initial_state(ep: Episode) -> EpisodeState:
+    system = system_prompt(language=ep.language, target=ep.target, entrypoint=ep.task.entrypoint,
+                           context=ep.context)
+    user = task_prompt(statement=ep.task.statement(), target=ep.target, entrypoint=ep.task.entrypoint,
+                       language=ep.language)
+    return EpisodeState(task=ep.task.id, messages=[{"role": "system", "content": system},
+                                                   {"role": "user", "content": user}],
+                        attempts=[], best=None, turn=0, max_turns=ep.max_turns, phase="generate",
+                        pending=None)
+
+
+def visible_messages(state: EpisodeState, history: str) -> list[dict[str, str]]:
+    """What the model is sent: everything (``full``), or the system and task messages plus only the last
+    answer and its follow-up (``last``)."""
+    messages = state["messages"]
+    if history == "last" and len(messages) > 4:
+        return messages[:2] + messages[-2:]
+    return list(messages)
+
+
+def _better(record: dict[str, Any], best: dict[str, Any] | None) -> bool:
+    if not (record.get("result") or {}).get("correct"):
+        return False
+    return best is None or record["reward"] > best["reward"]
+
+
+def next_phase(ep: Episode, record: TurnRecord, turn: int) -> str:
+    """Where the loop goes after a finished turn."""
+    if ep.loop == "one-shot" or turn >= ep.max_turns:
+        return "done"
+    if record.terminated and not ep.options.get("keep_optimising", False):
+        return "done"
+    result = record.result or {}
+    if result.get("correct") and result.get("required_features_met") is not False:
+        return "optimise" if ep.options.get("optimise", True) else "done"
+    return "fix"
+
+
+def apply_record(ep: Episode, state: EpisodeState, record: TurnRecord) -> EpisodeState:
+    """The state after ``record``'s turn: its answer appended, attempts, best and turn updated, the next
+    phase chosen."""
+    as_dict = record.to_dict()
+    best = state.get("best")
+    if _better(as_dict, best):
+        best = as_dict
+    return EpisodeState(
+        messages=state["messages"] + [{"role": "assistant", "content": record.response}],
+        attempts=state["attempts"] + [as_dict],
+        best=best,
+        turn=record.turn,
+        phase=next_phase(ep, record, record.turn),
+        pending=None,
+    )
+
+
+def followup(ep: Episode, state: EpisodeState, phase: str) -> EpisodeState:
+    """The user message that opens a ``fix`` or ``optimise`` turn."""
+    last = state["attempts"][-1]
+    best = state.get("best")
+    show_best = best if (ep.history == "last" and best and best["turn"] != last["turn"]) else None
+    if phase == "optimise":
+        text = optimise_prompt(turn=last["turn"], max_turns=ep.max_turns, feedback=last["feedback"],
+                               target=ep.target, reward=last["reward"], best=show_best, language=ep.language)
+    else:
+        text = feedback_prompt(turn=last["turn"], max_turns=ep.max_turns, feedback=last["feedback"],
+                               extraction_problem=last["extraction_problem"], best=show_best,
+                               language=ep.language)
+    return EpisodeState(messages=state["messages"] + [{"role": "user", "content": text}], phase=phase)
+
+
+def _phase_of_next_turn(state: EpisodeState) -> str:
+    return "generate" if not state.get("attempts") else state["phase"]
+
+
+# -- the turn's two halves ------------------------------------------------------------------------
+def _pending(ep: Episode, state: EpisodeState, sent: list[dict[str, str]], completion: Any) -> EpisodeState:
+    extraction = extract_candidate(completion.text, ep.task.entrypoint)
+    return EpisodeState(pending={
+        "phase": _phase_of_next_turn(state), "sent": sent, "completion": completion.to_dict(),
+        "candidate": extraction.code, "problem": extraction.problem,
+    })
+
+
+def _record(ep: Episode, state: EpisodeState, outcome: tuple[Any, ...] | None, eval_s: float) -> TurnRecord:
+    pending = state["pending"] or {}
+    completion = pending["completion"]
+    turn = state["turn"] + 1
+    if outcome is None:
+        feedback, result, reward, terminated = pending["problem"] or "", None, 0.0, False
+    else:
+        obs, reward, terminated, _truncated, info = outcome
+        feedback, result = obs["feedback"], info["result"]
+    return TurnRecord(
+        turn=turn, phase=pending["phase"], messages=pending["sent"], response=completion["text"],
+        candidate=pending["candidate"], extraction_problem=pending["problem"], feedback=feedback,
+        result=result, reward=float(reward), terminated=bool(terminated),
+        truncated=bool(not terminated and turn >= ep.max_turns),
+        input_tokens=completion["input_tokens"], output_tokens=completion["output_tokens"],
+        reasoning_tokens=completion["reasoning_tokens"], cost_usd=completion["cost_usd"],
+        latency_s=completion["latency_s"], cached=completion["cached"], model=completion.get("model", ""),
+        eval_s=eval_s,
+    )
+
+
+def _finish_turn(ep: Episode, state: EpisodeState, record: TurnRecord) -> EpisodeState:
+    ep.records.append(record)
+    if ep.on_turn is not None:
+        ep.on_turn(record)
+    return apply_record(ep, state, record)
+
+
+def _nodes(ep: Episode, is_async: bool) -> dict[str, Callable[..., Any]]:
+    def generate(state: EpisodeState) -> EpisodeState:
+        sent = visible_messages(state, ep.history)
+        meta = ep.metadata(state["turn"] + 1, _phase_of_next_turn(state))
+        return _pending(ep, state, sent, ep.provider.complete(sent, metadata=meta))
+
+    async def agenerate(state: EpisodeState) -> EpisodeState:
+        sent = visible_messages(state, ep.history)
+        meta = ep.metadata(state["turn"] + 1, _phase_of_next_turn(state))
+        return _pending(ep, state, sent, await ep.provider.acomplete(sent, metadata=meta))
+
+    def evaluate(state: EpisodeState) -> EpisodeState:
+        candidate = (state["pending"] or {}).get("candidate")
+        started = time.perf_counter()
+        outcome = ep.env.step(candidate) if candidate is not None else None
+        record = _record(ep, state, outcome, time.perf_counter() - started)
+        return _finish_turn(ep, state, record)
+
+    async def aevaluate(state: EpisodeState) -> EpisodeState:
+        candidate = (state["pending"] or {}).get("candidate")
+        started = time.perf_counter()
+        outcome = await asyncio.to_thread(ep.env.step, candidate) if candidate is not None else None
+        record = _record(ep, state, outcome, time.perf_counter() - started)
+        return _finish_turn(ep, state, record)
+
+    def fix(state: EpisodeState) -> EpisodeState:
+        return followup(ep, state, "fix")
+
+    def optimise(state: EpisodeState) -> EpisodeState:
+        return followup(ep, state, "optimise")
+
+    return {"generate": agenerate if is_async else generate, "evaluate": aevaluate if is_async else evaluate,
+            "fix": fix, "optimise": optimise}
+
+
+def _route_after_evaluate(state: EpisodeState) -> str:
+    return state["phase"]
+
+
+def _route_start(state: EpisodeState) -> str:
+    """A fresh episode generates; a resumed one continues where its records stopped."""
+    if not state.get("attempts"):
+        return "generate"
+    return state["phase"]
+
+
+def _build(ep: Episode, *, is_async: bool, with_fix: bool, checkpointer: Any = None) -> Any:
+    from langgraph.graph import END, START, StateGraph
+
+    graph = StateGraph(EpisodeState)
+    nodes = _nodes(ep, is_async)
+    graph.add_node("generate", nodes["generate"])
+    graph.add_node("evaluate", nodes["evaluate"])
+    targets: dict[str, str] = {"done": END}
+    if with_fix:
+        graph.add_node("fix", nodes["fix"])
+        graph.add_node("optimise", nodes["optimise"])
+        graph.add_edge("fix", "generate")
+        graph.add_edge("optimise", "generate")
+        targets.update(fix="fix", optimise="optimise")
+    graph.add_conditional_edges(START, _route_start, {"generate": "generate", **targets})
+    graph.add_edge("generate", "evaluate")
+    graph.add_conditional_edges("evaluate", _route_after_evaluate, targets)
+    return graph.compile(checkpointer=checkpointer)
+
+
+@LOOPS.register("one-shot", description="generate once, evaluate, end")
+def one_shot(ep: Episode, *, is_async: bool = False, checkpointer: Any = None) -> Any:
+    """generate -> evaluate -> end."""
+    return _build(ep, is_async=is_async, with_fix=False, checkpointer=checkpointer)
+
+
+@LOOPS.register("fix-retry", optimise=True, keep_optimising=False,
+                description="generate, evaluate; fix with the verdict, or optimise once correct; "
+                            "up to max_turns")
+def fix_retry(ep: Episode, *, is_async: bool = False, checkpointer: Any = None, optimise: bool = True,
+              keep_optimising: bool = False) -> Any:
+    """generate -> evaluate -> done | fix (the verdict) | optimise (timing and instructions, once correct).
+
+    ``optimise=False`` stops at the first correct candidate; ``keep_optimising=True`` goes on optimising
+    after the environment calls the episode solved, until the turn budget is spent."""
+    ep.options.update(optimise=optimise, keep_optimising=keep_optimising)
+    return _build(ep, is_async=is_async, with_fix=True, checkpointer=checkpointer)
+
+
+# -- running an episode ----------------------------------------------------------------------------
+def _prepare(task_id: str, loop: str, provider: Provider, context: str, max_turns: int, env: KernelEnv | None,
+             history: str, sample: int, on_turn: Callable[[TurnRecord], None] | None, target: str,
+             device: str, loop_args: dict[str, Any] | None, is_async: bool) -> tuple[Episode, Any, bool]:
+    from kernelgym.env import make
+
+    if context not in CONTEXT_LEVELS:
+        raise ValueError(f"unknown context level {context!r}; use one of {CONTEXT_LEVELS}")
+    if history not in HISTORY_MODES:
+        raise ValueError(f"unknown history mode {history!r}; use one of {HISTORY_MODES}")
+    if max_turns < 1:
+        raise ValueError("max_turns must be at least 1")
+    spec = LOOPS[loop]
+    owns_env = env is None
+    if env is None:
+        env = make(task_id, target=target, device=device, max_turns=max_turns)
+    elif env.task.id != task_id:
+        raise ValueError(f"the environment is for task {env.task.id}, not {task_id}")
+    elif env.max_turns < max_turns:
+        raise ValueError(f"the environment allows {env.max_turns} turns, fewer than max_turns={max_turns}")
+    target = env.options.target
+    ep = Episode(task=env.task, loop=loop, provider=provider, env=env, context=context, history=history,
+                 sample=sample, max_turns=max_turns, target=target, on_turn=on_turn)
+    args = {**spec.defaults, **(loop_args or {})}
+    graph = spec.build(ep, is_async=is_async, **args)
+    return ep, graph, owns_env
+
+
+def _resumed_state(ep: Episode, resume: list[TurnRecord] | None) -> EpisodeState:
+    state = initial_state(ep)
+    records = sorted(resume or [], key=lambda r: r.turn)
+    for i, record in enumerate(records):
+        if record.turn != i + 1:
+            raise ValueError(f"resume records must be turns 1..n in order; found turn {record.turn} "
+                             f"at position {i + 1}")
+        if record.turn > ep.max_turns:
+            raise ValueError(f"resume has turn {record.turn}, beyond max_turns={ep.max_turns}")
+        state = {**state, **apply_record(ep, state, record)}
+        ep.records.append(record)
+        if i + 1 < len(records):
+            state = {**state, **followup(ep, state, records[i + 1].phase)}
+    return state
+
+
+def _result(ep: Episode) -> EpisodeResult:
+    best: TurnRecord | None = None
+    for record in ep.records:
+        if record.correct and (best is None or record.reward > best.reward):
+            best = record
+    return EpisodeResult(task=ep.task.id, loop=ep.loop, provider=ep.provider.name, context=ep.context,
+                         turns=list(ep.records), best=best, solved=any(r.terminated for r in ep.records),
+                         sample=ep.sample, history=ep.history)
+
+
+def _config(ep: Episode) -> dict[str, Any]:
+    # The turn counter is the budget; the recursion limit only has to stay out of its way.
+    return {"recursion_limit": 4 * ep.max_turns + 10,
+            "configurable": {"thread_id": f"{ep.task.id}/{ep.loop}/{ep.context}/{ep.sample}"}}
+
+
+def run_episode(task_id: str, *, loop: str, provider: Provider, context: str = "none", max_turns: int = 4,
+                env: KernelEnv | None = None, history: str = "full", sample: int = 0,
+                on_turn: Callable[[TurnRecord], None] | None = None, resume: list[TurnRecord] | None = None,
+                target: str = "sm_90a", device: str = "auto", loop_args: dict[str, Any] | None = None
+                ) -> EpisodeResult:
+    """See ``kernelgym.agents.api.run_episode``. ``loop_args`` override the loop's registered defaults
+    (e.g. ``{"keep_optimising": True}`` for fix-retry)."""
+    ep, graph, owns_env = _prepare(task_id, loop, provider, context, max_turns, env, history, sample, on_turn,
+                                   target, device, loop_args, is_async=False)
+    try:
+        ep.env.reset(seed=sample)
+        state = _resumed_state(ep, resume)
+        if state["phase"] != "done":
+            graph.invoke(state, _config(ep))
+        return _result(ep)
+    finally:
+        if owns_env:
+            ep.env.close()
+
+
+async def arun_episode(task_id: str, *, loop: str, provider: Provider, context: str = "none",
+                       max_turns: int = 4, env: KernelEnv | None = None, history: str = "full",
+                       sample: int = 0, on_turn: Callable[[TurnRecord], None] | None = None,
+                       resume: list[TurnRecord] | None = None, target: str = "sm_90a", device: str = "auto",
+                       loop_args: dict[str, Any] | None = None) -> EpisodeResult:
+    """``run_episode`` for asyncio: the model call awaits ``provider.acomplete`` and the evaluation runs in a
+    worker thread, so many episodes can share one event loop."""
+    ep, graph, owns_env = _prepare(task_id, loop, provider, context, max_turns, env, history, sample, on_turn,
+                                   target, device, loop_args, is_async=True)
+    try:
+        ep.env.reset(seed=sample)
+        state = _resumed_state(ep, resume)
+        if state["phase"] != "done":
+            await graph.ainvoke(state, _config(ep))
+        return _result(ep)
+    finally:
+        if owns_env:
+            ep.env.close()

@@ -1,0 +1,366 @@
+"""Executed instruction counts (Nsight Compute) and memory checks (compute-sanitizer) on a GPU.
+
+Static PTX/SASS shows what a kernel *could* run; this shows what it *did* run. The candidate
+runs once, in a fresh process under ``ncu --page source --print-source sass``, which prints one
+CSV row per SASS instruction with its executed count (warp level) and its predicated-on thread
+count; rows are mapped to instruction families (``instructions.FAMILIES``) per kernel. A
+required feature whose instructions are compiled in but never executed is dead code, and fails.
+
+The parsing half (``parse_ncu_source_csv``, ``family_counts``, ``parse_memcheck``) needs no GPU.
+"""
+
+from __future__ import annotations
+
+import csv
+import glob
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .instructions import FAMILIES
+
+NCU_METRICS = "inst_executed,thread_inst_executed_true"
+MAX_PROFILED_LAUNCHES = 16
+
+
+class ProfileError(RuntimeError):
+    """Nsight Compute is missing, failed, or printed nothing we could read."""
+
+
+@dataclass
+class SassRow:
+    address: str
+    source: str
+    opcode: str
+    executed: int | None
+    """Warp-level executions (``inst_executed``), whatever the predicate."""
+    threads: int | None
+    """Thread executions with the predicate true (``thread_inst_executed_true``)."""
+
+    @property
+    def ran(self) -> int:
+        """Executions that did something: warp count, or 0 when no thread had its predicate on."""
+        if self.executed is None:
+            return 0
+        if self.threads is not None and self.threads == 0:
+            return 0
+        return self.executed
+
+
+@dataclass
+class KernelProfile:
+    name: str
+    rows: list[SassRow] = field(default_factory=list)
+
+    def families(self) -> dict[str, int]:
+        return family_counts(self.rows)
+
+
+@dataclass
+class Profile:
+    kernels: list[KernelProfile]
+    command: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    log: str = ""
+
+    def families(self) -> dict[str, int]:
+        """Executed count per family, summed over every profiled launch."""
+        totals = {name: 0 for name in FAMILIES}
+        for k in self.kernels:
+            for name, n in k.families().items():
+                totals[name] += n
+        return totals
+
+    def per_kernel(self) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {}
+        for k in self.kernels:
+            acc = out.setdefault(k.name, {name: 0 for name in FAMILIES})
+            for name, n in k.families().items():
+                acc[name] += n
+        return out
+
+
+# ---------------------------------------------------------------------------------------- parsing
+_PRED = re.compile(r"^\s*\{?\s*@!?U?P(?:T|\d+)\s+")
+_PROFILING = re.compile(r'==PROF==\s+Profiling\s+"([^"]+)"')
+_KERNEL_LINE = re.compile(r"^\s*([\w$.:<>~]+)\s*(?:\([^)]*\))?\s*\(\d+,\s*\d+,\s*\d+\)x\(\d+,\s*\d+,\s*\d+\)")
+
+
+def sass_opcode(source: str) -> str:
+    """The opcode of one SASS line as ncu prints it (``@!P0 HGMMA.64x128x16.F32 ...`` -> ``HGMMA.64x128x16.F32``)."""
+    text = _PRED.sub("", source.strip())
+    text = text.lstrip("{ ").strip()
+    return text.split(None, 1)[0].rstrip(";") if text else ""
+
+
+def _number(text: str) -> int | None:
+    text = text.strip().replace(",", "").replace("\u202f", "")
+    if not text or text in ("-", "n/a", "N/A"):
+        return None
+    try:
+        return int(float(text))
+    except ValueError:
+        return None
+
+
+def _columns(header: list[str]) -> dict[str, int] | None:
+    """Which column is which, by name (ncu labels them by metric name or by a display name)."""
+    names = [h.strip().strip('"').lower() for h in header]
+    cols: dict[str, int] = {}
+    for i, n in enumerate(names):
+        if "address" in n and "address" not in cols:
+            cols["address"] = i
+        elif n == "source" or (n.startswith("source") and "source" not in cols):
+            cols["source"] = i
+        elif n in ("inst_executed", "instructions executed", "warp instructions executed") or (
+                "inst_executed" in n and "thread" not in n):
+            cols["executed"] = i
+        elif n in ("thread_inst_executed_true", "predicated-on thread instructions executed") or (
+                "thread" in n and ("true" in n or "predicated-on" in n)):
+            cols["threads"] = i
+    return cols if {"address", "source", "executed"} <= cols.keys() else None
+
+
+def parse_ncu_source_csv(text: str) -> list[KernelProfile]:
+    """Kernels and their SASS rows from ``ncu --page source --csv --print-source sass`` output.
+
+    Each profiled launch prints a header row (``Address``, ``Source``, metric columns) and one
+    row per instruction. The launch's name comes from the ``==PROF== Profiling "NAME"`` line
+    that precedes it, a ``NAME (grid)x(block)`` line, or a ``Kernel Name`` row, in that order
+    of precedence; unknown launches are named ``kernel_<n>``.
+    """
+    kernels: list[KernelProfile] = []
+    announced: list[str] = []
+    pending: str | None = None
+    cols: dict[str, int] | None = None
+    current: KernelProfile | None = None
+    used = 0
+    for line in text.splitlines():
+        if m := _PROFILING.search(line):
+            announced.append(m.group(1))
+            continue
+        if line.startswith("==") or not line.strip():
+            continue
+        try:
+            fields = next(csv.reader(io.StringIO(line)))
+        except (csv.Error, StopIteration):
+            fields = []
+        header = _columns(fields) if len(fields) >= 3 else None
+        if header is not None:
+            cols = header
+            if pending is not None:
+                name = pending
+            elif used < len(announced):
+                name = announced[used]
+            else:
+                name = f"kernel_{len(kernels)}"
+            used += 1
+            pending = None
+            current = KernelProfile(name)
+            kernels.append(current)
+            continue
+        if len(fields) >= 2 and "kernel" in fields[0].lower() and "name" in fields[0].lower():
+            pending = fields[1].strip()
+            current = None
+            continue
+        if cols is not None and current is not None and len(fields) > max(cols.values()):
+            source = fields[cols["source"]]
+            opcode = sass_opcode(source)
+            if not opcode or not opcode[0].isalpha():
+                continue
+            current.rows.append(SassRow(
+                address=fields[cols["address"]].strip(), source=source.strip(), opcode=opcode,
+                executed=_number(fields[cols["executed"]]),
+                threads=_number(fields[cols["threads"]]) if "threads" in cols else None))
+            continue
+        if m := _KERNEL_LINE.match(line) if not fields or len(fields) < 3 else None:
+            pending = m.group(1)
+            current = None
+    return [k for k in kernels if k.rows]
+
+
+def family_counts(rows: Iterable[SassRow]) -> dict[str, int]:
+    """Executed (predicated-on) instructions per family."""
+    out = {name: 0 for name in FAMILIES}
+    for row in rows:
+        ran = row.ran
+        if not ran:
+            continue
+        for name, fam in FAMILIES.items():
+            if fam.sass.search(row.opcode):
+                out[name] += ran
+    return out
+
+
+@dataclass
+class MemcheckReport:
+    ok: bool
+    errors: int
+    text: str
+
+
+_ERROR_SUMMARY = re.compile(r"ERROR SUMMARY:\s*(\d+)\s+error")
+
+
+def parse_memcheck(text: str) -> MemcheckReport:
+    """compute-sanitizer's verdict: the error summary count and the first reports, trimmed."""
+    m = _ERROR_SUMMARY.search(text)
+    errors = int(m.group(1)) if m else -1
+    lines = [ln for ln in text.splitlines() if ln.startswith("=========")]
+    keep: list[str] = []
+    for ln in lines:
+        if len("\n".join(keep)) > 3000:
+            keep.append("========= [...]")
+            break
+        if re.search(r"Host Frame|^=========\s+in \S+\.so|libcuda|libtorch|python", ln):
+            continue
+        keep.append(ln)
+    return MemcheckReport(errors == 0, errors, "\n".join(keep))
+
+
+# ---------------------------------------------------------------------------------------- running
+def ncu_path() -> str | None:
+    """Nsight Compute's command line: PATH, CUDA_HOME, /usr/local/cuda, /opt/nvidia/nsight-compute."""
+    found = shutil.which("ncu")
+    if found:
+        return found
+    for home in (os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
+        if home and Path(home, "bin", "ncu").is_file():
+            return str(Path(home, "bin", "ncu"))
+    versions = sorted(glob.glob("/opt/nvidia/nsight-compute/*/ncu"))
+    return versions[-1] if versions else None
+
+
+def sanitizer_path() -> str | None:
+    found = shutil.which("compute-sanitizer")
+    if found:
+        return found
+    for home in (os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
+        if home and Path(home, "bin", "compute-sanitizer").is_file():
+            return str(Path(home, "bin", "compute-sanitizer"))
+    return None
+
+
+def kernel_filter(names: Iterable[str]) -> str | None:
+    """An anchored ``--kernel-name`` regex for exactly these (mangled) kernel names."""
+    names = sorted({n for n in names if n})
+    if not names:
+        return None
+    return "regex:^(" + "|".join(re.escape(n) for n in names) + ")$"
+
+
+DRIVER = '''
+import importlib.util, json, sys
+import torch
+from kernelgym.env import loader
+from kernelgym.tasks import Sampler, get_task
+
+cfg = json.loads(sys.argv[1])
+loader.set_default_target(cfg["target"])
+spec = importlib.util.spec_from_file_location("kernelgym_candidate", cfg["path"])
+module = importlib.util.module_from_spec(spec)
+sys.modules["kernelgym_candidate"] = module
+spec.loader.exec_module(module)
+task = get_task(cfg["task"])
+inputs = task.make_inputs(cfg["case"], Sampler(cfg["seed"], cfg["distribution"], "cuda"))
+torch.cuda.synchronize()
+getattr(module, task.entrypoint)(**inputs)
+torch.cuda.synchronize()
+print("kernelgym-driver: done")
+'''
+
+
+def _run_driver(tool: list[str], task_id: str, source: str, case: dict[str, Any], seed: int, distribution: str,
+                target: str, timeout: float, extra_env: dict[str, str] | None = None
+                ) -> tuple[subprocess.CompletedProcess[str], list[str], float]:
+    from .pool import clean_environment
+
+    with tempfile.TemporaryDirectory(prefix="kernelgym-profile-") as tmp:
+        workdir = Path(tmp)
+        (workdir / "candidate.py").write_text(source)
+        (workdir / "driver.py").write_text(DRIVER)
+        cfg = {"path": str(workdir / "candidate.py"), "task": task_id, "case": case, "seed": seed,
+               "distribution": distribution, "target": target}
+        env = clean_environment("cuda", "run", workdir)
+        env.update(extra_env or {})
+        cmd = [*tool, sys.executable, str(workdir / "driver.py"), json.dumps(cfg)]
+        started = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired as exc:
+            os.killpg(proc.pid, 9)
+            proc.communicate()
+            raise ProfileError(f"{Path(tool[0]).name} ran past {timeout:g} s; it was killed") from exc
+        done = subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+        return done, cmd, time.perf_counter() - started
+
+
+def profile_candidate(task_id: str, source: str, case: dict[str, Any], *, seed: int = 0,
+                      distribution: str = "normal", target: str = "sm_90a", kernels: Iterable[str] = (),
+                      timeout: float = 600.0) -> Profile:
+    """Run the candidate once under Nsight Compute and count what each of its kernels executed.
+
+    ``kernels`` (mangled names) restricts profiling to the candidate's own kernels, so input
+    construction and library kernels are left out. Clocks are left alone (``--clock-control none``).
+    """
+    ncu = ncu_path()
+    if ncu is None:
+        raise ProfileError("Nsight Compute (ncu) is not installed here")
+    tool = [ncu, "--clock-control", "none", "--target-processes", "all", "--kernel-name-base", "mangled",
+            "--launch-count", str(MAX_PROFILED_LAUNCHES), "--metrics", NCU_METRICS, "--page", "source", "--csv",
+            "--print-source", "sass"]
+    flt = kernel_filter(kernels)
+    if flt:
+        tool[1:1] = ["--kernel-name", flt]
+    proc, cmd, seconds = _run_driver(tool, task_id, source, case, seed, distribution, target, timeout)
+    log = (proc.stderr or "")[-3000:]
+    dump = os.environ.get("KERNELGYM_NCU_DUMP")
+    if dump:  # a folder: keep ncu's raw output (parser fixtures, debugging)
+        Path(dump).mkdir(parents=True, exist_ok=True)
+        stem = re.sub(r"\W", "_", task_id)
+        Path(dump, f"{stem}.csv").write_text(proc.stdout)
+        Path(dump, f"{stem}.err").write_text(proc.stderr)
+    if proc.returncode != 0 and "kernelgym-driver: done" not in proc.stdout:
+        raise ProfileError(f"ncu exited {proc.returncode}: {_tail(proc.stderr or proc.stdout)}")
+    profiled = parse_ncu_source_csv(proc.stdout)
+    if not profiled:
+        raise ProfileError("ncu profiled no kernel of the candidate (names: "
+                           f"{', '.join(kernels) or 'any'}): {_tail(proc.stdout + proc.stderr)}")
+    return Profile(profiled, cmd, seconds, log)
+
+
+def memcheck_candidate(task_id: str, source: str, case: dict[str, Any], *, seed: int = 0,
+                       distribution: str = "normal", target: str = "sm_90a", timeout: float = 600.0
+                       ) -> MemcheckReport:
+    """Run the candidate once under compute-sanitizer memcheck; its findings are the feedback."""
+    tool_path = sanitizer_path()
+    if tool_path is None:
+        raise ProfileError("compute-sanitizer is not installed here")
+    tool = [tool_path, "--tool", "memcheck", "--report-api-errors", "no", "--print-limit", "10",
+            "--show-backtrace", "device"]
+    # Without PyTorch's caching allocator each tensor is its own allocation, so a write past the
+    # end of an output is out of bounds for memcheck, not a write into a neighbour in a cached block.
+    proc, _, _ = _run_driver(tool, task_id, source, case, seed, distribution, target, timeout,
+                             extra_env={"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"})
+    report = parse_memcheck(proc.stdout + "\n" + proc.stderr)
+    if report.errors < 0:
+        raise ProfileError(f"compute-sanitizer printed no summary (exit {proc.returncode}): "
+                           f"{_tail(proc.stdout + proc.stderr)}")
+    return report
+
+
+def _tail(text: str, limit: int = 1500) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else "[...]" + text[-limit:]

@@ -1,0 +1,450 @@
+"""Experiment files: TOML, validated strictly, with errors that name the line and the field.
+
+An experiment is the grid task x agent x model x context x sample. Everything that changes
+what an episode *is* (tasks, agents, models, contexts, turns, target, history) is fixed for
+the life of a run; the ``[run]`` and ``[budget]`` tables may change when a run is resumed
+(more workers, a higher cap), since they change how the grid is played, not what it holds.
+
+``tomllib`` reports no line numbers for valid TOML, so ``locate`` finds a key's line in the
+text itself: good enough for the shapes an experiment file takes (tables, arrays of tables,
+dotted keys, inline tables, multi-line arrays).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+PROVIDER_KINDS = ("openai", "anthropic", "openai-compatible", "replay")
+DEFAULT_LOOPS = ("one-shot", "fix-retry")
+DEFAULT_CONTEXTS = ("none", "specs", "full")
+DEFAULT_HISTORY = ("full", "last")
+TARGETS = ("sm_90a", "sm_100a")
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+class ConfigError(ValueError):
+    """An experiment file that cannot be run; the message names the file, line and field."""
+
+
+def known_loops() -> tuple[str, ...]:
+    """The agents' registered loops (the defaults while the agents package cannot list them)."""
+    try:
+        from kernelgym.agents import LOOPS
+    except Exception:  # noqa: BLE001 - agents not importable: fall back to the documented loops
+        return DEFAULT_LOOPS
+    return tuple(LOOPS)
+
+
+def known_contexts() -> tuple[str, ...]:
+    try:
+        from kernelgym.agents import CONTEXT_LEVELS
+    except Exception:  # noqa: BLE001
+        return DEFAULT_CONTEXTS
+    return tuple(CONTEXT_LEVELS)
+
+
+def known_history_modes() -> tuple[str, ...]:
+    try:
+        from kernelgym.agents import HISTORY_MODES
+    except Exception:  # noqa: BLE001
+        return DEFAULT_HISTORY
+    return tuple(HISTORY_MODES)
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class ModelEntry(Strict):
+    """One model: a provider spec, a short label for tables, call parameters, prices."""
+
+    spec: str
+    name: str | None = None
+    """The label in reports and the store (defaults to the spec)."""
+    params: dict[str, Any] = Field(default_factory=dict)
+    """Passed to ``make_provider``: temperature, max_tokens, reasoning_effort, thinking_budget, timeout..."""
+    prices: dict[str, Any] | None = None
+    """Overrides the agents' price table for this model (USD per million tokens)."""
+
+    @property
+    def label(self) -> str:
+        return self.name or self.spec
+
+    @field_validator("spec")
+    @classmethod
+    def _spec(cls, spec: str) -> str:
+        kind, sep, rest = spec.partition(":")
+        if not sep or kind not in PROVIDER_KINDS:
+            raise ValueError(f"unknown provider in {spec!r}; use one of "
+                             + ", ".join(f"{k}:..." for k in PROVIDER_KINDS))
+        if not rest.strip():
+            raise ValueError(f"{spec!r} names no model (write {kind}:MODEL)")
+        if kind == "openai-compatible" and not re.match(r"^[^@\s]+@https?://\S+$", rest):
+            raise ValueError(f"{spec!r}: write openai-compatible:MODEL@http://HOST:PORT/v1")
+        return spec
+
+
+class RunSettings(Strict):
+    """How the grid is played; may change when a run is resumed."""
+
+    devices: str | list[str] = "auto"
+    """``auto`` (every GPU, else the CPU), ``cpu``, ``cuda``, or a list such as ["cuda:0", "cuda:1"]."""
+    workers: int | None = Field(default=None, ge=1, le=64)
+    """Evaluation workers on the CPU (default: half the cores, at most 4); on GPUs one per device."""
+    concurrency: int = Field(default=4, ge=1, le=256)
+    """Episodes in flight, hence model calls at once."""
+    cache: bool = True
+    """Cache model responses on disk (a rerun with the same settings costs nothing)."""
+    cache_dir: str | None = None
+    """Where the response cache lives (default: the run directory's ``cache/``)."""
+    eval_cache: bool = True
+    """Judge each distinct (task, source) once per run; replayed or repeated answers reuse the verdict."""
+    heldout: bool = True
+    """Score each episode's best dev-correct candidate on the task's heldout shapes."""
+    timing: bool = True
+    """Time candidates on GPUs (there is no timing on the CPU)."""
+    max_errors: int = Field(default=10, ge=1)
+    """Stop the run after this many episodes ended in an error (a bad key, a dead server)."""
+
+    @field_validator("devices")
+    @classmethod
+    def _devices(cls, value: str | list[str]) -> str | list[str]:
+        items = [value] if isinstance(value, str) else value
+        if not items:
+            raise ValueError("devices is empty; use \"auto\", \"cpu\", \"cuda\" or a list of cuda:N")
+        for d in items:
+            if d not in ("auto", "cpu", "cuda") and not re.match(r"^cuda:\d+$", d):
+                raise ValueError(f"unknown device {d!r}; use auto, cpu, cuda or cuda:N")
+        return value
+
+
+class Budget(Strict):
+    """Caps that stop the run cleanly; a stopped run resumes with a higher cap."""
+
+    max_tokens: int | None = Field(default=None, gt=0)
+    """Input plus output tokens of paid (uncached) calls, over the whole run."""
+    max_cost_usd: float | None = Field(default=None, gt=0)
+
+
+class MetricSettings(Strict):
+    baseline: str = "eager"
+    """The baseline speedups are measured against: eager, torch.compile or vendor."""
+    pass_k: list[int] = Field(default_factory=lambda: [1, 5, 10])
+    fast_p: list[float] = Field(default_factory=lambda: [0.0, 1.0, 1.5, 2.0])
+
+    @field_validator("baseline")
+    @classmethod
+    def _baseline(cls, value: str) -> str:
+        if value not in ("eager", "torch.compile", "vendor"):
+            raise ValueError(f"unknown baseline {value!r}; use eager, torch.compile or vendor")
+        return value
+
+    @field_validator("pass_k")
+    @classmethod
+    def _pass_k(cls, value: list[int]) -> list[int]:
+        if any(k < 1 for k in value):
+            raise ValueError("pass_k values must be at least 1")
+        return sorted(set(value))
+
+    @field_validator("fast_p")
+    @classmethod
+    def _fast_p(cls, value: list[float]) -> list[float]:
+        if any(p < 0 for p in value):
+            raise ValueError("fast_p thresholds must be 0 or more")
+        return sorted(set(value))
+
+
+class Experiment(Strict):
+    """A validated experiment file (see ``experiments/configs/*.toml`` for annotated examples)."""
+
+    name: str
+    description: str = ""
+    tasks: list[str] = Field(min_length=1)
+    """Task ids, globs (``fusion/*``), categories (``matmul``) or suites (``suite:triton``)."""
+    agents: list[str] = Field(min_length=1)
+    models: list[ModelEntry] = Field(min_length=1)
+    contexts: list[str] = Field(default_factory=lambda: ["none"], min_length=1)
+    samples: int = Field(default=1, ge=1, le=1000)
+    max_turns: int = Field(default=4, ge=1, le=100)
+    history: str = "full"
+    target: Literal["sm_90a", "sm_100a"] = "sm_90a"
+    run: RunSettings = Field(default_factory=RunSettings)
+    budget: Budget = Field(default_factory=Budget)
+    metrics: MetricSettings = Field(default_factory=MetricSettings)
+
+    # Filled in by ``resolve`` (saved with the run), never written by hand.
+    resolved_tasks: list[str] = Field(default_factory=list)
+    source_path: str | None = None
+
+    @field_validator("models", mode="before")
+    @classmethod
+    def _models(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            return [{"spec": v} if isinstance(v, str) else v for v in value]
+        return value
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not NAME.match(value):
+            raise ValueError(f"{value!r}: use letters, digits, '.', '_' and '-' (it names the run directory)")
+        return value
+
+    @model_validator(mode="after")
+    def _unique_labels(self) -> Experiment:
+        labels = [m.label for m in self.models]
+        dup = sorted({x for x in labels if labels.count(x) > 1})
+        if dup:
+            raise ValueError(f"two models share the label {dup[0]!r}; give them distinct `name`s")
+        return self
+
+    def model(self, label: str) -> ModelEntry:
+        return next(m for m in self.models if m.label == label)
+
+    def identity(self) -> dict[str, Any]:
+        """The fields that define the episodes; a resumed run must keep them."""
+        return {
+            "tasks": self.resolved_tasks, "agents": self.agents,
+            "models": [m.model_dump(exclude={"params", "prices"}) for m in self.models],
+            "contexts": self.contexts, "samples": self.samples, "max_turns": self.max_turns,
+            "history": self.history, "target": self.target, "baseline": self.metrics.baseline,
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.model_dump(), indent=1, sort_keys=False)
+
+
+# --------------------------------------------------------------------------- locating keys
+_KEY = r'(?:[A-Za-z0-9_-]+|"[^"]*"|\'[^\']*\')'
+_KEY_LINE = re.compile(rf"^\s*({_KEY}(?:\s*\.\s*{_KEY})*)\s*=")
+_HEADER = re.compile(rf"^\s*(\[\[?)\s*({_KEY}(?:\s*\.\s*{_KEY})*)\s*\]\]?")
+
+
+def _split_key(text: str) -> list[str]:
+    parts = re.findall(_KEY, text)
+    return [p[1:-1] if p[:1] in "\"'" else p for p in parts]
+
+
+def key_lines(text: str) -> dict[tuple[Any, ...], tuple[int, int]]:
+    """Each key's path (with array-of-table indices) -> (first line, last line) of its value."""
+    spans: dict[tuple[Any, ...], tuple[int, int]] = {}
+    table: tuple[Any, ...] = ()
+    counters: dict[tuple[Any, ...], int] = {}
+    last: tuple[Any, ...] | None = None
+    in_multiline = False
+    lines = text.splitlines()
+    for number, line in enumerate(lines, start=1):
+        if in_multiline:
+            if line.count('"""') % 2 == 1 or line.count("'''") % 2 == 1:
+                in_multiline = False
+            continue
+        header = _HEADER.match(line)
+        if header:
+            path = tuple(_split_key(header.group(2)))
+            if header.group(1) == "[[":
+                counters[path] = counters.get(path, -1) + 1
+                table = (*path, counters[path])
+            else:
+                table = path
+            spans[table] = (number, number)
+            last = None
+            continue
+        key = _KEY_LINE.match(line)
+        if key:
+            last = (*table, *_split_key(key.group(1)))
+            spans[last] = (number, number)
+            rest = line[key.end():]
+            if rest.count('"""') % 2 == 1 or rest.count("'''") % 2 == 1:
+                in_multiline = True
+            continue
+        if last is not None and line.strip() and not line.strip().startswith("#"):
+            spans[last] = (spans[last][0], number)
+    return spans
+
+
+def locate(text: str, loc: tuple[Any, ...], value: Any = None) -> int | None:
+    """The line of the deepest key of ``loc`` found in ``text``; with ``value``, the line within
+    that key's value that holds it (an element of a multi-line array, an inline table's key)."""
+    spans = key_lines(text)
+    lines = text.splitlines()
+    for depth in range(len(loc), 0, -1):
+        span = spans.get(tuple(loc[:depth]))
+        if span is None:
+            continue
+        first, end = span
+        needles = []
+        if value is not None:
+            needles.append(json.dumps(value) if isinstance(value, str) else str(value))
+        needles += [str(part) for part in loc[depth:] if isinstance(part, str)]
+        for needle in needles:
+            for number in range(first, end + 1):
+                if needle in lines[number - 1]:
+                    return number
+        return first
+    return None
+
+
+def _field_name(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def _allowed_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    """The keys allowed where ``loc`` points (for "did you mean")."""
+    current: Any = model
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        info = current.model_fields.get(part) if isinstance(current, type) else None
+        if info is None:
+            return []
+        annotation = info.annotation
+        args = getattr(annotation, "__args__", ())
+        candidates = [annotation, *args]
+        current = next((c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)), None)
+        if current is None:
+            return []
+    hidden = {"resolved_tasks", "source_path"}
+    return [k for k in current.model_fields if k not in hidden] if isinstance(current, type) else []
+
+
+# --------------------------------------------------------------------------- loading
+def parse(text: str, where: str = "<config>", base_dir: Path | None = None) -> Experiment:
+    """Validate the text of an experiment file; every problem found is listed in one ConfigError."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{where}: not valid TOML: {exc}") from None
+    hidden = {"resolved_tasks", "source_path"} & set(data)
+    problems: list[tuple[int, str]] = []
+
+    def add(loc: tuple[Any, ...], message: str, value: Any = None) -> None:
+        line = locate(text, loc, value)
+        at = f"{where}, line {line}" if line else where
+        problems.append((line or 0, f"{at}: {_field_name(loc)}: {message}"))
+
+    for key in sorted(hidden):
+        add((key,), "is written by kernelgym, not by hand")
+    resolved = _name_problems(data, add)
+    exp: Experiment | None = None
+    try:
+        exp = Experiment.model_validate({k: v for k, v in data.items() if k not in hidden})
+    except ValidationError as exc:
+        for err in exc.errors():
+            loc = tuple(err["loc"])
+            if err["type"] == "extra_forbidden":
+                allowed = _allowed_keys(Experiment, loc)
+                near = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
+                hint = f"; did you mean {near[0]!r}?" if near else f"; allowed: {', '.join(allowed)}"
+                if loc[0] == "models" and not near:
+                    hint += f" (call parameters go in params = {{ {loc[-1]} = ... }})"
+                add(loc, f"unknown key{hint}")
+            elif err["type"] == "missing":
+                add(loc, "is required")
+            else:
+                msg = err["msg"].removeprefix("Value error, ")
+                value = err.get("input") if isinstance(err.get("input"), str | int | float) else None
+                add(loc, msg, value)
+    if exp is not None:
+        _resolve_paths(exp, base_dir, add)
+        exp.resolved_tasks = resolved
+        too_big = [k for k in exp.metrics.pass_k if k > exp.samples]
+        if too_big and len(too_big) == len(exp.metrics.pass_k):
+            add(("metrics", "pass_k"), f"every k exceeds samples = {exp.samples}; pass@k needs k <= samples")
+    if problems:
+        raise ConfigError("\n".join(msg for _, msg in sorted(problems, key=lambda p: p[0])))
+    assert exp is not None
+    return exp
+
+
+def _name_problems(data: dict[str, Any], add: Any) -> list[str]:
+    """Names that must exist (tasks, agents, contexts, history mode); returns the resolved task ids."""
+    from kernelgym.tasks import UnknownTaskError, select
+
+    resolved: list[str] = []
+    tasks = data.get("tasks")
+    for i, pattern in enumerate(tasks if isinstance(tasks, list) else []):
+        if not isinstance(pattern, str):
+            continue
+        try:
+            resolved += [t.id for t in select([pattern])]
+        except UnknownTaskError as exc:
+            add(("tasks", i), str(exc), pattern)
+    names = (("agents", known_loops(), "agent"), ("contexts", known_contexts(), "context level"))
+    for field, known, what in names:
+        values = data.get(field)
+        values = [v for v in values if isinstance(v, str)] if isinstance(values, list) else []
+        for i, value in enumerate(values):
+            if value not in known:
+                near = difflib.get_close_matches(value, known, n=1)
+                hint = f"did you mean {near[0]!r}?" if near else f"use one of {', '.join(known)}"
+                add((field, i), f"unknown {what} {value!r}; {hint}", value)
+        dup = sorted({v for v in values if values.count(v) > 1})
+        if dup:
+            add((field,), f"{dup[0]!r} is listed twice")
+    history = data.get("history")
+    if isinstance(history, str) and history not in known_history_modes():
+        add(("history",), f"unknown history mode {history!r}; use one of {', '.join(known_history_modes())}")
+    return list(dict.fromkeys(resolved))
+
+
+def _resolve_paths(exp: Experiment, base_dir: Path | None, add: Any) -> None:
+    """Replay recordings and the cache directory, relative to the experiment file."""
+    for i, model in enumerate(exp.models):
+        kind, _, rest = model.spec.partition(":")
+        if kind != "replay":
+            continue
+        path = Path(rest).expanduser()
+        if not path.is_absolute() and base_dir is not None:
+            path = base_dir / path
+        if not path.exists():
+            add(("models", i, "spec"), f"no recordings at {path}", model.spec)
+            continue
+        model.name = model.name or f"replay:{Path(rest).stem}"
+        model.spec = f"replay:{path.resolve()}"
+    if exp.run.cache_dir is not None and base_dir is not None and not Path(exp.run.cache_dir).is_absolute():
+        exp.run.cache_dir = str((base_dir / exp.run.cache_dir).resolve())
+
+
+def load(path: str | Path) -> Experiment:
+    """Read and validate an experiment file; relative paths in it are relative to the file."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"no such experiment file: {path}")
+    exp = parse(path.read_text(), where=str(path), base_dir=path.resolve().parent)
+    exp.source_path = str(path.resolve())
+    return exp
+
+
+def from_resolved(data: dict[str, Any]) -> Experiment:
+    """The experiment as saved with a run (already resolved: no path or task lookup)."""
+    return Experiment.model_validate(data)
+
+
+BUNDLED = Path(__file__).parent / "configs"
+
+
+def find(name_or_path: str) -> Path:
+    """A path as given, or a config shipped with kernelgym by name (``quickstart``)."""
+    path = Path(name_or_path)
+    if path.exists():
+        return path
+    bundled = BUNDLED / (name_or_path if name_or_path.endswith(".toml") else f"{name_or_path}.toml")
+    if "/" not in name_or_path and bundled.is_file():
+        return bundled
+    names = sorted(p.stem for p in BUNDLED.glob("*.toml"))
+    raise ConfigError(f"no such experiment file: {name_or_path} (bundled configs: {', '.join(names)})")

@@ -1,0 +1,70 @@
+"""The raw steps of a run as JSON Lines or Parquet, for people who analyse runs their own way.
+
+One row per turn: the episode's keys (task, agent, model, context, sample), the metric
+columns, and the whole turn record (messages, response, candidate, feedback, verdict). With
+``what="episodes"``, one row per episode with its best turn and heldout verdict.
+Parquet needs pyarrow (``pip install pyarrow``); nested fields are stored as JSON text there.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from .store import Store
+
+EPISODE_FIELDS = ("task", "category", "agent", "model", "context", "sample", "status")
+
+
+class ExportError(Exception):
+    """An export that cannot be written (unknown format, pyarrow missing)."""
+
+
+def steps(store: Store) -> Iterator[dict[str, Any]]:
+    episodes = {e["id"]: e for e in store.episodes()}
+    columns = {(t["episode_id"], t["turn"]): t for t in store.turns()}
+    for episode_id, record in store.all_turn_records():
+        e = episodes[episode_id]
+        cols = columns[(episode_id, record["turn"])]
+        row: dict[str, Any] = {"episode_id": episode_id, **{k: e[k] for k in EPISODE_FIELDS}}
+        row.update({k: v for k, v in cols.items() if k not in ("episode_id",)})
+        row.update({k: v for k, v in record.items() if k not in row})
+        yield row
+
+
+def episodes(store: Store) -> Iterator[dict[str, Any]]:
+    for e in store.episodes():
+        yield {"episode_id": e["id"], **{k: v for k, v in e.items() if k != "id"}}
+
+
+def export(run_dir: Path, store_path: Path, fmt: str, out: Path | None = None, what: str = "steps") -> Path:
+    if fmt not in ("jsonl", "parquet"):
+        raise ExportError(f"unknown format {fmt!r}; use jsonl or parquet")
+    if what not in ("steps", "episodes"):
+        raise ExportError(f"unknown rows {what!r}; use steps or episodes")
+    if fmt == "parquet":
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise ExportError("parquet export needs pyarrow, which is not installed: `pip install pyarrow`, "
+                              "or use --format jsonl") from None
+    out = out or run_dir / "export" / f"{what}.{fmt}"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with Store(store_path, readonly=True) as store:
+        rows = list(steps(store) if what == "steps" else episodes(store))
+    if fmt == "jsonl":
+        with open(out, "w") as f:
+            for row in rows:
+                f.write(json.dumps(row, default=str) + "\n")
+        return out
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    flat = [{k: json.dumps(v, default=str) if isinstance(v, dict | list) else v for k, v in row.items()}
+            for row in rows]
+    names = list(dict.fromkeys(k for row in flat for k in row))
+    table = pa.Table.from_pylist([{k: row.get(k) for k in names} for row in flat])
+    pq.write_table(table, out)
+    return out

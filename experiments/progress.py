@@ -1,0 +1,121 @@
+"""The live view of a run: episodes done, compiled, correct, faster than the baseline, tokens, cost.
+
+On a terminal it is a rich ``Live`` panel refreshed a few times a second; elsewhere (CI logs,
+pipes) it prints one line per finished episode, so logs stay readable.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from rich.text import Text
+
+
+@dataclass
+class Counters:
+    total: int = 0
+    done: int = 0
+    before: int = 0
+    """Episodes finished by an earlier session of this run (resumed)."""
+    running: int = 0
+    compiled: int = 0
+    correct: int = 0
+    faster: int = 0
+    timed: int = 0
+    turns: int = 0
+    errors: int = 0
+    tokens: int = 0
+    paid_tokens: int = 0
+    cost_usd: float = 0.0
+    calls: int = 0
+    cached_calls: int = 0
+    started: float = field(default_factory=time.time)
+    stopping: str | None = None
+
+
+class Display:
+    """Thread-safe counters plus their rendering; ``live`` on a TTY, lines otherwise."""
+
+    def __init__(self, title: str, *, stream: TextIO | None = None, quiet: bool = False,
+                 live: bool | None = None) -> None:
+        self.title = title
+        self.c = Counters()
+        self.lock = threading.RLock()  # rich's Live calls renderable() from inside log()
+        self.quiet = quiet
+        self.stream = stream or sys.stdout
+        self.console = Console(file=self.stream, highlight=False)
+        self.live_mode = (self.console.is_terminal if live is None else live) and not quiet
+        self._live: Live | None = None
+        self._bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                             TimeElapsedColumn(), console=self.console)
+        self._task = self._bar.add_task(title, total=1)
+
+    def update(self, **changes: Any) -> None:
+        with self.lock:
+            for key, value in changes.items():
+                setattr(self.c, key, getattr(self.c, key) + value if key != "stopping" else value)
+
+    def set(self, **values: Any) -> None:
+        with self.lock:
+            for key, value in values.items():
+                setattr(self.c, key, value)
+
+    def log(self, line: str) -> None:
+        """An event worth a line of its own (an episode's outcome off-TTY, a warning)."""
+        if self.quiet:
+            return
+        with self.lock:
+            if self._live is not None:
+                self._live.console.print(line, highlight=False, markup=False)
+            else:
+                self.stream.write(line + "\n")
+                self.stream.flush()
+
+    # ------------------------------------------------------------------ rendering
+    def stats(self) -> Table:
+        c = self.c
+        table = Table.grid(padding=(0, 2))
+        for _ in range(4):
+            table.add_column(justify="right", style="bold")
+            table.add_column()
+        pct = (lambda n: f"{n}" + (f" ({100 * n / c.done:.0f}%)" if c.done else ""))
+        faster = f"{c.faster}" + (f" of {c.timed} timed" if c.timed else " (no timing)")
+        table.add_row(str(c.done), f"done of {c.total}" + (f" ({c.before} before)" if c.before else ""),
+                      str(c.running), "running", pct(c.compiled), "compiled", pct(c.correct), "correct")
+        table.add_row(faster, "faster than baseline", str(c.turns), "turns", f"{c.tokens:,}", "tokens",
+                      f"${c.cost_usd:.2f}", "cost")
+        if c.errors or c.stopping:
+            table.add_row(str(c.errors), "errors", "", "", "", "", "", Text(c.stopping or "", style="yellow"))
+        return table
+
+    def renderable(self) -> Group:
+        with self.lock:
+            self._bar.update(self._task, total=max(self.c.total, 1), completed=self.c.done)
+            return Group(self._bar, self.stats())
+
+    def summary(self) -> str:
+        c = self.c
+        elapsed = time.time() - c.started
+        timed = f", {c.faster} of {c.timed} timed faster than the baseline" if c.timed else ""
+        return (f"{c.done}/{c.total} episodes done ({c.compiled} compiled, {c.correct} correct{timed}); "
+                f"{c.turns} turns, {c.tokens:,} tokens, ${c.cost_usd:.2f}, {c.errors} errors; {elapsed:.0f} s")
+
+    def __enter__(self) -> Display:
+        if self.live_mode:
+            self._live = Live(self.renderable(), console=self.console, refresh_per_second=4, transient=False,
+                              get_renderable=self.renderable)
+            self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._live is not None:
+            self._live.__exit__(None, None, None)
+            self._live = None

@@ -1,0 +1,1 @@
+"""Hardware documents for the ``full`` context level (data; a package only so that wheels carry the files)."""

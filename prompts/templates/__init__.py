@@ -1,0 +1,1 @@
+"""Jinja2 templates of the prompts (data; a package only so that wheels carry the files)."""

@@ -1,0 +1,112 @@
+"""Run every `ptx` reference through the evaluator on a GPU and print PTXBench's three answers.
+
+    python scripts/gpu_ptx_check.py [--tasks ptx/gemm-bf16 ...] [--reps 20] [--memcheck] [--no-profile]
+
+For each task: correct (dev + heldout shapes), arch-verified (required features present in the
+SASS AND executed, by Nsight Compute's counts), the executed count of each feature family, and
+the bench shape's time, TFLOP/s and ratio to the vendor library (cuBLAS / cuDNN through PyTorch).
+Writes ``ptx_check.json`` (every EvalResult) under $OUT when that is set, else under the cwd.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+FAMILIES_SHOWN = ("wgmma", "tma", "mbarrier", "tcgen05", "stmatrix", "setmaxnreg")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--tasks", nargs="*", default=None, help="task ids (default: suite ptx)")
+    parser.add_argument("--target", default="sm_90a")
+    parser.add_argument("--shape-sets", nargs="*", default=["dev", "heldout"])
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--memcheck", action="store_true", help="compute-sanitizer memcheck before timing")
+    parser.add_argument("--no-profile", action="store_true", help="skip Nsight Compute executed counts")
+    parser.add_argument("--no-timing", action="store_true")
+    args = parser.parse_args()
+
+    import torch
+
+    from kernelgym.env import EvalOptions, Evaluator
+    from kernelgym.tasks import all_tasks, get_task
+
+    if not torch.cuda.is_available():
+        print("no CUDA GPU here: this script checks the ptx references on a GPU", file=sys.stderr)
+        return 2
+    tasks = [get_task(t) for t in args.tasks] if args.tasks else all_tasks(suite="ptx")
+    out_dir = Path(os.environ.get("OUT") or ".")
+    out_path = out_dir / "ptx_check.json"
+    header = {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "device": torch.cuda.get_device_name(), "torch": torch.__version__, "target": args.target,
+    }
+    print(json.dumps(header), flush=True)
+    options = EvalOptions(target=args.target, device="cuda", shape_sets=tuple(args.shape_sets),
+                          timing=not args.no_timing, warmup=args.warmup, reps=args.reps,
+                          profile=not args.no_profile, memcheck=args.memcheck)
+    records = []
+    with Evaluator("cuda") as evaluator:
+        for task in tasks:
+            started = time.perf_counter()
+            try:
+                result = evaluator.evaluate(task, task.solution_source(), options)
+            except Exception as exc:  # noqa: BLE001 - one task's failure must not hide the others
+                print(f"{task.id}: evaluator raised {type(exc).__name__}: {exc}", flush=True)
+                records.append({"task": task.id, "error": f"{type(exc).__name__}: {exc}"})
+                continue
+            row = _row(task, result, time.perf_counter() - started)
+            records.append({"summary": row, "result": result.to_dict()})
+            print(json.dumps(row), flush=True)
+            if not result.correct or not result.arch_verified:
+                print(result.feedback[:3000], flush=True)
+            out_path.write_text(json.dumps({"header": header, "records": records}, indent=1, default=str))
+    _table([r["summary"] for r in records if "summary" in r])
+    print(f"wrote {out_path}")
+    return 0 if all(r.get("summary", {}).get("correct") and r["summary"].get("arch_verified") for r in records) else 1
+
+
+def _row(task, result, seconds: float) -> dict:
+    timing = (result.timing or [None])[0]
+    vendor_ms = timing.baselines_ms.get("vendor") if timing else None
+    executed = {f: result.instructions.get(f, {}).get("executed") for f in FAMILIES_SHOWN}
+    return {
+        "task": task.id, "stage": result.stage, "correct": result.correct, "arch_verified": result.arch_verified,
+        "missing": result.missing_features, "executed": executed,
+        "sass": {f: result.instructions.get(f, {}).get("sass") for f in FAMILIES_SHOWN},
+        "checks": sum(1 for c in result.cases if c.passed), "failed": sum(1 for c in result.cases if c.passed is False),
+        "ms": timing.median_ms if timing else None, "tflops": timing.tflops if timing else None,
+        "vendor": task.vendor_name, "vendor_ms": vendor_ms,
+        "vendor_tflops": task.flops(timing.case) / (vendor_ms * 1e9) if timing and vendor_ms else None,
+        "ratio": vendor_ms / timing.median_ms if timing and vendor_ms else None,
+        "registers": {k.name: k.registers for k in result.kernels},
+        "skipped": result.skipped_checks, "suspicious": result.suspicious, "seconds": round(seconds, 1),
+        "phase_seconds": {k: round(v, 1) for k, v in result.seconds.items()},
+    }
+
+
+def _fmt(value, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def _table(rows: list[dict]) -> None:
+    print()
+    print(f"{'task':27} {'correct':7} {'arch':5} {'wgmma exec':>11} {'tma exec':>9} {'mbar exec':>10} "
+          f"{'tcgen05':>8} {'ms':>8} {'TFLOP/s':>8} {'vendor':>8} {'ratio':>6}")
+    for r in rows:
+        e = r["executed"]
+        print(f"{r['task']:27} {str(r['correct']):7} {str(r['arch_verified']):5} {_fmt(e['wgmma'], 'd'):>11} "
+              f"{_fmt(e['tma'], 'd'):>9} {_fmt(e['mbarrier'], 'd'):>10} {_fmt(e['tcgen05'], 'd'):>8} "
+              f"{_fmt(r['ms'], '.3f'):>8} {_fmt(r['tflops'], '.1f'):>8} {_fmt(r['vendor_tflops'], '.1f'):>8} "
+              f"{_fmt(r['ratio'], '.2f'):>6}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

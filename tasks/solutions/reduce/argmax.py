@@ -1,0 +1,33 @@
+"""Reference solution for reduce/argmax:
+each lane keeps its best value and the first index where it was seen (strict >),
+then the smallest index among the lanes holding the row maximum: PyTorch's tie rule.
+"""
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def argmax_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    x_row = x_ptr + row * n
+    best = tl.full((BLOCK,), float("-inf"), tl.float32)
+    best_idx = tl.zeros((BLOCK,), tl.int32)
+    for start in range(0, n, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        v = tl.load(x_row + cols, mask=cols < n, other=float("-inf")).to(tl.float32)
+        take = v > best
+        best = tl.where(take, v, best)
+        best_idx = tl.where(take, cols, best_idx)
+    top = tl.max(best, axis=0)
+    idx = tl.min(tl.where(best == top, best_idx, n), axis=0)
+    tl.store(out_ptr + row, idx.to(tl.int64))
+
+
+def argmax(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.shape
+    out = torch.empty((m,), dtype=torch.int64, device=x.device)
+    block = min(triton.next_power_of_2(n), 4096)
+    argmax_kernel[(m,)](x, out, n, BLOCK=block, num_warps=4 if block <= 1024 else 8)
+    return out

@@ -1,0 +1,193 @@
+"""The red-team suite: every known way to fool a kernel benchmark, tried in earnest, must fail here with
+a specific reason (DESIGN.md, "Evaluation you can trust"; issue 7).
+
+Each candidate in ``candidates/`` is written to pass a naive harness. Several dodge the static scan on
+purpose, so that the run-time layer (the ATen-op watcher, the audit layer of the sandbox, the checks
+on replies) is what rejects them; ``layer`` says which one must.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from kernelgym.env import EvalOptions
+from kernelgym.env.pool import Worker
+
+from .conftest import explain
+
+# candidate, task, violation codes (one must be found), layer that must catch it, words the message must say
+LOOPHOLES = [
+    ("uninitialised_output", "math/add", {"output-not-written"}, "run", "never given"),
+    ("mutate_inputs", "normalization/softmax", {"mutated-input"}, "run", "modified its inputs"),
+    ("background_thread", "math/add", {"background-work"}, "run", "still running"),
+    ("child_process", "math/add", {"sandbox-process"}, "run", "forking"),
+    ("fork_bomb", "math/add", {"sandbox-process"}, "run", "forking"),
+    ("lazy_subclass", "math/add", {"output-type"}, "run", "plain torch.Tensor"),
+    ("patch_timer", "math/add", {"tampering"}, "run", "elapsed_time"),
+    ("patch_statistics", "math/add", {"tampering"}, "run", "statistics.median"),
+    ("method_call", "normalization/softmax", {"torch-op"}, "run", "softmax"),
+    ("getattr_torch", "normalization/softmax", {"obfuscated-access"}, "static", "getattr"),
+    ("importlib_op", "normalization/softmax", {"forbidden-import"}, "static", "importlib"),
+    ("string_eval", "normalization/softmax", {"dynamic-code"}, "run", "run time"),
+    ("matmul_dunder", "matmul/matmul", {"torch-op"}, "run", "mm"),
+    ("host_numpy", "normalization/softmax", {"host-compute"}, "run", "numpy()"),
+    ("host_python_loop", "math/add", {"host-compute"}, "run", "tolist()"),
+    ("low_precision_host", "normalization/softmax", {"torch-op"}, "run", "cast torch.float32 -> torch.float16"),
+    ("cache_by_shape", "math/add", {"stale-output"}, "run", "cached"),
+    ("cache_by_call_count", "math/add", {"stale-output"}, "run", "cached"),
+    ("sleeper", "math/add", {"inconsistent"}, "run", "later"),
+    ("gc_walk", "math/add", {"introspection"}, "static", "__subclasses__"),
+    ("gc_walk_hidden", "math/add", {"introspection"}, "run", "gc.get_objects"),
+    ("read_harness_memory", "math/add", {"sandbox-filesystem"}, "run", "another process"),
+    ("forge_reply", "math/add", {"forged-reply"}, "run", "channel"),
+    ("open_socket", "math/add", {"sandbox-network"}, "run", "socket"),
+    ("out_of_bounds_write", "math/add", {"out-of-bounds"}, "run", "past the end"),
+]
+
+@pytest.mark.parametrize(("name", "task_id", "expected", "layer", "words"), LOOPHOLES,
+                         ids=[row[0] for row in LOOPHOLES])
+def test_loophole_is_rejected_with_a_reason(judge, name, task_id, expected, layer, words):
+    result = judge(task_id, name)
+    assert result.correct is not True, explain(result)
+    found = {v.code: v.message for v in result.violations}
+    hit = expected & set(found)
+    assert hit, f"expected one of {expected}:\n{explain(result)}"
+    message = found[hit.pop()]
+    assert words in message and len(message) > 40, message  # a sentence a person can act on
+    if layer == "static":
+        assert result.stage == "static" and not result.compiled, explain(result)
+    else:
+        assert result.stage != "static", f"{name} must get past the scan, to test the run-time layer"
+    assert words.split()[0] in result.feedback or hit <= {"stale-output"}, result.feedback
+
+def test_the_harness_goes_on_after_each_attack(cpu_evaluator, judge):
+    """Evaluating the reference right after a run of attacks gives a clean verdict (no leftovers)."""
+    for name, task_id in [("patch_timer", "math/add"), ("forge_reply", "math/add"),
+                          ("background_thread", "math/add"), ("fork_bomb", "math/add")]:
+        judge(task_id, name)
+    from kernelgym.tasks import get_task
+
+    task = get_task("math/add")
+    result = cpu_evaluator.evaluate(task, task.solution_source(), EvalOptions(device="cpu", shape_sets=("dev",)))
+    assert result.correct and not result.violations, explain(result)
+
+def test_low_precision_arithmetic_fails_float32_cases_and_says_why(judge):
+    result = judge("normalization/softmax", "low_precision_kernel")
+    assert result.correct is False, explain(result)
+    failed = [c for c in result.cases if c.passed is False]
+    assert failed and failed[0].case["dtype"] == "float32", explain(result)
+    assert "float16 or bfloat16 arithmetic" in failed[0].message, failed[0].message
+    assert "relative" in failed[0].message or "outside" in failed[0].message
+
+def test_a_constant_that_passes_an_absolute_tolerance_fails_the_normwise_bound(cpu_evaluator, judge):
+    """A lenient absolute tolerance (as a task author might give an fp16 task) with answers near zero:
+    zeros pass every element, and only the norm-wise relative bound stops them."""
+    import dataclasses
+
+    from kernelgym.tasks import get_task
+    from kernelgym.tasks.spec import Tolerance
+
+    base = get_task("math/add")
+    lenient = dataclasses.replace(base, distributions=("small",),
+                                  tolerances={"float32": Tolerance(1e-2, 1e-4, 1e-5, "lenient on purpose")})
+    from .conftest import candidate_source
+
+    result = cpu_evaluator.evaluate(lenient, candidate_source("constant_output"), EvalOptions(device="cpu"))
+    assert result.correct is False, explain(result)
+    first = next(c for c in result.cases if c.passed is False)
+    assert first.mismatches == 0, "every element is within atol: the element-wise check alone would pass it"
+    assert "relative L2 error" in first.message and "as a whole" in first.message, first.message
+
+def test_caching_by_pointer_never_passes(judge):
+    """Whether or not the allocator reuses addresses, a pointer cache cannot pass: either a reused
+    address replays a stale answer (caught as such), or nothing is cached and it is an honest kernel."""
+    result = judge("math/add", "cache_by_pointer")
+    if result.correct:
+        assert not result.violations  # no address was reused: it computed every answer
+    else:
+        assert "stale-output" in {v.code for v in result.violations} or \
+            any(c.passed is False for c in result.cases), explain(result)
+
+def test_undefined_behaviour_out_of_bounds_never_passes_and_the_harness_survives(cpu_evaluator, judge):
+    result = judge("normalization/softmax", "out_of_bounds")
+    assert result.correct is not True, explain(result)
+    from kernelgym.tasks import get_task
+
+    task = get_task("normalization/softmax")
+    again = cpu_evaluator.evaluate(task, task.solution_source(), EvalOptions(device="cpu", shape_sets=("dev",)))
+    assert again.correct, explain(again)
+
+def test_the_worker_is_never_sent_reference_data(cpu_evaluator, monkeypatch):
+    """Reading harness memory from the worker gains nothing: no reference crosses into its process."""
+    import torch
+
+    from kernelgym.env import pool
+    from kernelgym.tasks import get_task
+
+    sent: list[object] = []
+    real_send = pool.wire.send
+
+    def spy(conn, obj):
+        sent.append(obj)
+        return real_send(conn, obj)
+
+    monkeypatch.setattr(pool.wire, "send", spy)
+    task = get_task("normalization/softmax")
+    result = cpu_evaluator.evaluate(task, task.solution_source(), EvalOptions(device="cpu", shape_sets=("dev",)))
+    assert result.correct, explain(result)
+
+    def tensors(obj) -> int:
+        if isinstance(obj, torch.Tensor):
+            return 1
+        if isinstance(obj, dict):
+            return sum(tensors(v) for v in obj.values())
+        if isinstance(obj, list | tuple):
+            return sum(tensors(v) for v in obj)
+        return 0
+
+    assert sent and {m["op"] for m in sent} >= {"load", "run"}
+    assert sum(tensors(m) for m in sent) == 0, "a tensor was sent to a worker"
+    assert not any(k in m for m in sent for k in ("expected", "reference", "outputs"))
+
+def test_replies_must_answer_their_request():
+    """The channel check on its own: an unsolicited frame is caught at the next request."""
+    worker = Worker("cpu", "run")
+    try:
+        assert worker.request({"op": "ping"}, timeout=60)["ok"]
+        assert worker.proc is not None
+        # Play the candidate: write a well-formed frame straight into the worker's side of the socket.
+        from kernelgym.env import wire
+
+        wire.send(worker.conn, {"op": "ping"})  # a second request whose reply nobody will read
+        with pytest.raises(Exception) as caught:
+            worker.request({"op": "ping"}, timeout=60)
+        assert "channel" in str(caught.value) or "request" in str(caught.value)
+        assert worker.take_incidents()[0][0] == "forged-reply"
+    finally:
+        worker.stop()
+
+def test_sandbox_report_is_in_every_result(judge):
+    result = judge("math/add", "uninitialised_output")
+    assert result.sandbox is not None
+    assert "audit" in result.sandbox["applied"]
+    every = set(result.sandbox["applied"]) | set(result.sandbox["not_applied"])
+    assert {"network", "filesystem", "processes", "file-size", "memory", "environment"} <= every
+    assert all(isinstance(v, str) and v for v in result.sandbox["not_applied"].values())
+
+def test_a_fresh_evaluator_for_patching_candidates_is_not_needed(cpu_evaluator, judge):
+    """After a candidate patched torch inside the workers, both are replaced: the next verdict is clean."""
+    judge("math/add", "patch_timer")
+    assert not cpu_evaluator.run_worker.alive
+    from kernelgym.tasks import get_task
+
+    task = get_task("math/add")
+    result = cpu_evaluator.evaluate(task, task.solution_source(), EvalOptions(device="cpu", shape_sets=("dev",)))
+    assert result.correct and not result.violations, explain(result)
+
+def test_every_loophole_in_the_design_has_a_candidate():
+    names = {row[0] for row in LOOPHOLES} | {"low_precision_kernel", "constant_output", "cache_by_pointer",
+                                             "out_of_bounds", "read_ssh", "fill_disk"}
+    from .conftest import CANDIDATES
+
+    on_disk = {p.stem for p in CANDIDATES.glob("*.py")}
+    assert on_disk <= names, f"candidates without a test: {on_disk - names}"

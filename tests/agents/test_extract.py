@@ -1,0 +1,59 @@
+"""Reading a model's answer: the one candidate module, or a message for the model."""
+
+from __future__ import annotations
+
+from kernelgym.agents.extract import extract_candidate, fenced_blocks
+
+MODULE = "import torch\n\n\ndef add(x, y):\n    return x\n"
+OTHER = "import torch\n\n\ndef add(x, y):\n    return y\n"
+
+
+def fence(code: str, lang: str = "python") -> str:
+    return f"```{lang}\n{code.rstrip()}\n```"
+
+
+def test_single_block() -> None:
+    out = extract_candidate(f"Plan: add.\n\n{fence(MODULE)}\nDone.", "add")
+    assert out.ok and out.code == MODULE and out.problem is None
+
+
+def test_block_defining_the_entrypoint_wins_over_a_later_helper_block() -> None:
+    text = f"{fence(MODULE)}\nUsage:\n{fence('print(add(1, 2))')}"
+    out = extract_candidate(text, "add")
+    assert out.code == MODULE and "defines add" in (out.note or "")
+
+
+def test_last_block_when_none_defines_the_entrypoint() -> None:
+    out = extract_candidate(f"{fence('x = 1')}\n{fence('y = 2', 'py')}", "add")
+    assert out.code == "y = 2\n" and "last complete" in (out.note or "")
+
+
+def test_conflicting_modules_become_feedback() -> None:
+    out = extract_candidate(f"First try:\n{fence(MODULE)}\nBetter:\n{fence(OTHER)}", "add")
+    assert not out.ok and "2 different Python blocks" in (out.problem or "")
+    same = extract_candidate(f"{fence(MODULE)}\nAgain:\n{fence(MODULE + '  ')}", "add")
+    assert same.ok  # the same module twice is not a conflict
+
+
+def test_no_code_truncated_and_wrong_language() -> None:
+    assert "no code" in (extract_candidate("I think a mask is needed.", "add").problem or "")
+    assert "no code" in (extract_candidate("", "add").problem or "")
+    cut = extract_candidate("Here:\n```python\nimport torch\ndef add(x, y):\n", "add")
+    assert not cut.ok and "cut off" in (cut.problem or "")
+    cuda = extract_candidate(fence("__global__ void k() {}", "cuda"), "add")
+    assert not cuda.ok and "no Python block" in (cuda.problem or "")
+
+
+def test_unfenced_module_and_syntax_errors() -> None:
+    assert extract_candidate(MODULE, "add").code == MODULE
+    broken = "import torch\ndef add(x, y)\n    return x\n"
+    out = extract_candidate(fence(broken), "add")
+    assert out.code == broken  # judged, so the model sees the syntax error from the judge
+
+
+def test_fences_with_tildes_longer_fences_and_info_strings() -> None:
+    helper = OTHER.replace("add", "helper")
+    text = f"~~~python\n{MODULE}~~~\n" + "````python title=kernel.py\n" + helper + "````\n"
+    blocks = fenced_blocks(text)
+    assert [b.language for b in blocks] == ["python", "python"] and all(b.complete for b in blocks)
+    assert extract_candidate(text, "add").code == MODULE

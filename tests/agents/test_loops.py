@@ -1,0 +1,159 @@
+"""The LangGraph loops end to end: the replay provider answers, the real environment judges on CPU.
+
+Task math/add. Its reference solution is the right answer; breaking its mask makes a wrong one
+(the last element of every block is never written). One Evaluator (one worker process) serves
+every test in the module, because starting one costs seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kernelgym.agents import LOOPS, TurnRecord, arun_episode, make_provider, run_episode
+from kernelgym.agents.replay import ReplayMissing, write_replay
+from kernelgym.env import Evaluator, KernelEnv
+from kernelgym.tasks import get_task
+
+TASK = "math/add"
+GOOD = get_task(TASK).solution_source()
+WRONG = GOOD.replace("mask = offsets < n", "mask = offsets < n - 1")
+REJECTED = GOOD.replace("return out", "return x + y")  # host-side PyTorch compute: rejected statically
+assert WRONG != GOOD and REJECTED != GOOD
+
+
+def answer(code: str, words: str = "Plan: one masked load-add-store per element.") -> str:
+    return f"{words}\n\n```python\n{code}```\n"
+
+
+@pytest.fixture(scope="module")
+def evaluator() -> Iterator[Evaluator]:
+    ev = Evaluator("cpu")
+    yield ev
+    ev.close()
+
+
+@pytest.fixture
+def env_factory(evaluator: Evaluator) -> Any:
+    def make(max_turns: int) -> KernelEnv:
+        return KernelEnv(TASK, device="cpu", max_turns=max_turns, evaluator=evaluator, timing=False)
+
+    return make
+
+
+def replay(tmp_path: Path, answers: list[str], **extra: Any) -> Any:
+    rows = [{"task": TASK, "turn": i + 1, "text": text, "input_tokens": 100 * (i + 1), "output_tokens": 50,
+             "cost_usd": 0.01, **extra} for i, text in enumerate(answers)]
+    return make_provider(f"replay:{write_replay(tmp_path / 'replay.jsonl', rows)}")
+
+
+def test_registry_has_the_loops() -> None:
+    assert {"one-shot", "fix-retry"} <= set(LOOPS)
+    assert LOOPS["fix-retry"].defaults == {"optimise": True, "keep_optimising": False}
+    with pytest.raises(KeyError, match="unknown loop"):
+        LOOPS["no-such-loop"]
+
+
+def test_wrong_first_answer_fixed_at_turn_two(tmp_path: Path, env_factory: Any) -> None:
+    provider = replay(tmp_path, [answer(WRONG), answer(GOOD, "The mask dropped the last element; fixed.")])
+    seen: list[TurnRecord] = []
+    result = run_episode(TASK, loop="fix-retry", provider=provider, max_turns=4, env=env_factory(4),
+                         on_turn=seen.append, context="specs")
+    assert [t.turn for t in result.turns] == [1, 2] and seen == result.turns
+    first, second = result.turns
+    assert first.phase == "generate" and first.candidate == WRONG and first.result is not None
+    assert first.result["compiled"] and first.result["correct"] is False and first.reward == 0.0
+    assert "INCORRECT" in first.feedback and not first.terminated and not first.truncated
+    assert second.phase == "fix" and second.correct and second.terminated and second.reward > 0
+    assert result.solved and result.best is second
+    # The fix turn saw the whole history and the judge's verdict on turn 1.
+    sent = second.messages
+    assert [m["role"] for m in sent] == ["system", "user", "assistant", "user"]
+    assert "Target hardware: sm_90a" in sent[0]["content"]  # context level "specs"
+    assert "INCORRECT" in sent[3]["content"] and "expected" in sent[3]["content"]
+    # What the replay provider was asked: the metadata that finds a recorded answer.
+    assert [c["metadata"]["turn"] for c in provider.calls] == [1, 2]
+    meta = provider.calls[1]["metadata"]
+    assert meta["phase"] == "fix" and meta["loop"] == "fix-retry"
+    assert (first.input_tokens, second.input_tokens, first.cost_usd) == (100, 200, 0.01)
+
+
+def test_answer_without_code_becomes_feedback(tmp_path: Path, env_factory: Any) -> None:
+    provider = replay(tmp_path, ["I would write a Triton kernel with a mask.", answer(GOOD)])
+    result = run_episode(TASK, loop="fix-retry", provider=provider, max_turns=3, env=env_factory(3))
+    first, second = result.turns
+    assert first.candidate is None and first.result is None and first.reward == 0.0
+    assert "no code" in (first.extraction_problem or "") and first.feedback == first.extraction_problem
+    assert "no code" in second.messages[-1]["content"]
+    assert second.correct and result.solved and result.best is second
+
+    # One shot: no code is the end of the episode, and nothing is evaluated.
+    provider = replay(tmp_path, ["No code today."])
+    result = run_episode(TASK, loop="one-shot", provider=provider, max_turns=3, env=env_factory(3))
+    assert len(result.turns) == 1 and not result.solved and result.best is None
+    assert result.turns[0].result is None
+
+
+def test_turn_limit_reached(tmp_path: Path, env_factory: Any) -> None:
+    provider = replay(tmp_path, [answer(WRONG), answer(REJECTED), answer(GOOD)])
+    result = run_episode(TASK, loop="fix-retry", provider=provider, max_turns=2, env=env_factory(2),
+                         history="last")
+    assert [t.turn for t in result.turns] == [1, 2]  # the third answer is never asked for
+    assert len(provider.calls) == 2
+    last = result.turns[-1]
+    assert last.truncated and not last.terminated and not result.solved and result.best is None
+    assert last.result is not None and last.result["violations"]  # rejected by the static policy
+    assert "Turn 1 of 2" in last.messages[-1]["content"]
+
+
+def test_history_last_keeps_only_the_last_attempt_and_shows_best(tmp_path: Path, env_factory: Any) -> None:
+    # correct -> optimise -> a broken "optimisation" -> fix, which must show the best correct module.
+    answers = [answer(GOOD), answer(WRONG, "Faster?"), "I am not sure.", answer(GOOD)]
+    provider = replay(tmp_path, answers)
+    result = run_episode(TASK, loop="fix-retry", provider=provider, max_turns=4, env=env_factory(4),
+                         history="last", loop_args={"keep_optimising": True})
+    phases = [t.phase for t in result.turns]
+    assert phases == ["generate", "optimise", "fix", "fix"]
+    third = result.turns[2].messages
+    assert len(third) == 4 and third[2]["content"].startswith("Faster?")  # turn 1 is gone from the prompt
+    assert "best correct candidate so far (turn 1" in third[3]["content"]
+    assert result.best is not None and result.best.turn == 1  # equal rewards: the earliest stays best
+    assert result.turns[3].terminated and not result.turns[3].truncated and result.solved
+
+
+def test_resume_continues_without_asking_again(tmp_path: Path, env_factory: Any) -> None:
+    provider = replay(tmp_path, [answer(WRONG), answer(GOOD)])
+    wrong_turn = TurnRecord(turn=1, phase="generate", messages=[], response=answer(WRONG), candidate=WRONG,
+                            extraction_problem=None, feedback="Verdict: INCORRECT (recorded)",
+                            result={"compiled": True, "correct": False}, reward=0.0)
+    record = TurnRecord.from_dict(wrong_turn.to_dict())
+    result = run_episode(TASK, loop="fix-retry", provider=provider, max_turns=3, env=env_factory(3),
+                         resume=[record])
+    assert [c["metadata"]["turn"] for c in provider.calls] == [2]  # turn 1 was not asked for again
+    assert result.turns[0] is record and result.turns[1].phase == "fix" and result.solved
+    assert "Verdict: INCORRECT (recorded)" in result.turns[1].messages[-1]["content"]
+    # A finished episode resumes to itself.
+    again = run_episode(TASK, loop="fix-retry", provider=provider, max_turns=3, env=env_factory(3),
+                        resume=result.turns)
+    assert len(provider.calls) == 1 and again.solved and [t.turn for t in again.turns] == [1, 2]
+
+
+def test_async_one_shot_and_missing_replay(tmp_path: Path, env_factory: Any) -> None:
+    provider = replay(tmp_path, [answer(GOOD)], loop="one-shot")
+    result = asyncio.run(arun_episode(TASK, loop="one-shot", provider=provider, env=env_factory(1),
+                                      max_turns=1))
+    assert result.solved and result.turns[0].correct and result.loop == "one-shot"
+    with pytest.raises(ReplayMissing):  # the recorded answers are for one-shot only
+        run_episode(TASK, loop="fix-retry", provider=provider, env=env_factory(1), max_turns=1)
+
+
+def test_bad_arguments(tmp_path: Path, env_factory: Any) -> None:
+    provider = replay(tmp_path, [answer(GOOD)])
+    with pytest.raises(ValueError, match="context"):
+        run_episode(TASK, loop="one-shot", provider=provider, context="everything", env=env_factory(1))
+    with pytest.raises(ValueError, match="allows 1 turns"):
+        run_episode(TASK, loop="fix-retry", provider=provider, max_turns=3, env=env_factory(1))
+    assert provider.calls == []

@@ -1,0 +1,92 @@
+"""The evaluation core on a GPU (run on the H200 machine: scripts/gpu_check.sh)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from kernelgym.env import EvalOptions, Evaluator, Limits
+from kernelgym.tasks import get_task
+
+pytestmark = pytest.mark.gpu
+
+CORE = ["math/add", "normalization/softmax", "normalization/layer-norm", "matmul/matmul", "fusion/attention"]
+
+
+@pytest.fixture(scope="module")
+def gpu_evaluator():
+    with Evaluator("cuda") as evaluator:
+        yield evaluator
+
+
+@pytest.mark.parametrize("task_id", CORE)
+def test_reference_passes_every_shape_set_with_timing(gpu_evaluator, task_id):
+    task = get_task(task_id)
+    result = gpu_evaluator.evaluate(task, task.solution_source(),
+                                    EvalOptions(device="cuda", shape_sets=("dev", "heldout"), reps=10, warmup=3))
+    assert result.correct, result.feedback
+    assert result.stage == "done"
+    assert not any(c.skipped for c in result.cases), "bf16 cases run on a GPU"
+    assert {c.shape_set for c in result.cases} >= {"dev", "heldout", "bench"}
+    assert result.timing and all(t.median_ms > 0 for t in result.timing)
+    assert "eager" in result.speedup and "torch.compile" in result.speedup
+    if task.vendor is not None:
+        assert "vendor" in result.speedup
+    assert all(t.roofline_fraction is not None and 0 < t.roofline_fraction <= 1.05 for t in result.timing)
+    print(f"\n{task_id}: " + result.feedback.replace("\n", "\n    "))
+
+
+def test_wrong_bf16_kernel_fails_on_the_gpu(gpu_evaluator):
+    task = get_task("matmul/matmul")
+    wrong = task.solution_source().replace("for k in range(0, K, BLOCK_K):", "for k in range(0, K - BLOCK_K + 1, BLOCK_K):")
+    result = gpu_evaluator.evaluate(task, wrong, EvalOptions(device="cuda", shape_sets=("dev", "heldout"), timing=False))
+    assert result.correct is False
+    assert any(c.case.get("dtype") == "bfloat16" and c.passed is False for c in result.cases) or result.errors
+
+
+def test_jit_instructions_show_wgmma_for_matmul(gpu_evaluator):
+    task = get_task("matmul/matmul")
+    result = gpu_evaluator.evaluate(task, task.solution_source(), EvalOptions(device="cuda", timing=False))
+    assert result.instructions["wgmma"]["sass"] > 0
+
+
+def test_out_of_bounds_access_is_a_verdict_and_the_worker_is_replaced(gpu_evaluator):
+    task = get_task("math/add")
+    src = task.solution_source().replace("x = tl.load(x_ptr + offsets, mask=mask)",
+                                         "x = tl.load(x_ptr + offsets + (1 << 40))")
+    result = gpu_evaluator.evaluate(task, src, EvalOptions(device="cuda", timing=False))
+    assert result.correct is False
+    assert result.runtime_error
+    again = gpu_evaluator.evaluate(task, task.solution_source(), EvalOptions(device="cuda", timing=False))
+    assert again.correct, again.feedback
+
+
+def test_kernel_that_never_ends_is_killed():
+    task = get_task("math/add")
+    src = task.solution_source().replace("    x = tl.load(x_ptr + offsets, mask=mask)\n",
+                                         "    x = tl.load(x_ptr + offsets, mask=mask)\n    while n > 0:\n        x += 1\n")
+    with Evaluator("cuda") as evaluator:
+        result = evaluator.evaluate(task, src, EvalOptions(device="cuda", timing=False, limits=Limits(run=20)))
+        assert result.correct is False
+        assert "timed out" in result.cases[-1].message
+        again = evaluator.evaluate(task, task.solution_source(), EvalOptions(device="cuda", timing=False))
+        assert again.correct
+
+
+def test_timing_is_repeatable(gpu_evaluator):
+    task = get_task("matmul/matmul")
+    medians = []
+    for _ in range(5):
+        result = gpu_evaluator.evaluate(task, task.solution_source(), EvalOptions(device="cuda", reps=20))
+        medians.append(result.timing[0].median_ms)
+    spread = max(medians) / min(medians)
+    print(f"\nmatmul bench[0] medians over 5 evaluations: {medians}, spread {spread:.4f}")
+    assert spread < 1.05
+
+
+def test_device_is_an_h200_or_the_ceilings_are_absent():
+    from kernelgym.env.device import ceilings_for
+
+    name = torch.cuda.get_device_name()
+    ceilings = ceilings_for("cuda")
+    assert (ceilings is not None) == any(k in name for k in ("H200", "H100", "B200"))

@@ -1,0 +1,157 @@
+"""Executed-instruction counts from Nsight Compute output, parsed on a CPU; dead code fails a feature.
+
+The samples are written by hand in the layout ``ncu --page source --csv --print-source sass``
+prints (shared/HARDWARE.md): one CSV row per SASS instruction with its address, its text, the
+warp-level executed count and the predicated-on thread count.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from kernelgym.env import EvalOptions, Evaluator, profile
+from kernelgym.env.result import EvalResult, KernelReport
+from kernelgym.env.instructions import FAMILIES
+from kernelgym.tasks import get_task
+
+NCU_TWO_KERNELS = '''==PROF== Connected to process 4242 (/usr/bin/python3.12)
+==PROF== Profiling "gemm_bf16" - 0: 0%....50%....100% - 4 passes
+==PROF== Profiling "attn_bwd_delta" - 1: 0%....50%....100% - 4 passes
+==PROF== Disconnected from process 4242
+[4242] python3.12@127.0.0.1
+  gemm_bf16 (32, 1, 1)x(256, 1, 1), Context 1, Stream 7, Device 0, CC 9.0
+"Address","Source","inst_executed","thread_inst_executed_true"
+"0x7f3a10000000","LDC R1, c[0x0][0x28]","256","8192"
+"0x7f3a10000010","@!UP0 SYNCS.EXCH.64 URZ, [UR8], UR4","32","32"
+"0x7f3a10000020","@P0 UTMALDG.2D [UR16], [UR6], desc[UR12]","2,048","2,048"
+"0x7f3a10000030","SYNCS.PHASECHK.TRANS64.TRYWAIT P1, [UR8+0x8], R3","4096","131072"
+"0x7f3a10000040","WARPGROUP.ARRIVE","1024","32768"
+"0x7f3a10000050","HGMMA.64x256x16.F32.BF16 R24, gdesc[UR4], R24, gsb0","8192","262144"
+"0x7f3a10000060","@P2 HGMMA.64x256x16.F32.BF16 R24, gdesc[UR20], R24, gsb0","512","0"
+"0x7f3a10000070","UTMASTG.2D [UR4], [UR10]","64","64"
+"0x7f3a10000080","EXIT","256","8192"
+  attn_bwd_delta (64, 1, 1)x(128, 1, 1), Context 1, Stream 7, Device 0, CC 9.0
+"Address","Source","inst_executed","thread_inst_executed_true"
+"0x7f3a10100000","LDG.E.128 R4, desc[UR4][R2.64]","512","16384"
+"0x7f3a10100010","FFMA R0, R4, R8, R0","512","16384"
+"0x7f3a10100020","STG.E desc[UR4][R6.64], R0","128","4096"
+'''
+
+# The display-name layout, one launch, a kernel-name row instead of ==PROF== lines.
+NCU_DISPLAY_NAMES = '''"Kernel Name","dead_wgmma"
+"# Address","Source","Warp Stall Sampling (All Samples)","Instructions Executed","Predicated-On Thread Instructions Executed"
+"0x100","MOV R1, c[0x0][0x28]","0","128","4096"
+"0x110","ISETP.GE.AND P0, PT, R0, RZ, PT","0","128","4096"
+"0x120","@P0 BRA 0x200","0","128","4096"
+"0x130","WARPGROUP.ARRIVE","0","0","0"
+"0x140","HGMMA.64x8x16.F32.BF16 R24, gdesc[UR4], RZ, !UPT","0","0","0"
+"0x150","UTMALDG.2D [UR8], [UR4]","0","4","4"
+"0x200","EXIT","0","128","4096"
+'''
+
+
+def test_two_kernels_and_their_family_counts():
+    kernels = profile.parse_ncu_source_csv(NCU_TWO_KERNELS)
+    assert [k.name for k in kernels] == ["gemm_bf16", "attn_bwd_delta"]
+    gemm, delta = kernels
+    assert len(gemm.rows) == 9 and gemm.rows[2].opcode == "UTMALDG.2D" and gemm.rows[2].executed == 2048
+    fam = gemm.families()
+    # The second HGMMA ran 512 times with every thread's predicate off: it did nothing.
+    assert fam["wgmma"] == 8192
+    assert fam["tma"] == 2048 + 64
+    assert fam["mbarrier"] == 32 + 4096
+    assert fam["tcgen05"] == 0
+    assert delta.families()["wgmma"] == 0 and sum(delta.families().values()) == 0
+    totals = profile.Profile(kernels).families()
+    assert totals["wgmma"] == 8192 and set(totals) == set(FAMILIES)
+
+
+def test_display_name_layout_and_dead_code():
+    (kernel,) = profile.parse_ncu_source_csv(NCU_DISPLAY_NAMES)
+    assert kernel.name == "dead_wgmma"
+    fam = kernel.families()
+    assert fam["wgmma"] == 0, "compiled in, never executed"
+    assert fam["tma"] == 4
+
+
+def test_unnamed_launches_get_numbered_and_empty_output_is_empty():
+    text = '"Address","Source","inst_executed"\n"0x0","QGMMA.64x128x32.F32.E4M3.E4M3 R0, gdesc[UR4], R0","7"\n'
+    (kernel,) = profile.parse_ncu_source_csv(text)
+    assert kernel.name == "kernel_0" and kernel.families()["wgmma"] == 7
+    assert profile.parse_ncu_source_csv("==PROF== No kernels were profiled.\n") == []
+
+
+@pytest.mark.parametrize("line,opcode", [
+    ("@!P0 HGMMA.64x128x16.F32 R24, gdesc[UR4], R24", "HGMMA.64x128x16.F32"),
+    ("{ @UP1 UTMALDG.2D [UR8], [UR4] ;", "UTMALDG.2D"),
+    ("  ELECT P0, URZ, PT ", "ELECT"),
+    ("@PT FENCE.VIEW.ASYNC.S", "FENCE.VIEW.ASYNC.S"),
+])
+def test_sass_opcode(line, opcode):
+    assert profile.sass_opcode(line) == opcode
+
+
+def test_kernel_filter_is_anchored_and_escaped():
+    flt = profile.kernel_filter(["gemm", "_Z4axpyPfS_f", "gemm"])
+    assert flt == "regex:^(_Z4axpyPfS_f|gemm)$"
+    assert re.match(flt.removeprefix("regex:"), "gemm") and not re.match(flt.removeprefix("regex:"), "gemm_splitk")
+    assert profile.kernel_filter([]) is None
+
+
+def test_memcheck_report():
+    text = """========= COMPUTE-SANITIZER
+========= Invalid __global__ write of size 4 bytes
+=========     at oob+0x70 in oob.cu:1
+=========     by thread (63,0,0) in block (0,0,0)
+=========     Address 0x7f00000fc00 is out of bounds
+=========     Host Frame: [0x2ef045] in libcuda.so.1
+=========
+========= ERROR SUMMARY: 64 errors
+"""
+    report = profile.parse_memcheck(text)
+    assert not report.ok and report.errors == 64
+    assert "Invalid __global__ write" in report.text and "libcuda" not in report.text
+    clean = profile.parse_memcheck("========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n")
+    assert clean.ok and clean.errors == 0
+    assert profile.parse_memcheck("it crashed").errors == -1
+
+
+def _kernel(name: str, wgmma_sass: int) -> KernelReport:
+    families = {f: {"ptx": 0, "sass": 0} for f in FAMILIES}
+    families["wgmma"] = {"ptx": 4, "sass": wgmma_sass}
+    families["tma"] = {"ptx": 2, "sass": 2}
+    return KernelReport(name=name, target="sm_90a", families=families)
+
+
+def _judge(monkeypatch, kernels: list[profile.KernelProfile]) -> EvalResult:
+    """The instruction stage as on a GPU, with Nsight Compute's answer given."""
+    task = get_task("ptx/gemm-bf16")
+    evaluator = Evaluator("cpu")
+    evaluator.device = "cuda"  # pretend: only the profile call would touch the GPU, and it is replaced
+    seen = {}
+
+    def fake_profile(task_id, source, case, **kwargs):
+        seen.update(task=task_id, case=case, kernels=sorted(kwargs["kernels"]))
+        return profile.Profile(kernels)
+
+    monkeypatch.setattr(profile, "profile_candidate", fake_profile)
+    result = EvalResult(task=task.id, target="sm_90a", device="H200")
+    result.kernels = [_kernel("gemm", 4)]
+    evaluator._instructions(task, EvalOptions(), result)
+    assert seen["task"] == task.id and seen["kernels"] == ["gemm"]
+    return result
+
+
+def test_required_feature_executed_passes(monkeypatch):
+    result = _judge(monkeypatch, profile.parse_ncu_source_csv(NCU_TWO_KERNELS))
+    assert result.required_features_met and result.arch_verified
+    assert result.instructions["wgmma"]["executed"] == 8192 and result.instructions["tma"]["executed"] == 2112
+
+
+def test_required_feature_in_dead_code_fails_and_says_so(monkeypatch):
+    result = _judge(monkeypatch, profile.parse_ncu_source_csv(NCU_DISPLAY_NAMES))
+    assert result.required_features_met is False and result.arch_verified is False
+    assert "dead code" in result.missing_features["wgmma"] and "sass 4" in result.missing_features["wgmma"]
+    assert "tma" not in result.missing_features
