@@ -114,6 +114,9 @@ def next_phase(ep: Episode, record: TurnRecord, turn: int) -> str:
     result = record.result or {}
     if result.get("correct") and result.get("required_features_met") is not False:
         return "optimise" if ep.options.get("optimise", True) else "done"
+    if record.result is not None and result.get("correct") is None and result.get("compiled") \
+            and not result.get("violations"):
+        return "done"  # built and clean, but this device cannot check it (CUDA on a CPU): nothing to fix
     return "fix"
 
 
@@ -361,7 +364,8 @@ async def arun_episode(task_id: str, *, loop: str, provider: Provider, context: 
                        resume: list[TurnRecord] | None = None, target: str = "sm_90a", device: str = "auto",
                        loop_args: dict[str, Any] | None = None) -> EpisodeResult:
     """``run_episode`` for asyncio: the model call awaits ``provider.acomplete`` and the evaluation runs in a
-    worker thread, so many episodes can share one event loop."""
+    worker thread, so many episodes can share one event loop. Give concurrent episodes their own
+    environments (or evaluators): one evaluator judges one candidate at a time."""
     ep, graph, owns_env = _prepare(task_id, loop, provider, context, max_turns, env, history, sample, on_turn,
                                    target, device, loop_args, is_async=True)
     try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,8 +69,13 @@ def _as_price(value: Any) -> Price:
                      f"not {value!r}")
 
 
+_VERSION_SUFFIX = re.compile(r"^-(\d{4}-\d{2}-\d{2}|\d{8}|latest)$")
+
+
 class PriceTable:
-    """Longest-prefix lookup: ``gpt-5-mini-2025-08-07`` is priced as ``gpt-5-mini``, not ``gpt-5``."""
+    """A model is priced by its exact name or its name plus a date suffix: ``gpt-5-mini-2025-08-07`` as
+    ``gpt-5-mini``. Anything else (``gpt-5.4``, ``claude-opus-4-6``) is unpriced rather than priced
+    as a neighbour, since neighbours often cost something else."""
 
     def __init__(self, overrides: Mapping[str, Any] | None = None, *, defaults: bool = True) -> None:
         self.prices: dict[str, Price] = dict(DEFAULT_PRICES) if defaults else {}
@@ -84,11 +90,12 @@ class PriceTable:
             self.prices[model] = _as_price(value)
 
     def lookup(self, model: str) -> Price | None:
-        name = model.split("/")[-1]  # "Qwen/Qwen3-32B" and "openai/gpt-5" style names
-        for candidate in (model, name):
-            best = max((k for k in self.prices if candidate.startswith(k)), key=len, default=None)
-            if best is not None:
-                return self.prices[best]
+        for candidate in (model, model.split("/")[-1]):  # "openai/gpt-5" style names too
+            if candidate in self.prices:
+                return self.prices[candidate]
+            for key, price in self.prices.items():
+                if candidate.startswith(key) and _VERSION_SUFFIX.match(candidate[len(key):]):
+                    return price
         return None
 
     def cost(self, model: str, input_tokens: int, output_tokens: int, cached_input_tokens: int = 0

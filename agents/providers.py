@@ -9,6 +9,7 @@ tokens, latency and cost. The SDKs are imported when a client is first needed, s
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import time
@@ -34,6 +35,8 @@ CLIENT_OPTIONS = frozenset({
     "max_retry_after", "cache_ttl_s", "record",
 })
 """Options of the client and of the call machinery; they do not change the answer."""
+
+log = logging.getLogger("kernelgym.agents")
 
 DEFAULT_MAX_TOKENS = 16384
 DEFAULT_TIMEOUT_S = 900.0
@@ -90,6 +93,7 @@ class BaseProvider:
         self.prices = PriceTable(prices)
         self._client: Any = None
         self._aclient: Any = None
+        self._warned_unpriced = False
 
     # -- naming and configuration -------------------------------------------------------------
     @property
@@ -140,6 +144,10 @@ class BaseProvider:
         cost, priced = self.prices.cost(self.model, completion.input_tokens, completion.output_tokens,
                                         completion.cached_input_tokens)
         completion.cost_usd, completion.priced = cost, priced
+        if not priced and not self._warned_unpriced:
+            self._warned_unpriced = True
+            log.warning("%s: no price for model %r; its cost is counted as 0 (pass prices={...})",
+                        self.name, self.model)
         if self.cache is not None and key is not None:
             self.cache.put(key, completion.to_dict(), {"provider": self.name, "params": params,
                                                        "messages": messages})

@@ -246,9 +246,9 @@ class Evaluator:
             result.violations.append(Violation("no-kernel-launched", "the entrypoint returned without launching "
                                                "any Triton kernel; the arithmetic must run in a kernel"))
         if task.language == "cuda" and ran and loader_launched == 0 and result.runtime_error is None:
-            result.violations.append(Violation("no-kernel-launched", "the entrypoint returned without launching "
-                                               "a kernel built through kernelgym.env.loader; a CUDA/PTX task's "
-                                               "arithmetic must run in such kernels"))
+            result.violations.append(Violation(
+                "no-kernel-launched", "the entrypoint returned without launching a kernel built through "
+                "kernelgym.env.loader; a CUDA/PTX task's arithmetic must run in such kernels"))
         result.correct = bool(ran) and all(c.passed for c in ran) and not result.violations
         if not ran:
             result.correct = None
@@ -587,7 +587,7 @@ class Evaluator:
         first launch, so modules built at call time are compiled too and that launch is checked.
         """
         if self._cuda_on_cpu(task) and not result.compiled:
-            case = task.cases(options.shape_sets[0])[0]
+            case = task.cases("dev")[0]  # small: the dry run builds its inputs on the CPU
             msg = {"op": "dry_run", "task": task.id, "case": case, "seed": task.seeds[0],
                    "distribution": task.distributions[0]}
             try:
@@ -597,17 +597,20 @@ class Evaluator:
                 return False
             if reply.get("forbidden_ops"):
                 ops = ", ".join(f"{op} (x{n})" for op, n in sorted(reply["forbidden_ops"].items()))
-                result.violations.append(Violation("torch-op", f"host code ran PyTorch compute ops: {ops}; only "
-                                                   "allocation, views and kernel launches are allowed"))
+                result.violations.append(Violation(
+                    "torch-op", f"host code ran PyTorch compute ops: {ops}; only allocation, views and kernel "
+                    "launches are allowed"))
             if not reply.get("ok"):
                 if reply.get("kind") in ("compile", "launch"):
                     result.compile_errors.append(reply["error"])
                     return False
-                result.skipped_checks.append("the entrypoint could not run on CPU tensors up to its first kernel "
-                                             "launch, so modules it builds at call time were not analysed: "
-                                             + reply.get("error", "").strip().splitlines()[-1][:300])
+                last = (reply.get("error", "").strip().splitlines() or [""])[-1][:300]
+                result.skipped_checks.append("the entrypoint could not run on CPU tensors up to its first "
+                                             "kernel launch, so modules it builds at call time were not "
+                                             f"analysed: {last}")
             elif not reply.get("reached_launch"):
-                result.skipped_checks.append("the entrypoint returned on CPU tensors without launching a kernel")
+                result.skipped_checks.append("the entrypoint returned on CPU tensors without launching a "
+                                             "kernel")
         try:
             reply = self.run_worker.request({"op": "modules"}, timeout=60)
         except WorkerError as exc:
@@ -615,16 +618,16 @@ class Evaluator:
             return False
         modules = reply.get("modules", [])
         if not modules:
-            result.violations.append(Violation("no-loader-module", "no module was built through "
-                                               "kernelgym.env.loader (load_cuda / load_ptx); a CUDA/PTX task's "
-                                               "kernels must be compiled and launched through it"))
+            result.violations.append(Violation(
+                "no-loader-module", "no module was built through kernelgym.env.loader (load_cuda / load_ptx); "
+                "a CUDA/PTX task's kernels must be compiled and launched through it"))
             return False
         known = {(k.name, k.target) for k in result.kernels}
         for module in modules:
             if module["target"] != options.target:
-                result.compile_errors.append(f"module {module['name']!r} was built for {module['target']}; this "
-                                             f"evaluation targets {options.target} (omit target= or use "
-                                             "loader.default_target())")
+                result.compile_errors.append(f"module {module['name']!r} was built for {module['target']}; "
+                                             f"this evaluation targets {options.target} (omit target= or "
+                                             "use loader.default_target())")
                 continue
             for k in module["kernels"]:
                 if (k["name"], module["target"]) in known:
@@ -633,8 +636,10 @@ class Evaluator:
                 spills = None if k["spill_stores"] is None else k["spill_stores"] + (k["spill_loads"] or 0)
                 result.kernels.append(KernelReport(
                     name=k["name"], target=module["target"],
-                    families={fam: {"ptx": k["ptx"].get(fam, 0), "sass": k["sass"].get(fam, 0)} for fam in FAMILIES},
-                    registers=k["registers"], shared_bytes=k["shared"], spills=spills, warnings=module["warnings"]))
+                    families={fam: {"ptx": k["ptx"].get(fam, 0), "sass": k["sass"].get(fam, 0)}
+                              for fam in FAMILIES},
+                    registers=k["registers"], shared_bytes=k["shared"], spills=spills,
+                    warnings=module["warnings"]))
             if module.get("analysis_error"):
                 result.skipped_checks.append(f"SASS of module {module['name']}: {module['analysis_error']}")
         return not result.compile_errors
@@ -644,8 +649,8 @@ class Evaluator:
         """On a GPU, fill ``totals[family]["executed"]`` from Nsight Compute; False when not measured."""
         if not self.device.startswith("cuda") or not options.profile:
             if task.required_features.get(options.target):
-                result.skipped_checks.append("executed instruction counts need a GPU with Nsight Compute; required "
-                                             "features were checked in the compiled code only")
+                result.skipped_checks.append("executed instruction counts need a GPU with Nsight Compute; "
+                                             "required features were checked in the compiled code only")
             return False
         from .profile import ProfileError, profile_candidate
 
@@ -711,8 +716,8 @@ class Evaluator:
             elif measured and not any(totals[f]["executed"] for f in families):
                 result.missing_features[feature] = (
                     f"{'/'.join(families)} instructions are compiled in (sass "
-                    f"{sum(totals[f]['sass'] for f in families)}) but none was executed: they are dead code on "
-                    "this path (a branch never taken, or a size that picks another kernel)")
+                    f"{sum(totals[f]['sass'] for f in families)}) but none was executed: they are dead code "
+                    "on this path (a branch never taken, or a size that picks another kernel)")
         result.required_features_met = not result.missing_features
         result.arch_verified = result.required_features_met
 

@@ -61,7 +61,7 @@ class NoDeviceError(LoaderError):
 
 def _trim(text: str, limit: int) -> str:
     text = text.strip()
-    return text if len(text) <= limit else text[: limit // 2] + "\n[...]\n" + text[-limit // 2:]
+    return text if len(text) <= limit else text[: limit // 2] + "\n[...]\n" + text[-limit // 2 :]
 
 
 # ---------------------------------------------------------------------------------------- records
@@ -124,16 +124,32 @@ class ModuleRecord:
     def to_wire(self) -> dict[str, Any]:
         """Plain data for the worker's reply (the cubin stays behind; the SASS counts go along)."""
         return {
-            "name": self.name, "language": self.language, "target": self.target, "log": _trim(self.log, 8000),
-            "warnings": self.warnings, "options": self.options, "compiler": self.compiler,
-            "seconds": self.seconds, "ptx_chars": len(self.ptx), "cubin_bytes": len(self.cubin or b""),
+            "name": self.name,
+            "language": self.language,
+            "target": self.target,
+            "log": _trim(self.log, 8000),
+            "warnings": self.warnings,
+            "options": self.options,
+            "compiler": self.compiler,
+            "seconds": self.seconds,
+            "ptx_chars": len(self.ptx),
+            "cubin_bytes": len(self.cubin or b""),
             "analysis_error": self.analysis_error,
-            "kernels": [{
-                "name": k.name, "registers": k.registers, "shared": k.shared, "spill_stores": k.spill_stores,
-                "spill_loads": k.spill_loads, "stack": k.stack, "barriers": k.barriers,
-                "params": [p.type + (f"[{p.size}]" if p.array else "") for p in k.params],
-                "ptx": k.ptx_counts, "sass": k.sass_counts,
-            } for k in self.kernels.values()],
+            "kernels": [
+                {
+                    "name": k.name,
+                    "registers": k.registers,
+                    "shared": k.shared,
+                    "spill_stores": k.spill_stores,
+                    "spill_loads": k.spill_loads,
+                    "stack": k.stack,
+                    "barriers": k.barriers,
+                    "params": [p.type + (f"[{p.size}]" if p.array else "") for p in k.params],
+                    "ptx": k.ptx_counts,
+                    "sass": k.sass_counts,
+                }
+                for k in self.kernels.values()
+            ],
         }
 
 
@@ -184,7 +200,8 @@ def set_default_target(target: str | None) -> None:
 
 
 def default_target() -> str:
-    """The evaluation's target if set, else the GPU's (``sm_90a`` for 9.x, ``sm_100a`` for 10.x), else sm_90a."""
+    """The evaluation's target if set, else the GPU's (``sm_90a`` for 9.x, ``sm_100a`` for 10.x),
+    else sm_90a."""
     if _DEFAULT_TARGET:
         return _DEFAULT_TARGET[0]
     env = os.environ.get("KERNELGYM_TARGET")
@@ -273,10 +290,17 @@ def nvrtc_version() -> tuple[int, int] | None:
 _LOCK = threading.Lock()
 
 
-def load_cuda(source: str, *, name: str = "module", target: str | None = None,
-              options: Sequence[str] = ("-lineinfo",), defines: Mapping[str, Any] | None = None,
-              max_registers: int | None = None, name_expressions: Iterable[str] = (),
-              std: str = "c++17") -> Module:
+def load_cuda(
+    source: str,
+    *,
+    name: str = "module",
+    target: str | None = None,
+    options: Sequence[str] = ("-lineinfo",),
+    defines: Mapping[str, Any] | None = None,
+    max_registers: int | None = None,
+    name_expressions: Iterable[str] = (),
+    std: str = "c++17",
+) -> Module:
     """Compile CUDA C++ (inline PTX allowed) for ``target`` and return the module.
 
     NVRTC makes PTX for the virtual architecture (``compute_90a``), ptxas makes the cubin with
@@ -297,8 +321,15 @@ def load_cuda(source: str, *, name: str = "module", target: str | None = None,
     ptxas_flags = ["-lineinfo"] if lineinfo else []
     if max_registers is not None:
         ptxas_flags.append(f"--maxrregcount={int(max_registers)}")
-    record = _assemble(ptx, name=name, target=target, language="cuda", flags=ptxas_flags, nvrtc_log=log,
-                       options=flags + ptxas_flags)
+    record = _assemble(
+        ptx,
+        name=name,
+        target=target,
+        language="cuda",
+        flags=ptxas_flags,
+        nvrtc_log=log,
+        options=flags + ptxas_flags,
+    )
     record.seconds = time.perf_counter() - started
     nv = nvrtc_version()
     record.compiler = (f"nvrtc {nv[0]}.{nv[1]}" if nv else "nvrtc") + " + " + record.compiler
@@ -307,8 +338,15 @@ def load_cuda(source: str, *, name: str = "module", target: str | None = None,
     return Module(record, lowered)
 
 
-def load_ptx(ptx: str, *, name: str = "module", target: str | None = None, max_registers: int | None = None,
-             options: Sequence[str] = (), assembler: str = "ptxas") -> Module:
+def load_ptx(
+    ptx: str,
+    *,
+    name: str = "module",
+    target: str | None = None,
+    max_registers: int | None = None,
+    options: Sequence[str] = (),
+    assembler: str = "ptxas",
+) -> Module:
     """Assemble raw PTX for ``target``: with ptxas (reported, disassembled), or ``assembler="driver"``
     to leave it to the driver's JIT at the first launch (needs a GPU; ptxas still reports if present)."""
     target = _check_target(target or default_target())
@@ -318,9 +356,14 @@ def load_ptx(ptx: str, *, name: str = "module", target: str | None = None, max_r
     m = re.search(r"^\s*\.target\s+([\w,\s]+)$", ptx, re.M)
     declared = m.group(1).split(",")[0].strip() if m else None
     if declared is not None and declared != target:
-        raise CompileError("ptxas", name, target, f"the PTX declares `.target {declared}` but the module is built "
-                           f"for {target}; write `.target {target}` (architecture-specific features need the "
-                           "'a' suffix, e.g. sm_90a for wgmma)")
+        raise CompileError(
+            "ptxas",
+            name,
+            target,
+            f"the PTX declares `.target {declared}` but the module is built "
+            f"for {target}; write `.target {target}` (architecture-specific features need the "
+            "'a' suffix, e.g. sm_90a for wgmma)",
+        )
     flags = list(options)
     if max_registers is not None:
         flags.append(f"--maxrregcount={int(max_registers)}")
@@ -328,22 +371,30 @@ def load_ptx(ptx: str, *, name: str = "module", target: str | None = None, max_r
         record = ModuleRecord(name, "ptx", target, ptx, None, compiler="driver JIT", options=flags)
         record.kernels = {n: KernelInfo(n, params) for n, params in parse_entries(ptx).items()}
     else:
-        record = _assemble(ptx, name=name, target=target, language="ptx", flags=flags, nvrtc_log="", options=flags)
+        record = _assemble(
+            ptx, name=name, target=target, language="ptx", flags=flags, nvrtc_log="", options=flags
+        )
     record.seconds = time.perf_counter() - started
     _analyse(record)
     REGISTRY.add(record)
     return Module(record, {}, jit=assembler == "driver")
 
 
-def _nvrtc(source: str, name: str, target: str, flags: list[str], expressions: list[str]
-           ) -> tuple[str, str, dict[str, str]]:
+def _nvrtc(
+    source: str, name: str, target: str, flags: list[str], expressions: list[str]
+) -> tuple[str, str, dict[str, str]]:
     try:
         from cuda.bindings import nvrtc
     except ImportError as exc:  # pragma: no cover - cuda-python is a dependency
         raise CompileError("nvrtc", name, target, f"cuda-python is not installed: {exc}") from exc
     if nvrtc_version() is None:
-        raise CompileError("nvrtc", name, target, "the NVRTC library (libnvrtc.so) cannot be loaded here; "
-                           "install it with `pip install nvidia-cuda-nvrtc` (CUDA 13) or set CUDA_HOME")
+        raise CompileError(
+            "nvrtc",
+            name,
+            target,
+            "the NVRTC library (libnvrtc.so) cannot be loaded here; "
+            "install it with `pip install nvidia-cuda-nvrtc` (CUDA 13) or set CUDA_HOME",
+        )
     with _LOCK:
         err, prog = nvrtc.nvrtcCreateProgram(source.encode(), f"{name}.cu".encode(), 0, [], [])
         _nvrtc_check(err, "nvrtcCreateProgram", name, target)
@@ -409,11 +460,14 @@ def parse_ptxas_report(text: str) -> tuple[dict[str, dict[str, int]], list[str]]
     return kernels, list(dict.fromkeys(warnings))
 
 
-def _assemble(ptx: str, *, name: str, target: str, language: str, flags: list[str], nvrtc_log: str,
-              options: list[str]) -> ModuleRecord:
+def _assemble(
+    ptx: str, *, name: str, target: str, language: str, flags: list[str], nvrtc_log: str, options: list[str]
+) -> ModuleRecord:
     ptxas = ptxas_path()
     if ptxas is None:
-        raise CompileError("ptxas", name, target, "no ptxas found (Triton's wheel ships one; or set CUDA_HOME)")
+        raise CompileError(
+            "ptxas", name, target, "no ptxas found (Triton's wheel ships one; or set CUDA_HOME)"
+        )
     with tempfile.TemporaryDirectory(prefix="kernelgym-ptx-") as tmp:
         src, out = Path(tmp) / f"{_safe(name)}.ptx", Path(tmp) / f"{_safe(name)}.cubin"
         src.write_text(ptx)
@@ -429,8 +483,16 @@ def _assemble(ptx: str, *, name: str, target: str, language: str, flags: list[st
         cubin = out.read_bytes()
     resources, warnings = parse_ptxas_report(report)
     nvrtc_warnings = [ln.strip() for ln in nvrtc_log.splitlines() if "warning" in ln.lower()]
-    record = ModuleRecord(name, language, target, ptx, cubin, log=(nvrtc_log + "\n" + report).strip(),
-                          warnings=nvrtc_warnings + warnings, options=options)
+    record = ModuleRecord(
+        name,
+        language,
+        target,
+        ptx,
+        cubin,
+        log=(nvrtc_log + "\n" + report).strip(),
+        warnings=nvrtc_warnings + warnings,
+        options=options,
+    )
     v = _tool_version(ptxas)
     record.compiler = f"ptxas {v[0]}.{v[1]}"
     entries = parse_entries(ptx)
@@ -464,10 +526,28 @@ def _analyse(record: ModuleRecord) -> None:
 
 # ---------------------------------------------------------------------------------------- PTX parsing
 _ENTRY = re.compile(r"\.entry\s+([\w$]+)\s*\(([^)]*)\)", re.S)
-_PARAM = re.compile(r"\.param\s+(?:\.align\s+(\d+)\s+)?\.(\w+)\s+((?:\.ptr\s+)?(?:\.\w+\s+)*)"
-                    r"(?:\.align\s+\d+\s+)?([\w$]+)(?:\s*\[(\d+)\])?")
-_SIZES = {"u8": 1, "s8": 1, "b8": 1, "u16": 2, "s16": 2, "b16": 2, "f16": 2, "bf16": 2, "u32": 4, "s32": 4,
-          "b32": 4, "f32": 4, "u64": 8, "s64": 8, "b64": 8, "f64": 8}
+_PARAM = re.compile(
+    r"\.param\s+(?:\.align\s+(\d+)\s+)?\.(\w+)\s+((?:\.ptr\s+)?(?:\.\w+\s+)*)"
+    r"(?:\.align\s+\d+\s+)?([\w$]+)(?:\s*\[(\d+)\])?"
+)
+_SIZES = {
+    "u8": 1,
+    "s8": 1,
+    "b8": 1,
+    "u16": 2,
+    "s16": 2,
+    "b16": 2,
+    "f16": 2,
+    "bf16": 2,
+    "u32": 4,
+    "s32": 4,
+    "b32": 4,
+    "f32": 4,
+    "u64": 8,
+    "s64": 8,
+    "b64": 8,
+    "f64": 8,
+}
 
 
 def parse_entries(ptx: str) -> dict[str, list[Param]]:
@@ -508,8 +588,22 @@ def split_ptx_functions(ptx: str) -> dict[str, str]:
 
 
 # ---------------------------------------------------------------------------------------- tensor maps
-_TMA_DTYPES = {"uint8": 0, "float8_e4m3fn": 0, "float8_e5m2": 0, "int8": 0, "uint16": 1, "int16": 1, "int32": 3,
-               "uint32": 2, "int64": 5, "uint64": 4, "float16": 6, "float32": 7, "float64": 8, "bfloat16": 9}
+_TMA_DTYPES = {
+    "uint8": 0,
+    "float8_e4m3fn": 0,
+    "float8_e5m2": 0,
+    "int8": 0,
+    "uint16": 1,
+    "int16": 1,
+    "int32": 3,
+    "uint32": 2,
+    "int64": 5,
+    "uint64": 4,
+    "float16": 6,
+    "float32": 7,
+    "float64": 8,
+    "bfloat16": 9,
+}
 _SWIZZLES = {0: 0, 32: 1, 64: 2, 128: 3}
 
 
@@ -528,8 +622,15 @@ class TensorMap:
     placeholder: bool = False
 
 
-def tensor_map(tensor: Any, box: Sequence[int], *, swizzle: int = 128, oob_nan: bool = False,
-               l2_promotion: int = 256, element_strides: Sequence[int] | None = None) -> TensorMap:
+def tensor_map(
+    tensor: Any,
+    box: Sequence[int],
+    *,
+    swizzle: int = 128,
+    oob_nan: bool = False,
+    l2_promotion: int = 256,
+    element_strides: Sequence[int] | None = None,
+) -> TensorMap:
     """The TMA descriptor for a tiled view of ``tensor`` (dims outermost first, as torch orders them).
 
     Checked here, so a bad descriptor is a clear error rather than a fault at run time: the base
@@ -565,7 +666,9 @@ def tensor_map(tensor: Any, box: Sequence[int], *, swizzle: int = 128, oob_nan: 
     if box and (box[-1] * elem) % 16:
         problems.append(f"the inner box row is {box[-1] * elem} bytes, not a multiple of 16")
     if box and swizzle and box[-1] * elem > swizzle:
-        problems.append(f"the inner box row is {box[-1] * elem} bytes, more than the {swizzle}-byte swizzle span")
+        problems.append(
+            f"the inner box row is {box[-1] * elem} bytes, more than the {swizzle}-byte swizzle span"
+        )
     if problems:
         raise LaunchError("tensor_map: " + "; ".join(problems))
     shape = tuple(int(s) for s in tensor.shape)
@@ -578,18 +681,34 @@ def tensor_map(tensor: Any, box: Sequence[int], *, swizzle: int = 128, oob_nan: 
     strides = [cu.cuuint64_t(tensor.stride(d) * elem) for d in reversed(range(rank - 1))]
     boxes = [cu.cuuint32_t(b) for b in reversed(box)]
     estr = [cu.cuuint32_t(e) for e in reversed(element_strides or [1] * rank)]
-    promo = {0: cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_NONE,
-             64: cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_64B,
-             128: cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-             256: cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B}[l2_promotion]
-    fill = (cu.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA if oob_nan
-            else cu.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+    promo = {
+        0: cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_NONE,
+        64: cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_64B,
+        128: cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+        256: cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+    }[l2_promotion]
+    fill = (
+        cu.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA
+        if oob_nan
+        else cu.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE
+    )
     err, tmap = cu.cuTensorMapEncodeTiled(
-        cu.CUtensorMapDataType(_TMA_DTYPES[dtype]), rank, tensor.data_ptr(), dims, strides, boxes, estr,
-        cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, cu.CUtensorMapSwizzle(_SWIZZLES[swizzle]),
-        promo, fill)
+        cu.CUtensorMapDataType(_TMA_DTYPES[dtype]),
+        rank,
+        tensor.data_ptr(),
+        dims,
+        strides,
+        boxes,
+        estr,
+        cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        cu.CUtensorMapSwizzle(_SWIZZLES[swizzle]),
+        promo,
+        fill,
+    )
     if int(err) != 0:
-        raise LaunchError(f"cuTensorMapEncodeTiled refused shape {shape}, box {box}, swizzle {swizzle}: {err!r}")
+        raise LaunchError(
+            f"cuTensorMapEncodeTiled refused shape {shape}, box {box}, swizzle {swizzle}: {err!r}"
+        )
     return TensorMap(ctypes.string_at(tmap.getPtr(), 128), shape, box, dtype, swizzle)
 
 
@@ -673,9 +792,11 @@ class Module:
     def kernel(self, name: str) -> Kernel:
         symbol = self._lowered.get(name, name)
         if symbol not in self.record.kernels:
-            raise LookupError(f"module {self.record.name!r} has no kernel {name!r}; it has "
-                              f"{', '.join(self.record.kernels) or 'none'} (declare kernels extern \"C\" "
-                              "or pass their C++ names in name_expressions)")
+            raise LookupError(
+                f"module {self.record.name!r} has no kernel {name!r}; it has "
+                f'{", ".join(self.record.kernels) or "none"} (declare kernels extern "C" '
+                "or pass their C++ names in name_expressions)"
+            )
         return Kernel(self, symbol)
 
     def __getattr__(self, name: str) -> Kernel:
@@ -699,8 +820,9 @@ class Module:
             try:
                 self._handles[mod_key] = _cu_check(cu.cuModuleLoadData(image), "cuModuleLoadData")
             except LaunchError as exc:
-                raise LaunchError(f"loading module {self.record.name!r} ({self.record.target}) on this GPU: {exc}"
-                                  ) from exc
+                raise LaunchError(
+                    f"loading module {self.record.name!r} ({self.record.target}) on this GPU: {exc}"
+                ) from exc
         fn = _cu_check(cu.cuModuleGetFunction(self._handles[mod_key], symbol.encode()), "cuModuleGetFunction")
         self._handles[key] = fn
         return fn
@@ -719,8 +841,9 @@ class Kernel:
     def __repr__(self) -> str:
         return f"<kernel {self.name} of module {self.module.record.name} ({self.module.record.target})>"
 
-    def check(self, grid: Any, block: Any, shared_mem: int = 0, cluster: Any = None
-              ) -> tuple[tuple[int, int, int], tuple[int, int, int], tuple[int, int, int] | None]:
+    def check(
+        self, grid: Any, block: Any, shared_mem: int = 0, cluster: Any = None
+    ) -> tuple[tuple[int, int, int], tuple[int, int, int], tuple[int, int, int] | None]:
         """Refuse a launch that cannot work, with a reason, before anything reaches the GPU."""
         target = self.module.record.target
         grid3, block3 = _dims(grid, "grid"), _dims(block, "block")
@@ -728,31 +851,44 @@ class Kernel:
             raise LaunchError(f"grid {grid3} is too large (x < 2^31, y and z < 65536)")
         threads = block3[0] * block3[1] * block3[2]
         if threads > MAX_THREADS_PER_BLOCK or block3[2] > 64:
-            raise LaunchError(f"block {block3} has {threads} threads; at most {MAX_THREADS_PER_BLOCK} per block "
-                              "(and z <= 64)")
+            raise LaunchError(
+                f"block {block3} has {threads} threads; at most {MAX_THREADS_PER_BLOCK} per block "
+                "(and z <= 64)"
+            )
         info = self.info
         if info.reqntid is not None:
             want = tuple(info.reqntid) + (1,) * (3 - len(info.reqntid))
             if want[0] * want[1] * want[2] != threads:
-                raise LaunchError(f"{self.name} was compiled for exactly {want} threads per block (.reqntid), "
-                                  f"launched with {block3}")
+                raise LaunchError(
+                    f"{self.name} was compiled for exactly {want} threads per block (.reqntid), "
+                    f"launched with {block3}"
+                )
         if info.maxntid is not None:
-            cap = info.maxntid[0] * (info.maxntid[1] if len(info.maxntid) > 1 else 1) * \
-                (info.maxntid[2] if len(info.maxntid) > 2 else 1)
+            cap = (
+                info.maxntid[0]
+                * (info.maxntid[1] if len(info.maxntid) > 1 else 1)
+                * (info.maxntid[2] if len(info.maxntid) > 2 else 1)
+            )
             if threads > cap:
-                raise LaunchError(f"{self.name} was compiled for at most {cap} threads per block "
-                                  f"(__launch_bounds__ / .maxntid), launched with {threads}")
+                raise LaunchError(
+                    f"{self.name} was compiled for at most {cap} threads per block "
+                    f"(__launch_bounds__ / .maxntid), launched with {threads}"
+                )
         if info.registers is not None and info.registers * threads > REGISTERS_PER_SM:
-            raise LaunchError(f"{self.name} uses {info.registers} registers per thread; {threads} threads need "
-                              f"{info.registers * threads}, more than the {REGISTERS_PER_SM} a multiprocessor has")
+            raise LaunchError(
+                f"{self.name} uses {info.registers} registers per thread; {threads} threads need "
+                f"{info.registers * threads}, more than the {REGISTERS_PER_SM} a multiprocessor has"
+            )
         if not isinstance(shared_mem, int) or shared_mem < 0:
             raise LaunchError(f"shared_mem must be a non-negative int of bytes, got {shared_mem!r}")
         static = info.shared or 0
         limit = MAX_SHARED_PER_BLOCK[target]
         if static + shared_mem > limit:
-            raise LaunchError(f"{self.name} asks for {static + shared_mem} bytes of shared memory per block "
-                              f"({shared_mem} dynamic + {static} static); {target} allows at most {limit} "
-                              f"({limit // 1024} KB): use fewer pipeline stages or smaller tiles")
+            raise LaunchError(
+                f"{self.name} asks for {static + shared_mem} bytes of shared memory per block "
+                f"({shared_mem} dynamic + {static} static); {target} allows at most {limit} "
+                f"({limit // 1024} KB): use fewer pipeline stages or smaller tiles"
+            )
         cluster3 = None
         if cluster is not None:
             cluster3 = _dims(cluster, "cluster")
@@ -770,20 +906,26 @@ class Kernel:
 
         params = self.info.params
         if len(args) != len(params):
-            raise LaunchError(f"{self.name} takes {len(params)} parameters "
-                              f"({', '.join(p.type + ('[' + str(p.size) + ']' if p.array else '') for p in params)}"
-                              f"), got {len(args)} arguments")
+            raise LaunchError(
+                f"{self.name} takes {len(params)} parameters "
+                f"({', '.join(p.type + ('[' + str(p.size) + ']' if p.array else '') for p in params)}"
+                f"), got {len(args)} arguments"
+            )
         out = []
         for i, (arg, p) in enumerate(zip(args, params, strict=True)):
             where = f"{self.name} argument {i} ({p.type}{'[' + str(p.size) + ']' if p.array else ''})"
             if isinstance(arg, TensorMap):
                 if not p.array or p.size != 128:
-                    raise LaunchError(f"{where}: a TensorMap goes to a 128-byte by-value parameter "
-                                      "(`const __grid_constant__ CUtensorMap` / `.param .align 64 .b8 p[128]`)")
+                    raise LaunchError(
+                        f"{where}: a TensorMap goes to a 128-byte by-value parameter "
+                        "(`const __grid_constant__ CUtensorMap` / `.param .align 64 .b8 p[128]`)"
+                    )
                 out.append(arg.data)
             elif isinstance(arg, torch.Tensor):
                 if p.size != 8 or p.array:
-                    raise LaunchError(f"{where}: a tensor is passed as its 8-byte address; this parameter is not")
+                    raise LaunchError(
+                        f"{where}: a tensor is passed as its 8-byte address; this parameter is not"
+                    )
                 if _gpu_available() and not arg.is_cuda:
                     raise LaunchError(f"{where}: the tensor is on {arg.device}; kernels read CUDA tensors")
                 out.append(struct.pack("<Q", arg.data_ptr()))
@@ -807,12 +949,15 @@ class Kernel:
                 else:
                     raise LaunchError(f"{where}: a float was given for a {p.type} parameter")
             else:
-                raise LaunchError(f"{where}: cannot pass a {type(arg).__name__} (use tensors, ints, floats, "
-                                  "TensorMap or bytes)")
+                raise LaunchError(
+                    f"{where}: cannot pass a {type(arg).__name__} (use tensors, ints, floats, "
+                    "TensorMap or bytes)"
+                )
         return out
 
-    def __call__(self, *args: Any, grid: Any, block: Any, shared_mem: int = 0, cluster: Any = None,
-                 stream: Any = None) -> None:
+    def __call__(
+        self, *args: Any, grid: Any, block: Any, shared_mem: int = 0, cluster: Any = None, stream: Any = None
+    ) -> None:
         grid3, block3, cluster3 = self.check(grid, block, shared_mem, cluster)
         if cluster3 is not None and TARGETS[self.module.record.target][0] < 9:  # pragma: no cover
             raise LaunchError("thread-block clusters need sm_90 or newer")
@@ -820,42 +965,59 @@ class Kernel:
         record = LaunchRecord(self.module.record.name, self.name, grid3, block3, shared_mem, cluster3, False)
         if not _gpu_available():
             REGISTRY.launched(record)
-            raise NoDeviceError(f"{self.name}: no CUDA GPU on this machine; the module compiled for "
-                                f"{self.module.record.target} and the launch was checked, but it cannot run here")
+            raise NoDeviceError(
+                f"{self.name}: no CUDA GPU on this machine; the module compiled for "
+                f"{self.module.record.target} and the launch was checked, but it cannot run here"
+            )
         self._launch(packed, grid3, block3, shared_mem, cluster3, stream)
         record.ran = True
         REGISTRY.launched(record)
 
     launch = __call__
 
-    def _launch(self, packed: list[bytes], grid: tuple[int, int, int], block: tuple[int, int, int],
-                shared_mem: int, cluster: tuple[int, int, int] | None, stream: Any) -> None:
+    def _launch(
+        self,
+        packed: list[bytes],
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        shared_mem: int,
+        cluster: tuple[int, int, int] | None,
+        stream: Any,
+    ) -> None:
         import torch
         from cuda.bindings import driver as cu
 
         major, minor = torch.cuda.get_device_capability()
         want = TARGETS[self.module.record.target]
         if (major, minor) != want:
-            raise LaunchError(f"module {self.module.record.name!r} was built for {self.module.record.target}; "
-                              f"this GPU is sm_{major}{minor}")
+            raise LaunchError(
+                f"module {self.module.record.name!r} was built for {self.module.record.target}; "
+                f"this GPU is sm_{major}{minor}"
+            )
         fn = self.module._function(self.name)
         attr = cu.CUfunction_attribute
         if shared_mem > DEFAULT_SHARED_LIMIT and shared_mem > self._smem_set:
-            _cu_check(cu.cuFuncSetAttribute(fn, attr.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared_mem),
-                      f"raising {self.name}'s dynamic shared memory to {shared_mem} bytes")
+            _cu_check(
+                cu.cuFuncSetAttribute(fn, attr.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared_mem),
+                f"raising {self.name}'s dynamic shared memory to {shared_mem} bytes",
+            )
             self._smem_set = shared_mem
         buffers = [ctypes.create_string_buffer(b, max(len(b), 1)) for b in packed]
         pointers = (ctypes.c_void_p * max(len(buffers), 1))(*[ctypes.addressof(b) for b in buffers])
         handle = stream if stream is not None else torch.cuda.current_stream().cuda_stream
         hstream = cu.CUstream(int(handle))
         if cluster is None:
-            _cu_check(cu.cuLaunchKernel(fn, *grid, *block, shared_mem, hstream, ctypes.addressof(pointers), 0),
-                      f"launching {self.name}")
+            _cu_check(
+                cu.cuLaunchKernel(fn, *grid, *block, shared_mem, hstream, ctypes.addressof(pointers), 0),
+                f"launching {self.name}",
+            )
             return
         size = cluster[0] * cluster[1] * cluster[2]
         if size > PORTABLE_CLUSTER and not self._cluster_set:
-            _cu_check(cu.cuFuncSetAttribute(fn, attr.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
-                      "allowing a non-portable cluster size")
+            _cu_check(
+                cu.cuFuncSetAttribute(fn, attr.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
+                "allowing a non-portable cluster size",
+            )
             self._cluster_set = True
         config = cu.CUlaunchConfig()
         config.gridDimX, config.gridDimY, config.gridDimZ = grid

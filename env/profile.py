@@ -97,7 +97,8 @@ _KERNEL_LINE = re.compile(r"^\s*([\w$.:<>~]+)\s*(?:\([^)]*\))?\s*\(\d+,\s*\d+,\s
 
 
 def sass_opcode(source: str) -> str:
-    """The opcode of one SASS line as ncu prints it (``@!P0 HGMMA.64x128x16.F32 ...`` -> ``HGMMA.64x128x16.F32``)."""
+    """The opcode of one SASS line as ncu prints it: ``@!P0 HGMMA.64x128x16.F32 R24, ...`` gives
+    ``HGMMA.64x128x16.F32``."""
     text = _PRED.sub("", source.strip())
     text = text.lstrip("{ ").strip()
     return text.split(None, 1)[0].rstrip(";") if text else ""
@@ -123,10 +124,12 @@ def _columns(header: list[str]) -> dict[str, int] | None:
         elif n == "source" or (n.startswith("source") and "source" not in cols):
             cols["source"] = i
         elif n in ("inst_executed", "instructions executed", "warp instructions executed") or (
-                "inst_executed" in n and "thread" not in n):
+            "inst_executed" in n and "thread" not in n
+        ):
             cols["executed"] = i
         elif n in ("thread_inst_executed_true", "predicated-on thread instructions executed") or (
-                "thread" in n and ("true" in n or "predicated-on" in n)):
+            "thread" in n and ("true" in n or "predicated-on" in n)
+        ):
             cols["threads"] = i
     return cols if {"address", "source", "executed"} <= cols.keys() else None
 
@@ -178,10 +181,15 @@ def parse_ncu_source_csv(text: str) -> list[KernelProfile]:
             opcode = sass_opcode(source)
             if not opcode or not opcode[0].isalpha():
                 continue
-            current.rows.append(SassRow(
-                address=fields[cols["address"]].strip(), source=source.strip(), opcode=opcode,
-                executed=_number(fields[cols["executed"]]),
-                threads=_number(fields[cols["threads"]]) if "threads" in cols else None))
+            current.rows.append(
+                SassRow(
+                    address=fields[cols["address"]].strip(),
+                    source=source.strip(),
+                    opcode=opcode,
+                    executed=_number(fields[cols["executed"]]),
+                    threads=_number(fields[cols["threads"]]) if "threads" in cols else None,
+                )
+            )
             continue
         if m := _KERNEL_LINE.match(line) if not fields or len(fields) < 3 else None:
             pending = m.group(1)
@@ -259,7 +267,7 @@ def kernel_filter(names: Iterable[str]) -> str | None:
     return "regex:^(" + "|".join(re.escape(n) for n in names) + ")$"
 
 
-DRIVER = '''
+DRIVER = """
 import importlib.util, json, sys
 import torch
 from kernelgym.env import loader
@@ -277,26 +285,47 @@ torch.cuda.synchronize()
 getattr(module, task.entrypoint)(**inputs)
 torch.cuda.synchronize()
 print("kernelgym-driver: done")
-'''
+"""
 
 
-def _run_driver(tool: list[str], task_id: str, source: str, case: dict[str, Any], seed: int, distribution: str,
-                target: str, timeout: float, extra_env: dict[str, str] | None = None
-                ) -> tuple[subprocess.CompletedProcess[str], list[str], float]:
+def _run_driver(
+    tool: list[str],
+    task_id: str,
+    source: str,
+    case: dict[str, Any],
+    seed: int,
+    distribution: str,
+    target: str,
+    timeout: float,
+    extra_env: dict[str, str] | None = None,
+) -> tuple[subprocess.CompletedProcess[str], list[str], float]:
     from .pool import clean_environment
 
     with tempfile.TemporaryDirectory(prefix="kernelgym-profile-") as tmp:
         workdir = Path(tmp)
         (workdir / "candidate.py").write_text(source)
         (workdir / "driver.py").write_text(DRIVER)
-        cfg = {"path": str(workdir / "candidate.py"), "task": task_id, "case": case, "seed": seed,
-               "distribution": distribution, "target": target}
+        cfg = {
+            "path": str(workdir / "candidate.py"),
+            "task": task_id,
+            "case": case,
+            "seed": seed,
+            "distribution": distribution,
+            "target": target,
+        }
         env = clean_environment("cuda", "run", workdir)
         env.update(extra_env or {})
         cmd = [*tool, sys.executable, str(workdir / "driver.py"), json.dumps(cfg)]
         started = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            cmd,
+            cwd=workdir,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
         try:
             out, err = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired as exc:
@@ -307,9 +336,17 @@ def _run_driver(tool: list[str], task_id: str, source: str, case: dict[str, Any]
         return done, cmd, time.perf_counter() - started
 
 
-def profile_candidate(task_id: str, source: str, case: dict[str, Any], *, seed: int = 0,
-                      distribution: str = "normal", target: str = "sm_90a", kernels: Iterable[str] = (),
-                      timeout: float = 600.0) -> Profile:
+def profile_candidate(
+    task_id: str,
+    source: str,
+    case: dict[str, Any],
+    *,
+    seed: int = 0,
+    distribution: str = "normal",
+    target: str = "sm_90a",
+    kernels: Iterable[str] = (),
+    timeout: float = 600.0,
+) -> Profile:
     """Run the candidate once under Nsight Compute and count what each of its kernels executed.
 
     ``kernels`` (mangled names) restricts profiling to the candidate's own kernels, so input
@@ -318,9 +355,24 @@ def profile_candidate(task_id: str, source: str, case: dict[str, Any], *, seed: 
     ncu = ncu_path()
     if ncu is None:
         raise ProfileError("Nsight Compute (ncu) is not installed here")
-    tool = [ncu, "--clock-control", "none", "--target-processes", "all", "--kernel-name-base", "mangled",
-            "--launch-count", str(MAX_PROFILED_LAUNCHES), "--metrics", NCU_METRICS, "--page", "source", "--csv",
-            "--print-source", "sass"]
+    tool = [
+        ncu,
+        "--clock-control",
+        "none",
+        "--target-processes",
+        "all",
+        "--kernel-name-base",
+        "mangled",
+        "--launch-count",
+        str(MAX_PROFILED_LAUNCHES),
+        "--metrics",
+        NCU_METRICS,
+        "--page",
+        "source",
+        "--csv",
+        "--print-source",
+        "sass",
+    ]
     flt = kernel_filter(kernels)
     if flt:
         tool[1:1] = ["--kernel-name", flt]
@@ -336,28 +388,57 @@ def profile_candidate(task_id: str, source: str, case: dict[str, Any], *, seed: 
         raise ProfileError(f"ncu exited {proc.returncode}: {_tail(proc.stderr or proc.stdout)}")
     profiled = parse_ncu_source_csv(proc.stdout)
     if not profiled:
-        raise ProfileError("ncu profiled no kernel of the candidate (names: "
-                           f"{', '.join(kernels) or 'any'}): {_tail(proc.stdout + proc.stderr)}")
+        raise ProfileError(
+            "ncu profiled no kernel of the candidate (names: "
+            f"{', '.join(kernels) or 'any'}): {_tail(proc.stdout + proc.stderr)}"
+        )
     return Profile(profiled, cmd, seconds, log)
 
 
-def memcheck_candidate(task_id: str, source: str, case: dict[str, Any], *, seed: int = 0,
-                       distribution: str = "normal", target: str = "sm_90a", timeout: float = 600.0
-                       ) -> MemcheckReport:
+def memcheck_candidate(
+    task_id: str,
+    source: str,
+    case: dict[str, Any],
+    *,
+    seed: int = 0,
+    distribution: str = "normal",
+    target: str = "sm_90a",
+    timeout: float = 600.0,
+) -> MemcheckReport:
     """Run the candidate once under compute-sanitizer memcheck; its findings are the feedback."""
     tool_path = sanitizer_path()
     if tool_path is None:
         raise ProfileError("compute-sanitizer is not installed here")
-    tool = [tool_path, "--tool", "memcheck", "--report-api-errors", "no", "--print-limit", "10",
-            "--show-backtrace", "device"]
+    tool = [
+        tool_path,
+        "--tool",
+        "memcheck",
+        "--report-api-errors",
+        "no",
+        "--print-limit",
+        "10",
+        "--show-backtrace",
+        "device",
+    ]
     # Without PyTorch's caching allocator each tensor is its own allocation, so a write past the
     # end of an output is out of bounds for memcheck, not a write into a neighbour in a cached block.
-    proc, _, _ = _run_driver(tool, task_id, source, case, seed, distribution, target, timeout,
-                             extra_env={"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"})
+    proc, _, _ = _run_driver(
+        tool,
+        task_id,
+        source,
+        case,
+        seed,
+        distribution,
+        target,
+        timeout,
+        extra_env={"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"},
+    )
     report = parse_memcheck(proc.stdout + "\n" + proc.stderr)
     if report.errors < 0:
-        raise ProfileError(f"compute-sanitizer printed no summary (exit {proc.returncode}): "
-                           f"{_tail(proc.stdout + proc.stderr)}")
+        raise ProfileError(
+            f"compute-sanitizer printed no summary (exit {proc.returncode}): "
+            f"{_tail(proc.stdout + proc.stderr)}"
+        )
     return report
 
 

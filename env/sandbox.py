@@ -546,6 +546,17 @@ def readable_paths(workdir: str, protected: list[str]) -> list[str]:
                 continue
             allowed.append(full)
     allowed += [os.path.join("/proc", n) for n in os.listdir("/proc") if not n.isdigit()] + [f"/proc/{me}"]
+
+    def reopens(path: str) -> bool:
+        """A rule binds to where a path resolves: a symlink (``pytest-current``) could point into a closed
+        tree or above one."""
+        real = os.path.realpath(path)
+        if real.startswith("/proc/"):
+            pid = real.split("/")[2]
+            return pid.isdigit() and pid != me
+        return real in above or any(real == c or real.startswith(c + "/") for c in closed)
+
+    allowed = [p for p in allowed if not reopens(p)]
     needed = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(HERE), workdir}
     needed.update(p for p in sys.path if p and os.path.isdir(p))
     for path in needed:
@@ -560,12 +571,12 @@ def readable_paths(workdir: str, protected: list[str]) -> list[str]:
 
 _STRICT = {
     # event -> (violation code, what it is, in words)
-    "socket.__new__": ("sandbox-network", "opening a socket"),
-    "socket.bind": ("sandbox-network", "binding a socket"),
-    "socket.connect": ("sandbox-network", "connecting a socket"),
-    "socket.getaddrinfo": ("sandbox-network", "resolving a host name"),
-    "socket.gethostbyname": ("sandbox-network", "resolving a host name"),
-    "socket.sendto": ("sandbox-network", "sending on a socket"),
+    "socket.__new__": ("sandbox-network", "network access (opening a socket)"),
+    "socket.bind": ("sandbox-network", "network access (binding a socket)"),
+    "socket.connect": ("sandbox-network", "network access (connecting a socket)"),
+    "socket.getaddrinfo": ("sandbox-network", "network access (resolving a host name)"),
+    "socket.gethostbyname": ("sandbox-network", "network access (resolving a host name)"),
+    "socket.sendto": ("sandbox-network", "network access (sending on a socket)"),
     "subprocess.Popen": ("sandbox-process", "starting a process (subprocess)"),
     "os.system": ("sandbox-process", "running a shell command (os.system)"),
     "os.exec": ("sandbox-process", "replacing the process (os.exec*)"),

@@ -85,7 +85,22 @@ def _is_compile_error(exc: BaseException) -> bool:
     return type(exc).__name__ in ("CompilationError", "CompileTimeAssertionFailure", "UnsupportedLanguageConstruct")
 
 
+def _fresh_directory() -> None:
+    """Empty the private directory of what earlier candidates left (files that fill the disk, or answers
+    saved for later), keeping only the compile cache and the log."""
+    import shutil
+
+    for entry in Path.cwd().iterdir():
+        if entry.name in ("triton-cache", "output.log"):
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+
+
 def op_load(state: State, msg: dict[str, Any]) -> dict[str, Any]:
+    _fresh_directory()
     state.loads += 1
     path = Path.cwd() / f"candidate_{state.loads}.py"
     path.write_text(msg["source"])

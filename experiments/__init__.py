@@ -1,1 +1,42 @@
-"""kernelgym.experiments."""
+"""kernelgym.experiments: experiment files, the resumable runner, metrics, reports and the CLI.
+
+    from kernelgym.experiments import load_config, run_experiment, write_report
+    exp = load_config("experiments/configs/quickstart.toml")
+    outcome = run_experiment(exp, run_dir=Path("runs/quickstart"))
+    write_report(outcome.run_dir)
+
+The command line (``kernelgym run|report|compare|export``) is a thin layer over these.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .config import ConfigError, Experiment
+from .config import load as load_config
+
+_LAZY = {
+    "run_experiment": ("runner", "run_experiment"),
+    "RunError": ("runner", "RunError"),
+    "Outcome": ("runner", "Outcome"),
+    "Store": ("store", "Store"),
+    "compute_metrics": ("metrics", "compute"),
+    "pass_at_k": ("metrics", "pass_at_k"),
+    "fast_p": ("metrics", "fast_p"),
+    "write_report": ("report", "write"),
+    "compare_runs": ("report", "compare"),
+    "export_run": ("export", "export"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    # The runner, metrics and reports import torch, matplotlib and the agents: load them on first use.
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        return getattr(importlib.import_module(f"{__name__}.{module}"), attr)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["ConfigError", "Experiment", "load_config", *_LAZY]

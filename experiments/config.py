@@ -87,8 +87,9 @@ class ModelEntry(Strict):
     def _spec(cls, spec: str) -> str:
         kind, sep, rest = spec.partition(":")
         if not sep or kind not in PROVIDER_KINDS:
-            raise ValueError(f"unknown provider in {spec!r}; use one of "
-                             + ", ".join(f"{k}:..." for k in PROVIDER_KINDS))
+            raise ValueError(
+                f"unknown provider in {spec!r}; use one of " + ", ".join(f"{k}:..." for k in PROVIDER_KINDS)
+            )
         if not rest.strip():
             raise ValueError(f"{spec!r} names no model (write {kind}:MODEL)")
         if kind == "openai-compatible" and not re.match(r"^[^@\s]+@https?://\S+$", rest):
@@ -108,7 +109,8 @@ class RunSettings(Strict):
     cache: bool = True
     """Cache model responses on disk (a rerun with the same settings costs nothing)."""
     cache_dir: str | None = None
-    """Where the response cache lives (default: the run directory's ``cache/``)."""
+    """Where the response cache lives (default: the agents' shared cache, ``$KERNELGYM_CACHE_DIR`` or
+    ``~/.cache/kernelgym/responses``, so that running an experiment again costs nothing)."""
     eval_cache: bool = True
     """Judge each distinct (task, source) once per run; replayed or repeated answers reuse the verdict."""
     heldout: bool = True
@@ -123,7 +125,7 @@ class RunSettings(Strict):
     def _devices(cls, value: str | list[str]) -> str | list[str]:
         items = [value] if isinstance(value, str) else value
         if not items:
-            raise ValueError("devices is empty; use \"auto\", \"cpu\", \"cuda\" or a list of cuda:N")
+            raise ValueError('devices is empty; use "auto", "cpu", "cuda" or a list of cuda:N')
         for d in items:
             if d not in ("auto", "cpu", "cuda") and not re.match(r"^cuda:\d+$", d):
                 raise ValueError(f"unknown device {d!r}; use auto, cpu, cuda or cuda:N")
@@ -216,10 +218,15 @@ class Experiment(Strict):
     def identity(self) -> dict[str, Any]:
         """The fields that define the episodes; a resumed run must keep them."""
         return {
-            "tasks": self.resolved_tasks, "agents": self.agents,
+            "tasks": self.resolved_tasks,
+            "agents": self.agents,
             "models": [m.model_dump(exclude={"params", "prices"}) for m in self.models],
-            "contexts": self.contexts, "samples": self.samples, "max_turns": self.max_turns,
-            "history": self.history, "target": self.target, "baseline": self.metrics.baseline,
+            "contexts": self.contexts,
+            "samples": self.samples,
+            "max_turns": self.max_turns,
+            "history": self.history,
+            "target": self.target,
+            "baseline": self.metrics.baseline,
         }
 
     def to_json(self) -> str:
@@ -265,7 +272,7 @@ def key_lines(text: str) -> dict[tuple[Any, ...], tuple[int, int]]:
         if key:
             last = (*table, *_split_key(key.group(1)))
             spans[last] = (number, number)
-            rest = line[key.end():]
+            rest = line[key.end() :]
             if rest.count('"""') % 2 == 1 or rest.count("'''") % 2 == 1:
                 in_multiline = True
             continue

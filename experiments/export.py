@@ -48,8 +48,10 @@ def export(run_dir: Path, store_path: Path, fmt: str, out: Path | None = None, w
         try:
             import pyarrow  # noqa: F401
         except ImportError:
-            raise ExportError("parquet export needs pyarrow, which is not installed: `pip install pyarrow`, "
-                              "or use --format jsonl") from None
+            raise ExportError(
+                "parquet export needs pyarrow, which is not installed: `pip install pyarrow`, "
+                "or use --format jsonl"
+            ) from None
     out = out or run_dir / "export" / f"{what}.{fmt}"
     out.parent.mkdir(parents=True, exist_ok=True)
     with Store(store_path, readonly=True) as store:
@@ -62,8 +64,10 @@ def export(run_dir: Path, store_path: Path, fmt: str, out: Path | None = None, w
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    flat = [{k: json.dumps(v, default=str) if isinstance(v, dict | list) else v for k, v in row.items()}
-            for row in rows]
+    flat = [
+        {k: json.dumps(v, default=str) if isinstance(v, dict | list) else v for k, v in row.items()}
+        for row in rows
+    ]
     names = list(dict.fromkeys(k for row in flat for k in row))
     table = pa.Table.from_pylist([{k: row.get(k) for k in names} for row in flat])
     pq.write_table(table, out)

@@ -159,8 +159,13 @@ def _rate(flags: list[bool]) -> float | None:
 
 
 # --------------------------------------------------------------------------- summaries
-def summarize(episodes: list[EpisodeView], *, t: int | None = None, pass_k: Iterable[int] = (1,),
-              fast_ps: Iterable[float] = (0.0, 1.0, 1.5, 2.0)) -> dict[str, Any]:
+def summarize(
+    episodes: list[EpisodeView],
+    *,
+    t: int | None = None,
+    pass_k: Iterable[int] = (1,),
+    fast_ps: Iterable[float] = (0.0, 1.0, 1.5, 2.0),
+) -> dict[str, Any]:
     """Every metric over ``episodes`` in their state by turn ``t`` (final when None)."""
     eps = [e for e in episodes if e.turns]
     correct = [e.correct(t) for e in eps]
@@ -200,8 +205,11 @@ def summarize(episodes: list[EpisodeView], *, t: int | None = None, pass_k: Iter
         "cost_usd": cost,
         "tokens_per_correct": tokens / n_correct if n_correct else None,
         "cost_per_correct": cost / n_correct if n_correct else None,
-        "mean_turns_to_correct": (sum(c for e in eps if (c := e.first_correct_turn())) / n_correct
-                                  if n_correct and t is None else None),
+        "mean_turns_to_correct": (
+            sum(c for e in eps if (c := e.first_correct_turn())) / n_correct
+            if n_correct and t is None
+            else None
+        ),
     }
 
 
@@ -222,8 +230,12 @@ def per_turn(episodes: list[EpisodeView], max_turns: int, **kw: Any) -> list[dic
     for t in range(1, max_turns + 1):
         s = summarize(episodes, t=t, **kw)
         at = [e.turns[t - 1] for e in episodes if len(e.turns) >= t]
-        s.update(turn=t, reached=len(at), correct_at=_rate([x.correct for x in at]),
-                 compiled_at=_rate([x.compiled for x in at]))
+        s.update(
+            turn=t,
+            reached=len(at),
+            correct_at=_rate([x.correct for x in at]),
+            compiled_at=_rate([x.compiled for x in at]),
+        )
         rows.append(s)
     return rows
 
@@ -233,20 +245,37 @@ def load_episodes(store: Store) -> list[EpisodeView]:
     episodes = {}
     for row in store.episodes():
         episodes[row["id"]] = EpisodeView(
-            id=row["id"], task=row["task"], category=row["category"], agent=row["agent"], model=row["model"],
-            context=row["context"], sample=row["sample"], status=row["status"],
+            id=row["id"],
+            task=row["task"],
+            category=row["category"],
+            agent=row["agent"],
+            model=row["model"],
+            context=row["context"],
+            sample=row["sample"],
+            status=row["status"],
             requires_features=bool(row["requires_features"]),
-            heldout_correct=None if row["heldout_correct"] is None else bool(row["heldout_correct"]))
+            heldout_correct=None if row["heldout_correct"] is None else bool(row["heldout_correct"]),
+        )
     for r in store.turns():
         ep = episodes.get(r["episode_id"])
         if ep is None:
             continue
-        ep.turns.append(TurnView(
-            turn=r["turn"], compiled=bool(r["compiled"]), correct=bool(r["correct"]),
-            arch_verified=None if r["arch_verified"] is None else bool(r["arch_verified"]),
-            speedup=r["speedup"], roofline=r["roofline"], input_tokens=r["input_tokens"] or 0,
-            output_tokens=r["output_tokens"] or 0, reasoning_tokens=r["reasoning_tokens"] or 0,
-            cost_usd=r["cost_usd"] or 0.0, stage=r["stage"], phase=r["phase"]))
+        ep.turns.append(
+            TurnView(
+                turn=r["turn"],
+                compiled=bool(r["compiled"]),
+                correct=bool(r["correct"]),
+                arch_verified=None if r["arch_verified"] is None else bool(r["arch_verified"]),
+                speedup=r["speedup"],
+                roofline=r["roofline"],
+                input_tokens=r["input_tokens"] or 0,
+                output_tokens=r["output_tokens"] or 0,
+                reasoning_tokens=r["reasoning_tokens"] or 0,
+                cost_usd=r["cost_usd"] or 0.0,
+                stage=r["stage"],
+                phase=r["phase"],
+            )
+        )
     return list(episodes.values())
 
 
@@ -272,21 +301,49 @@ def compute(store: Store) -> dict[str, Any]:
         "baseline": metrics_cfg.get("baseline", "eager"),
         "pass_k": pass_k,
         "fast_p": [_p_key(p) for p in kw["fast_ps"]],
-        "grid": {"episodes": len(episodes), "played": len(played), "statuses": dict(statuses),
-                 "max_turns": max_turns, "samples": samples},
+        "grid": {
+            "episodes": len(episodes),
+            "played": len(played),
+            "statuses": dict(statuses),
+            "max_turns": max_turns,
+            "samples": samples,
+        },
         "overall": summarize(played, **kw),
         "per_turn": per_turn(played, max_turns, **kw),
         "configurations": [
-            {"agent": a, "model": m, "context": c, **summarize(eps, **kw),
-             "per_turn": per_turn(eps, max_turns, **kw)}
-            for (a, m, c), eps in by(played, config_key).items()],
-        "by": {dim: {str(k): summarize(eps, **kw) for k, eps in by(played, lambda e, d=dim: getattr(e, d)).items()}
-               for dim in DIMENSIONS},
-        "per_turn_by_agent": {a: per_turn(eps, max_turns, **kw) for a, eps in by(played, lambda e: e.agent).items()},
-        "category_agent": {cat: {a: summarize(eps2, **kw)["correct"]
-                                 for a, eps2 in by(eps, lambda e: e.agent).items()}
-                           for cat, eps in by(played, lambda e: e.category).items()},
-        "speedups": [{"task": e.task, "agent": e.agent, "model": e.model, "context": e.context,
-                      "sample": e.sample, "speedup": s} for e in played if (s := e.speedup()) is not None],
+            {
+                "agent": a,
+                "model": m,
+                "context": c,
+                **summarize(eps, **kw),
+                "per_turn": per_turn(eps, max_turns, **kw),
+            }
+            for (a, m, c), eps in by(played, config_key).items()
+        ],
+        "by": {
+            dim: {
+                str(k): summarize(eps, **kw) for k, eps in by(played, lambda e, d=dim: getattr(e, d)).items()
+            }
+            for dim in DIMENSIONS
+        },
+        "per_turn_by_agent": {
+            a: per_turn(eps, max_turns, **kw) for a, eps in by(played, lambda e: e.agent).items()
+        },
+        "category_agent": {
+            cat: {a: summarize(eps2, **kw)["correct"] for a, eps2 in by(eps, lambda e: e.agent).items()}
+            for cat, eps in by(played, lambda e: e.category).items()
+        },
+        "speedups": [
+            {
+                "task": e.task,
+                "agent": e.agent,
+                "model": e.model,
+                "context": e.context,
+                "sample": e.sample,
+                "speedup": s,
+            }
+            for e in played
+            if (s := e.speedup()) is not None
+        ],
     }
     return out

@@ -44,8 +44,9 @@ class Counters:
 class Display:
     """Thread-safe counters plus their rendering; ``live`` on a TTY, lines otherwise."""
 
-    def __init__(self, title: str, *, stream: TextIO | None = None, quiet: bool = False,
-                 live: bool | None = None) -> None:
+    def __init__(
+        self, title: str, *, stream: TextIO | None = None, quiet: bool = False, live: bool | None = None
+    ) -> None:
         self.title = title
         self.c = Counters()
         self.lock = threading.RLock()  # rich's Live calls renderable() from inside log()
@@ -54,8 +55,13 @@ class Display:
         self.console = Console(file=self.stream, highlight=False)
         self.live_mode = (self.console.is_terminal if live is None else live) and not quiet
         self._live: Live | None = None
-        self._bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                             TimeElapsedColumn(), console=self.console)
+        self._bar = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=self.console,
+        )
         self._task = self._bar.add_task(title, total=1)
 
     def update(self, **changes: Any) -> None:
@@ -80,21 +86,30 @@ class Display:
                 self.stream.flush()
 
     # ------------------------------------------------------------------ rendering
-    def stats(self) -> Table:
+    def stats(self) -> Group:
+        """One header row and one row of numbers (fits 80 columns), then a stop notice if any."""
         c = self.c
-        table = Table.grid(padding=(0, 2))
-        for _ in range(4):
-            table.add_column(justify="right", style="bold")
-            table.add_column()
-        pct = (lambda n: f"{n}" + (f" ({100 * n / c.done:.0f}%)" if c.done else ""))
-        faster = f"{c.faster}" + (f" of {c.timed} timed" if c.timed else " (no timing)")
-        table.add_row(str(c.done), f"done of {c.total}" + (f" ({c.before} before)" if c.before else ""),
-                      str(c.running), "running", pct(c.compiled), "compiled", pct(c.correct), "correct")
-        table.add_row(faster, "faster than baseline", str(c.turns), "turns", f"{c.tokens:,}", "tokens",
-                      f"${c.cost_usd:.2f}", "cost")
-        if c.errors or c.stopping:
-            table.add_row(str(c.errors), "errors", "", "", "", "", "", Text(c.stopping or "", style="yellow"))
-        return table
+        table = Table(box=None, padding=(0, 1), show_edge=False, header_style="dim")
+        pct = lambda n: f"{n}" + (f" ({100 * n / c.done:.0f}%)" if c.done else "")
+        columns = {
+            "done": f"{c.done}/{c.total}" + (f" ({c.before} earlier)" if c.before else ""),
+            "running": str(c.running),
+            "compiled": pct(c.compiled),
+            "correct": pct(c.correct),
+            "faster": f"{c.faster}/{c.timed} timed" if c.timed else "- (untimed)",
+            "turns": str(c.turns),
+            "tokens": f"{c.tokens:,}",
+            "cost": f"${c.cost_usd:.2f}",
+        }
+        if c.errors:
+            columns["errors"] = str(c.errors)
+        for name in columns:
+            table.add_column(name, justify="right")
+        table.add_row(*columns.values())
+        parts: list[Any] = [table]
+        if c.stopping:
+            parts.append(Text(c.stopping, style="yellow"))
+        return Group(*parts)
 
     def renderable(self) -> Group:
         with self.lock:
@@ -105,13 +120,20 @@ class Display:
         c = self.c
         elapsed = time.time() - c.started
         timed = f", {c.faster} of {c.timed} timed faster than the baseline" if c.timed else ""
-        return (f"{c.done}/{c.total} episodes done ({c.compiled} compiled, {c.correct} correct{timed}); "
-                f"{c.turns} turns, {c.tokens:,} tokens, ${c.cost_usd:.2f}, {c.errors} errors; {elapsed:.0f} s")
+        return (
+            f"{c.done}/{c.total} episodes done ({c.compiled} compiled, {c.correct} correct{timed}); "
+            f"{c.turns} turns, {c.tokens:,} tokens, ${c.cost_usd:.2f}, {c.errors} errors; {elapsed:.0f} s"
+        )
 
     def __enter__(self) -> Display:
         if self.live_mode:
-            self._live = Live(self.renderable(), console=self.console, refresh_per_second=4, transient=False,
-                              get_renderable=self.renderable)
+            self._live = Live(
+                self.renderable(),
+                console=self.console,
+                refresh_per_second=4,
+                transient=False,
+                get_renderable=self.renderable,
+            )
             self._live.__enter__()
         return self
 

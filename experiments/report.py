@@ -108,15 +108,23 @@ class Doc:
                 body.append("<ul>" + "".join(f"<li>{_inline(i)}</li>" for i in value) + "</ul>")
             elif kind == "img":
                 data = base64.b64encode((base / value[0]).read_bytes()).decode()
-                body.append(f'<figure><img alt="{html.escape(value[1])}" src="data:image/png;base64,{data}">'
-                            f"<figcaption>{html.escape(value[1])}</figcaption></figure>")
+                body.append(
+                    f'<figure><img alt="{html.escape(value[1])}" src="data:image/png;base64,{data}">'
+                    f"<figcaption>{html.escape(value[1])}</figcaption></figure>"
+                )
             elif kind == "table":
                 t = value
                 align = t.align or ("l" + "r" * (len(t.headers) - 1))
                 head = "".join(f"<th>{html.escape(h)}</th>" for h in t.headers)
-                rows = "".join("<tr>" + "".join(
-                    f'<td class="{"l" if align[i] == "l" else "r"}">{html.escape(c)}</td>'
-                    for i, c in enumerate(row)) + "</tr>" for row in t.rows)
+                rows = "".join(
+                    "<tr>"
+                    + "".join(
+                        f'<td class="{"l" if align[i] == "l" else "r"}">{html.escape(c)}</td>'
+                        for i, c in enumerate(row)
+                    )
+                    + "</tr>"
+                    for row in t.rows
+                )
                 body.append(f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
         return HTML_PAGE.format(title=html.escape(self.title), body="\n".join(body))
 
@@ -137,7 +145,8 @@ def _inline(text: str) -> str:
 HTML_PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{title}</title>
 <style>
-body {{ font-family: system-ui, sans-serif; max-width: 1200px; margin: 2em auto; padding: 0 1em; color: #222; }}
+body {{ font-family: system-ui, sans-serif; max-width: 1200px; margin: 2em auto; padding: 0 1em;
+       color: #222; }}
 table {{ border-collapse: collapse; margin: 1em 0; font-size: 0.9em; }}
 th, td {{ border: 1px solid #ccc; padding: 0.25em 0.6em; }}
 th {{ background: #f3f3f3; }}
@@ -175,17 +184,33 @@ def plot_turns(m: dict[str, Any], path: Path) -> None:
         if any(s is not None for s in speed):
             timed = True
             right.plot(turns, [s if s is not None else math.nan for s in speed], marker="o", label=agent)
-    left.set(xlabel="turn", ylabel="correct by this turn (%)", title="Correct rate by turn", ylim=(0, 105),
-             xticks=turns)
+    left.set(
+        xlabel="turn",
+        ylabel="correct by this turn (%)",
+        title="Correct rate by turn",
+        ylim=(0, 105),
+        xticks=turns,
+    )
     left.legend()
-    right.set(xlabel="turn", ylabel=f"geomean best speedup vs {m['baseline']}", title="Best speedup by turn",
-              xticks=turns)
+    right.set(
+        xlabel="turn",
+        ylabel=f"geomean best speedup vs {m['baseline']}",
+        title="Best speedup by turn",
+        xticks=turns,
+    )
     if timed:
         right.axhline(1.0, color="grey", lw=0.8, ls="--")
         right.legend()
     else:
-        right.text(0.5, 0.5, "no timings in this run\n(timing runs on GPUs only)", ha="center", va="center",
-                   transform=right.transAxes, color="grey")
+        right.text(
+            0.5,
+            0.5,
+            "no timings in this run\n(timing runs on GPUs only)",
+            ha="center",
+            va="center",
+            transform=right.transAxes,
+            color="grey",
+        )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -204,7 +229,9 @@ def plot_heatmap(m: dict[str, Any], path: Path) -> None:
     for i, row in enumerate(data):
         for j, v in enumerate(row):
             if v is not None:
-                ax.text(j, i, f"{100 * v:.0f}%", ha="center", va="center", color="white" if v < 0.6 else "black")
+                ax.text(
+                    j, i, f"{100 * v:.0f}%", ha="center", va="center", color="white" if v < 0.6 else "black"
+                )
     ax.set_title("Correct rate, category x agent")
     fig.colorbar(im, ax=ax, label="correct (%)")
     fig.tight_layout()
@@ -212,15 +239,17 @@ def plot_heatmap(m: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
-def plot_context(rows: list[tuple[str, dict[str, dict[str, Any]]]], contexts: list[str], path: Path,
-                 baseline: str) -> None:
+def plot_context(
+    rows: list[tuple[str, dict[str, dict[str, Any]]]], contexts: list[str], path: Path, baseline: str
+) -> None:
     """Grouped bars: for each (agent, model), one bar per hardware-context level."""
     plt = _plt()
     timed = any(s["speedup_geomean"] is not None for _, by_ctx in rows for s in by_ctx.values())
     fig, axes = plt.subplots(1, 2 if timed else 1, figsize=(11 if timed else 7, 4), squeeze=False)
     width = 0.8 / max(len(contexts), 1)
-    panels = [("correct", "correct (%)", 100)] + ([("speedup_geomean", f"geomean speedup vs {baseline}", 1)]
-                                                   if timed else [])
+    panels = [("correct", "correct (%)", 100)] + (
+        [("speedup_geomean", f"geomean speedup vs {baseline}", 1)] if timed else []
+    )
     for ax, (key, label, scale) in zip(axes[0], panels, strict=False):
         for j, ctx in enumerate(contexts):
             values = [(by_ctx.get(ctx) or {}).get(key) for _, by_ctx in rows]
@@ -244,14 +273,21 @@ def plot_speedups(m: dict[str, Any], path: Path) -> None:
     values = [math.log2(v) for vs in by_agent.values() for v in vs if v > 0]
     lo, hi = min(values + [-1.0]), max(values + [1.0])
     bins = [lo + (hi - lo) * i / 20 for i in range(21)]
-    ax.hist([[math.log2(v) for v in vs if v > 0] for vs in by_agent.values()], bins=bins, label=list(by_agent),
-            alpha=0.8)
+    ax.hist(
+        [[math.log2(v) for v in vs if v > 0] for vs in by_agent.values()],
+        bins=bins,
+        label=list(by_agent),
+        alpha=0.8,
+    )
     ax.axvline(0.0, color="grey", lw=0.8, ls="--")
     from matplotlib.ticker import MaxNLocator
 
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set(xlabel=f"log2 speedup vs {m['baseline']} (best correct candidate)", ylabel="episodes",
-           title="Speedup distribution")
+    ax.set(
+        xlabel=f"log2 speedup vs {m['baseline']} (best correct candidate)",
+        ylabel="episodes",
+        title="Speedup distribution",
+    )
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -260,19 +296,27 @@ def plot_speedups(m: dict[str, Any], path: Path) -> None:
 
 # --------------------------------------------------------------------------- the report
 def _metric_row(s: dict[str, Any], m: dict[str, Any]) -> list[str]:
-    return ([count(s["episodes"]), pct(s["compiled"]), pct(s["correct"]), pct(s["arch_verified"])]
-            + [pct(s["pass_at_k"].get(str(k))) for k in m["pass_k"]]
-            + [pct(s["fast_p"].get(p)) for p in m["fast_p"]]
-            + [times(s["speedup_geomean"]), pct(s["roofline_mean"]),
-               f"{s['heldout_correct']}/{s['heldout_checked']}" if s["heldout_checked"] else "-",
-               count(round(s["tokens_per_correct"])) if s["tokens_per_correct"] is not None else "-",
-               usd(s["cost_per_correct"])])
+    return (
+        [count(s["episodes"]), pct(s["compiled"]), pct(s["correct"]), pct(s["arch_verified"])]
+        + [pct(s["pass_at_k"].get(str(k))) for k in m["pass_k"]]
+        + [pct(s["fast_p"].get(p)) for p in m["fast_p"]]
+        + [
+            times(s["speedup_geomean"]),
+            pct(s["roofline_mean"]),
+            f"{s['heldout_correct']}/{s['heldout_checked']}" if s["heldout_checked"] else "-",
+            count(round(s["tokens_per_correct"])) if s["tokens_per_correct"] is not None else "-",
+            usd(s["cost_per_correct"]),
+        ]
+    )
 
 
 def _metric_headers(m: dict[str, Any]) -> list[str]:
-    return (["episodes", "compiled", "correct", "arch-verified"] + [f"pass@{k}" for k in m["pass_k"]]
-            + [f"fast_{p}" for p in m["fast_p"]]
-            + ["speedup (geomean)", "of roofline", "heldout ok", "tokens/correct", "cost/correct"])
+    return (
+        ["episodes", "compiled", "correct", "arch-verified"]
+        + [f"pass@{k}" for k in m["pass_k"]]
+        + [f"fast_{p}" for p in m["fast_p"]]
+        + ["speedup (geomean)", "of roofline", "heldout ok", "tokens/correct", "cost/correct"]
+    )
 
 
 def build(store: Store, run_dir: Path, plots: bool = True) -> tuple[Doc, dict[str, Any]]:
@@ -291,24 +335,44 @@ def build(store: Store, run_dir: Path, plots: bool = True) -> tuple[Doc, dict[st
     tasks = config.get("resolved_tasks") or []
     models = [mm.get("name") or mm.get("spec") for mm in config.get("models", [])]
     doc.p(config.get("description") or "")
-    doc.table(["", ""], [
-        ["run directory", str(run_dir)],
-        ["started", datetime.fromtimestamp(created).strftime("%Y-%m-%d %H:%M") if created else "-"],
-        ["grid", " x ".join(_n(k, w) for k, w in ((len(tasks), "task"), (len(config.get("agents", [])), "agent"),
-                                                  (len(models), "model"), (len(config.get("contexts", [])), "context"),
-                                                  (g["samples"], "sample"))) + f" = {_n(g['episodes'], 'episode')}"],
-        ["agents", ", ".join(config.get("agents", []))],
-        ["models", ", ".join(models)],
-        ["hardware context", ", ".join(config.get("contexts", []))],
-        ["turns", f"at most {g['max_turns']} per episode; history = {config.get('history', 'full')}"],
-        ["target", str(config.get("target"))],
-        ["episodes", ", ".join(f"{n} {s}" for s, n in sorted(g["statuses"].items()))],
-        ["versions", ", ".join(f"{k} {v}" for k, v in versions.items())],
-    ], align="ll")
+    doc.table(
+        ["", ""],
+        [
+            ["run directory", str(run_dir)],
+            ["started", datetime.fromtimestamp(created).strftime("%Y-%m-%d %H:%M") if created else "-"],
+            [
+                "grid",
+                " x ".join(
+                    _n(k, w)
+                    for k, w in (
+                        (len(tasks), "task"),
+                        (len(config.get("agents", [])), "agent"),
+                        (len(models), "model"),
+                        (len(config.get("contexts", [])), "context"),
+                        (g["samples"], "sample"),
+                    )
+                )
+                + f" = {_n(g['episodes'], 'episode')}",
+            ],
+            ["agents", ", ".join(config.get("agents", []))],
+            ["models", ", ".join(models)],
+            ["hardware context", ", ".join(config.get("contexts", []))],
+            ["turns", f"at most {g['max_turns']} per episode; history = {config.get('history', 'full')}"],
+            ["target", str(config.get("target"))],
+            ["episodes", ", ".join(f"{n} {s}" for s, n in sorted(g["statuses"].items()))],
+            ["versions", ", ".join(f"{k} {v}" for k, v in versions.items())],
+        ],
+        align="ll",
+    )
     stops = [e for e in events if e["kind"] == "stopping"]
     if stops:
-        doc.p("This run was stopped before the end: " + "; ".join(str(e["detail"]) for e in stops)
-              + ". Resume it with `kernelgym run --resume " + str(run_dir) + "`.")
+        doc.p(
+            "This run was stopped before the end: "
+            + "; ".join(str(e["detail"]) for e in stops)
+            + ". Resume it with `kernelgym run --resume "
+            + str(run_dir)
+            + "`."
+        )
     if not g["played"]:
         doc.p("No episode has played a turn yet.")
         return doc, m
@@ -317,10 +381,15 @@ def build(store: Store, run_dir: Path, plots: bool = True) -> tuple[Doc, dict[st
     o = m["overall"]
     timed = o["timed"] > 0
     doc.h("Results")
-    doc.p(f"Over {o['episodes']} episodes: {pct(o['compiled'])} compiled, **{pct(o['correct'])} correct**"
-          + (f", {o['faster']} of {o['timed']} timed faster than {m['baseline']}" if timed else
-             " (no timings: the run had no GPU, so speedups and fast_p for p > 0 are not defined)")
-          + f"; {count(o['tokens'])} tokens and {usd(o['cost_usd'])} in all.")
+    doc.p(
+        f"Over {o['episodes']} episodes: {pct(o['compiled'])} compiled, **{pct(o['correct'])} correct**"
+        + (
+            f", {o['faster']} of {o['timed']} timed faster than {m['baseline']}"
+            if timed
+            else " (no timings: the run had no GPU, so speedups and fast_p for p > 0 are not defined)"
+        )
+        + f"; {count(o['tokens'])} tokens and {usd(o['cost_usd'])} in all."
+    )
     headers = ["agent", "model", "context"] + _metric_headers(m)
     rows = [[c["agent"], c["model"], c["context"]] + _metric_row(c, m) for c in m["configurations"]]
     rows.append(["all", "", ""] + _metric_row(o, m))
@@ -328,8 +397,10 @@ def build(store: Store, run_dir: Path, plots: bool = True) -> tuple[Doc, dict[st
 
     # ---- per turn
     doc.h("Turn by turn")
-    doc.p("State *by* turn t: the best each episode had reached within its first t turns (an episode that "
-          "ended earlier keeps its final state). *At* turn t: the attempts made at that turn.")
+    doc.p(
+        "State *by* turn t: the best each episode had reached within its first t turns (an episode that "
+        "ended earlier keeps its final state). *At* turn t: the attempts made at that turn."
+    )
     if plots:
         plot_turns(m, plot_dir / "turns.png")
         doc.img("plots/turns.png", "Correct rate and best speedup by turn, per agent")
@@ -337,11 +408,35 @@ def build(store: Store, run_dir: Path, plots: bool = True) -> tuple[Doc, dict[st
         doc.h(f"{agent}", 3)
         last = max((r["turn"] for r in per if r["reached"]), default=1)
         per = per[:last]  # turns no episode of this agent reached add nothing
-        doc.table(["turn", "episodes playing", "compiled at", "correct at", "compiled by", "correct by",
-                   "fast_1 by", "speedup by", "tokens by", "cost by"],
-                  [[str(r["turn"]), count(r["reached"]), pct(r["compiled_at"]), pct(r["correct_at"]),
-                    pct(r["compiled"]), pct(r["correct"]), pct(r["fast_p"].get("1")), times(r["speedup_geomean"]),
-                    count(r["tokens"]), usd(r["cost_usd"])] for r in per])
+        doc.table(
+            [
+                "turn",
+                "episodes playing",
+                "compiled at",
+                "correct at",
+                "compiled by",
+                "correct by",
+                "fast_1 by",
+                "speedup by",
+                "tokens by",
+                "cost by",
+            ],
+            [
+                [
+                    str(r["turn"]),
+                    count(r["reached"]),
+                    pct(r["compiled_at"]),
+                    pct(r["correct_at"]),
+                    pct(r["compiled"]),
+                    pct(r["correct"]),
+                    pct(r["fast_p"].get("1")),
+                    times(r["speedup_geomean"]),
+                    count(r["tokens"]),
+                    usd(r["cost_usd"]),
+                ]
+                for r in per
+            ],
+        )
 
     # ---- hardware context
     contexts = config.get("contexts", [])
@@ -355,8 +450,12 @@ def build(store: Store, run_dir: Path, plots: bool = True) -> tuple[Doc, dict[st
             row = [name]
             for ctx in contexts:
                 s = by_ctx.get(ctx)
-                row.append("-" if s is None else pct(s["correct"]) + (f" ({times(s['speedup_geomean'])})"
-                                                                      if s["speedup_geomean"] else ""))
+                row.append(
+                    "-"
+                    if s is None
+                    else pct(s["correct"])
+                    + (f" ({times(s['speedup_geomean'])})" if s["speedup_geomean"] else "")
+                )
             table_rows.append(row)
         doc.p("Correct rate (and geomean speedup when timed) of each agent and model at each context level.")
         doc.table(["agent / model"] + [f"context={c}" for c in contexts], table_rows)
@@ -376,16 +475,34 @@ def build(store: Store, run_dir: Path, plots: bool = True) -> tuple[Doc, dict[st
 
     # ---- heldout
     doc.h("Heldout against dev shapes")
-    doc.p("Each episode's best candidate that is correct on the dev shapes (the ones the model saw) is checked "
-          "once more on the task's heldout shapes, which no model sees.")
-    doc.table(["agent", "model", "context", "correct on dev", "heldout checked", "correct on heldout", "rate"],
-              [[c["agent"], c["model"], c["context"], count(c["n_correct"]), count(c["heldout_checked"]),
-                count(c["heldout_correct"]), pct(c["heldout_rate"])] for c in m["configurations"]],
-              align="lllrrrr")
+    doc.p(
+        "Each episode's best candidate that is correct on the dev shapes (the ones the model saw) is checked "
+        "once more on the task's heldout shapes, which no model sees."
+    )
+    doc.table(
+        ["agent", "model", "context", "correct on dev", "heldout checked", "correct on heldout", "rate"],
+        [
+            [
+                c["agent"],
+                c["model"],
+                c["context"],
+                count(c["n_correct"]),
+                count(c["heldout_checked"]),
+                count(c["heldout_correct"]),
+                pct(c["heldout_rate"]),
+            ]
+            for c in m["configurations"]
+        ],
+        align="lllrrrr",
+    )
     overfit = [(e, h) for e, h in _episodes_with_heldout(store) if h is False]
     if overfit:
-        doc.p("Correct on dev shapes but wrong on heldout shapes: "
-              + ", ".join(f"{e['task']} ({e['agent']}, {e['context']}, sample {e['sample']})" for e, _ in overfit))
+        doc.p(
+            "Correct on dev shapes but wrong on heldout shapes: "
+            + ", ".join(
+                f"{e['task']} ({e['agent']}, {e['context']}, sample {e['sample']})" for e, _ in overfit
+            )
+        )
 
     # ---- speedups
     doc.h("Speedup distribution")
@@ -397,13 +514,19 @@ def build(store: Store, run_dir: Path, plots: bool = True) -> tuple[Doc, dict[st
 
     # ---- trajectories
     doc.h("Episodes, turn by turn")
-    doc.p("Each turn's outcome: `ok` correct (with speedup when timed), `wrong` compiled but incorrect, "
-          "`compile`/`static` failed at that stage, `no code` no candidate in the answer. `*` marks the best turn; "
-          "`H` heldout correct, `h!` heldout wrong.")
+    doc.p(
+        "Each turn's outcome: `ok` correct (with speedup when timed), `wrong` compiled but incorrect, "
+        "`compile`/`static` failed at that stage, `no code` no candidate in the answer. "
+        "`*` marks the best turn; `H` heldout correct, `h!` heldout wrong."
+    )
     traj = _trajectories(store, m)
-    doc.table(["task", "agent", "model", "context", "sample", "status"]
-              + [f"turn {t}" for t in range(1, g["max_turns"] + 1)] + ["heldout"],
-              traj[:TRAJECTORY_ROWS], align="lllll" + "l" * (g["max_turns"] + 2))
+    doc.table(
+        ["task", "agent", "model", "context", "sample", "status"]
+        + [f"turn {t}" for t in range(1, g["max_turns"] + 1)]
+        + ["heldout"],
+        traj[:TRAJECTORY_ROWS],
+        align="lllll" + "l" * (g["max_turns"] + 2),
+    )
     if len(traj) > TRAJECTORY_ROWS:
         doc.p(f"... {len(traj) - TRAJECTORY_ROWS} more episodes: `kernelgym export {run_dir}` has them all.")
 
@@ -432,7 +555,9 @@ def _definitions() -> list[str]:
 
 
 def _episodes_with_heldout(store: Store) -> list[tuple[dict[str, Any], bool | None]]:
-    return [(e, None if e["heldout_correct"] is None else bool(e["heldout_correct"])) for e in store.episodes()]
+    return [
+        (e, None if e["heldout_correct"] is None else bool(e["heldout_correct"])) for e in store.episodes()
+    ]
 
 
 def _trajectories(store: Store, m: dict[str, Any]) -> list[list[str]]:
@@ -459,7 +584,9 @@ def _trajectories(store: Store, m: dict[str, Any]) -> list[list[str]]:
             cells.append(cell)
         cells += [""] * (m["grid"]["max_turns"] - len(cells))
         held = {None: "", 1: "H", 0: "h!"}[e["heldout_correct"]]
-        rows.append([e["task"], e["agent"], e["model"], e["context"], str(e["sample"]), e["status"], *cells, held])
+        rows.append(
+            [e["task"], e["agent"], e["model"], e["context"], str(e["sample"]), e["status"], *cells, held]
+        )
     return rows
 
 
@@ -489,30 +616,58 @@ def compare(run_dirs: list[Path]) -> Doc:
     doc = Doc("kernelgym compare: " + ", ".join(d.name for d, _ in loaded))
     pass_k = sorted({k for _, m in loaded for k in m["pass_k"]})
     fast = list(dict.fromkeys(p for _, m in loaded for p in m["fast_p"]))
-    headers = (["run", "episodes", "compiled", "correct", "arch-verified"] + [f"pass@{k}" for k in pass_k]
-               + [f"fast_{p}" for p in fast] + ["speedup (geomean)", "heldout ok", "tokens", "cost",
-                                                "cost/correct"])
+    headers = (
+        ["run", "episodes", "compiled", "correct", "arch-verified"]
+        + [f"pass@{k}" for k in pass_k]
+        + [f"fast_{p}" for p in fast]
+        + ["speedup (geomean)", "heldout ok", "tokens", "cost", "cost/correct"]
+    )
     rows = []
     for d, m in loaded:
         o = m["overall"]
-        rows.append([d.name, count(o["episodes"]), pct(o["compiled"]), pct(o["correct"]), pct(o["arch_verified"])]
-                    + [pct(o["pass_at_k"].get(str(k))) for k in pass_k] + [pct(o["fast_p"].get(p)) for p in fast]
-                    + [times(o["speedup_geomean"]),
-                       f"{o['heldout_correct']}/{o['heldout_checked']}" if o["heldout_checked"] else "-",
-                       count(o["tokens"]), usd(o["cost_usd"]), usd(o["cost_per_correct"])])
+        rows.append(
+            [d.name, count(o["episodes"]), pct(o["compiled"]), pct(o["correct"]), pct(o["arch_verified"])]
+            + [pct(o["pass_at_k"].get(str(k))) for k in pass_k]
+            + [pct(o["fast_p"].get(p)) for p in fast]
+            + [
+                times(o["speedup_geomean"]),
+                f"{o['heldout_correct']}/{o['heldout_checked']}" if o["heldout_checked"] else "-",
+                count(o["tokens"]),
+                usd(o["cost_usd"]),
+                usd(o["cost_per_correct"]),
+            ]
+        )
     doc.h("Overall")
     doc.table(headers, rows)
     turns = max(m["grid"]["max_turns"] for _, m in loaded)
     doc.h("Correct rate by turn")
-    doc.table(["run"] + [f"turn {t}" for t in range(1, turns + 1)],
-              [[d.name] + [pct(r["correct"]) for r in m["per_turn"]] + [""] * (turns - len(m["per_turn"]))
-               for d, m in loaded])
+    doc.table(
+        ["run"] + [f"turn {t}" for t in range(1, turns + 1)],
+        [
+            [d.name] + [pct(r["correct"]) for r in m["per_turn"]] + [""] * (turns - len(m["per_turn"]))
+            for d, m in loaded
+        ],
+    )
     doc.h("Per configuration")
     cfg_rows = []
     for d, m in loaded:
         for c in m["configurations"]:
-            cfg_rows.append([d.name, c["agent"], c["model"], c["context"], count(c["episodes"]), pct(c["correct"]),
-                             pct(c["fast_p"].get("1")), times(c["speedup_geomean"]), usd(c["cost_per_correct"])])
-    doc.table(["run", "agent", "model", "context", "episodes", "correct", "fast_1", "speedup", "cost/correct"],
-              cfg_rows, align="llllrrrrr")
+            cfg_rows.append(
+                [
+                    d.name,
+                    c["agent"],
+                    c["model"],
+                    c["context"],
+                    count(c["episodes"]),
+                    pct(c["correct"]),
+                    pct(c["fast_p"].get("1")),
+                    times(c["speedup_geomean"]),
+                    usd(c["cost_per_correct"]),
+                ]
+            )
+    doc.table(
+        ["run", "agent", "model", "context", "episodes", "correct", "fast_1", "speedup", "cost/correct"],
+        cfg_rows,
+        align="llllrrrrr",
+    )
     return doc

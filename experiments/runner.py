@@ -21,12 +21,14 @@ flight finish and are stored; unfinished episodes stay resumable. A second Ctrl-
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import os
 import queue
 import shutil
 import signal
+import sys
 import threading
 import time
 import traceback
@@ -50,6 +52,29 @@ class StopRun(BaseException):  # noqa: N818 - a signal, not an error; BaseExcept
 
 
 STORE_NAME = "store.sqlite"
+_AST_LOCK = threading.RLock()
+
+
+def serialise_ast_parse() -> None:
+    """Make ``ast.parse`` safe to call from several threads at once.
+
+    Before Python 3.13, turning a parse tree into ``ast`` objects uses a recursion counter shared by
+    all threads (CPython gh-106905); two threads parsing at once can fail with "SystemError: AST
+    constructor recursion depth mismatch". Episodes run in threads, and both the agents (extracting
+    the code from an answer) and the evaluator (static checks) parse, so parsing is serialised here.
+    It takes milliseconds; the model calls and evaluations stay concurrent.
+    """
+    if sys.version_info >= (3, 13) or getattr(ast.parse, "_kernelgym_serialised", False):
+        return
+    original = ast.parse
+
+    def parse(*args: Any, **kwargs: Any) -> Any:
+        with _AST_LOCK:
+            return original(*args, **kwargs)
+
+    parse._kernelgym_serialised = True  # type: ignore[attr-defined]
+    parse.__doc__ = original.__doc__
+    ast.parse = parse
 
 
 # --------------------------------------------------------------------------- run directories
@@ -93,8 +118,10 @@ def open_run(exp: Experiment | None, run_dir: Path) -> tuple[Experiment, Store, 
             changed = [k for k in a if a[k] != b[k]]
             if changed:
                 store.close()
-                raise RunError(f"{run_dir} was started with a different experiment ({', '.join(changed)} "
-                               "differ); resume it with its own config (omit CONFIG) or start a new run")
+                raise RunError(
+                    f"{run_dir} was started with a different experiment ({', '.join(changed)} "
+                    "differ); resume it with its own config (omit CONFIG) or start a new run"
+                )
             saved.run, saved.budget = exp.run, exp.budget
         return saved, store, True
     if exp is None:
@@ -117,8 +144,12 @@ def _versions(kernelgym_version: str) -> dict[str, str]:
     import torch
     import triton
 
-    return {"kernelgym": kernelgym_version, "python": platform.python_version(), "torch": torch.__version__,
-            "triton": triton.__version__}
+    return {
+        "kernelgym": kernelgym_version,
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+    }
 
 
 def save_resolved(exp: Experiment, run_dir: Path) -> None:
@@ -139,7 +170,7 @@ def resolve_devices(exp: Experiment) -> list[str]:
         return ["cpu"] * cpu_workers
     if devices == "cuda":
         if not gpus:
-            raise RunError("devices = \"cuda\" but no CUDA GPU is visible here; use \"cpu\" or \"auto\"")
+            raise RunError('devices = "cuda" but no CUDA GPU is visible here; use "cpu" or "auto"')
         return [f"cuda:{i}" for i in range(gpus)]
     assert isinstance(devices, list)
     for d in devices:
@@ -168,8 +199,18 @@ class EvaluatorPool:
         self.cache_hits = 0
 
     def evaluate(self, task: Any, source: str, options: Any) -> Any:
-        key = hashlib.sha256(json.dumps([task.id, source, options.target, list(options.shape_sets),
-                                         options.timing, options.reveal_shapes]).encode()).hexdigest()
+        key = hashlib.sha256(
+            json.dumps(
+                [
+                    task.id,
+                    source,
+                    options.target,
+                    list(options.shape_sets),
+                    options.timing,
+                    options.reveal_shapes,
+                ]
+            ).encode()
+        ).hexdigest()
         if not self.use_cache:
             return self._evaluate(task, source, options)
         with self.cache_lock:
@@ -256,35 +297,39 @@ class JournalProvider:
         return key, None
 
     def _after(self, key: str, metadata: dict[str, Any] | None, completion: Any) -> Any:
-        self.runner.store.add_call(self.episode_id, key, (metadata or {}).get("turn"), metadata,
-                                   completion.to_dict())
+        self.runner.store.add_call(
+            self.episode_id, key, (metadata or {}).get("turn"), metadata, completion.to_dict()
+        )
         self.runner.charge(completion)
         return completion
 
-    def complete(self, messages: list[dict[str, Any]], *, metadata: dict[str, Any] | None = None,
-                 **params: Any) -> Any:
+    def complete(
+        self, messages: list[dict[str, Any]], *, metadata: dict[str, Any] | None = None, **params: Any
+    ) -> Any:
         key, hit = self._before(messages, params)
         if hit is not None:
             return hit
         return self._after(key, metadata, self.inner.complete(messages, metadata=metadata, **params))
 
-    async def acomplete(self, messages: list[dict[str, Any]], *, metadata: dict[str, Any] | None = None,
-                        **params: Any) -> Any:
+    async def acomplete(
+        self, messages: list[dict[str, Any]], *, metadata: dict[str, Any] | None = None, **params: Any
+    ) -> Any:
         key, hit = self._before(messages, params)
         if hit is not None:
             return hit
         return self._after(key, metadata, await self.inner.acomplete(messages, metadata=metadata, **params))
 
 
-def build_providers(exp: Experiment, cache_dir: Path) -> dict[str, Any]:
+def build_providers(exp: Experiment, cache_dir: Path | None) -> dict[str, Any]:
     """One provider per model, built before any work starts (a missing key fails here)."""
     import kernelgym.agents as agents
 
     providers = {}
     for i, model in enumerate(exp.models):
         try:
-            providers[model.label] = agents.make_provider(model.spec, cache_dir=cache_dir, use_cache=exp.run.cache,
-                                                          prices=model.prices, **model.params)
+            providers[model.label] = agents.make_provider(
+                model.spec, cache_dir=cache_dir, use_cache=exp.run.cache, prices=model.prices, **model.params
+            )
         except agents.ProviderConfigError as exc:
             raise RunError(_model_where(exp, i) + f"model {model.label!r}: {exc}") from None
     return providers
@@ -322,15 +367,31 @@ def grid(exp: Experiment) -> list[dict[str, Any]]:
             for model in exp.models:
                 for context in exp.contexts:
                     for agent in exp.agents:
-                        rows.append({"task": task_id, "category": task.category, "agent": agent,
-                                     "model": model.label, "context": context, "sample": sample,
-                                     "requires_features": bool(task.required_features.get(exp.target))})
+                        rows.append(
+                            {
+                                "task": task_id,
+                                "category": task.category,
+                                "agent": agent,
+                                "model": model.label,
+                                "context": context,
+                                "sample": sample,
+                                "requires_features": bool(task.required_features.get(exp.target)),
+                            }
+                        )
     return rows
 
 
 class Runner:
-    def __init__(self, exp: Experiment, run_dir: Path, store: Store, *, display: Display | None = None,
-                 providers: dict[str, Any] | None = None, pool: EvaluatorPool | None = None) -> None:
+    def __init__(
+        self,
+        exp: Experiment,
+        run_dir: Path,
+        store: Store,
+        *,
+        display: Display | None = None,
+        providers: dict[str, Any] | None = None,
+        pool: EvaluatorPool | None = None,
+    ) -> None:
         self.exp = exp
         self.run_dir = run_dir
         self.store = store
@@ -345,11 +406,12 @@ class Runner:
         self._interrupts = 0
 
     # ------------------------------------------------------------------ stopping and budget
-    def stop(self, reason: str) -> None:
+    def stop(self, reason: str, note: str = "") -> None:
         if not self.stop_event.is_set():
             self.stop_reason = reason
             self.stop_event.set()
-            self.display.update(stopping=f"stopping: {reason}")
+            self.display.update(stopping=f"stopping: {reason}; calls in flight finish and are stored{note}")
+            self.display.log(f"stopping: {reason}")
             self.store.event("stopping", reason)
 
     def check_stop(self) -> None:
@@ -378,7 +440,7 @@ class Runner:
     def _on_signal(self, signum: int, frame: Any) -> None:
         self._interrupts += 1
         if self._interrupts == 1:
-            self.stop("interrupted (Ctrl-C again to quit at once)")
+            self.stop("interrupted", " (Ctrl-C again to quit at once)")
         else:
             raise KeyboardInterrupt
 
@@ -386,6 +448,8 @@ class Runner:
     def run(self) -> Outcome:
         started = time.time()
         exp = self.exp
+        if exp.run.concurrency > 1:
+            serialise_ast_parse()
         self.store.add_episodes(grid(exp))
         episodes = self.store.episodes()
         todo = [e for e in episodes if e.get("status") != "finished"]
@@ -395,18 +459,22 @@ class Runner:
             self.display.log("every episode of this run is finished; nothing to play")
             return Outcome(self.run_dir, len(before), len(episodes), None, 0, 0.0)
 
-        cache_dir = Path(exp.run.cache_dir) if exp.run.cache_dir else self.run_dir / "cache"
+        cache_dir = Path(exp.run.cache_dir) if exp.run.cache_dir else None  # None: the agents' shared cache
         if self.providers is None:
             self.providers = build_providers(exp, cache_dir)
         if self.pool is None:
             self.pool = EvaluatorPool(resolve_devices(exp), cache=exp.run.eval_cache)
-        self.store.event("resumed" if before or any(e["n_turns"] for e in todo) else "started",
-                         {"episodes": len(todo), "devices": self.pool.devices, "pid": os.getpid()})
+        self.store.event(
+            "resumed" if before or any(e["n_turns"] for e in todo) else "started",
+            {"episodes": len(todo), "devices": self.pool.devices, "pid": os.getpid()},
+        )
         work: queue.Queue[dict[str, Any]] = queue.Queue()
         for e in todo:
             work.put(e)
-        threads = [threading.Thread(target=self._worker, args=(work,), daemon=True, name=f"episode-{i}")
-                   for i in range(min(exp.run.concurrency, len(todo)))]
+        threads = [
+            threading.Thread(target=self._worker, args=(work,), daemon=True, name=f"episode-{i}")
+            for i in range(min(exp.run.concurrency, len(todo)))
+        ]
         in_main = threading.current_thread() is threading.main_thread()
         old = {}
         if in_main:
@@ -428,11 +496,21 @@ class Runner:
                 signal.signal(sig, handler)
         self.pool.close()
         finished = sum(1 for e in self.store.episodes() if e["status"] == "finished")
-        self.store.event("stopped" if self.stop_reason else "finished",
-                         {"reason": self.stop_reason, "finished": finished, "total": len(episodes)})
+        self.store.event(
+            "stopped" if self.stop_reason else "finished",
+            {"reason": self.stop_reason, "finished": finished, "total": len(episodes)},
+        )
         save_resolved(exp, self.run_dir)
-        return Outcome(self.run_dir, finished, len(episodes), self.stop_reason, self.errors, time.time() - started,
-                       self.pool.evaluations, self.pool.cache_hits)
+        return Outcome(
+            self.run_dir,
+            finished,
+            len(episodes),
+            self.stop_reason,
+            self.errors,
+            time.time() - started,
+            self.pool.evaluations,
+            self.pool.cache_hits,
+        )
 
     def _count_before(self, before: list[dict[str, Any]], todo: list[dict[str, Any]]) -> None:
         from .metrics import load_episodes
@@ -449,8 +527,18 @@ class Runner:
         turns = sum(len(v.turns) for v in views.values())
         tokens = sum(v.tokens() for v in views.values())
         cost = sum(v.cost() for v in views.values())
-        self.display.set(total=len(before) + len(todo), done=len(before), before=len(before), compiled=compiled,
-                         correct=correct, faster=faster, timed=timed, turns=turns, tokens=tokens, cost_usd=cost)
+        self.display.set(
+            total=len(before) + len(todo),
+            done=len(before),
+            before=len(before),
+            compiled=compiled,
+            correct=correct,
+            faster=faster,
+            timed=timed,
+            turns=turns,
+            tokens=tokens,
+            cost_usd=cost,
+        )
 
     def _worker(self, work: queue.Queue[dict[str, Any]]) -> None:
         while not self.stop_event.is_set():
@@ -463,7 +551,8 @@ class Runner:
             except StopRun:
                 self.store.set_status(episode["id"], "stopped")
             except Exception as exc:  # noqa: BLE001 - one episode's failure is recorded, the run goes on
-                self.errors += 1
+                with self.budget_lock:
+                    self.errors += 1
                 detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
                 self.store.set_status(episode["id"], "error", detail + "\n" + traceback.format_exc()[-4000:])
                 self.display.update(errors=1)
@@ -489,9 +578,15 @@ class Runner:
         self.display.update(running=1)
         assert self.providers is not None and self.pool is not None
         provider = JournalProvider(self.providers[episode["model"]], self, episode_id)
-        env = KernelEnv(task, target=exp.target, device=self.pool.kind, max_turns=exp.max_turns,
-                        timing=exp.run.timing, reward=RewardConfig(baseline=exp.metrics.baseline),
-                        evaluator=PooledEvaluator(self.pool))  # type: ignore[arg-type]
+        env = KernelEnv(
+            task,
+            target=exp.target,
+            device=self.pool.kind,
+            max_turns=exp.max_turns,
+            timing=exp.run.timing,
+            reward=RewardConfig(baseline=exp.metrics.baseline),
+            evaluator=PooledEvaluator(self.pool),
+        )  # type: ignore[arg-type]
         stored = {r.turn for r in prior}
 
         def on_turn(record: Any) -> None:
@@ -500,12 +595,26 @@ class Runner:
                 return  # a replayed turn: already in the store
             if self.store.add_turn(episode_id, data, exp.metrics.baseline):
                 stored.add(data["turn"])
-                self.display.update(turns=1, tokens=int(data.get("input_tokens") or 0)
-                                    + int(data.get("output_tokens") or 0), cost_usd=float(data.get("cost_usd") or 0))
+                self.display.update(
+                    turns=1,
+                    tokens=int(data.get("input_tokens") or 0) + int(data.get("output_tokens") or 0),
+                    cost_usd=float(data.get("cost_usd") or 0),
+                )
 
-        result = agents.run_episode(task.id, loop=episode["agent"], provider=provider, context=episode["context"],
-                                    max_turns=exp.max_turns, env=env, history=exp.history, sample=episode["sample"],
-                                    on_turn=on_turn, resume=prior or None, target=exp.target, device=self.pool.kind)
+        result = agents.run_episode(
+            task.id,
+            loop=episode["agent"],
+            provider=provider,
+            context=episode["context"],
+            max_turns=exp.max_turns,
+            env=env,
+            history=exp.history,
+            sample=episode["sample"],
+            on_turn=on_turn,
+            resume=prior or None,
+            target=exp.target,
+            device=self.pool.kind,
+        )
         for record in result.turns:  # a loop that did not report a turn through on_turn still gets it stored
             on_turn(record)
         if self.stop_reason and self.stop_reason.startswith("interrupted"):
@@ -513,8 +622,12 @@ class Runner:
         records = self.store.turn_records(episode_id)
         best = best_turn(records, exp.metrics.baseline)
         heldout = None
-        if best is not None and exp.run.heldout and records[best - 1].get("candidate") \
-                and (records[best - 1].get("result") or {}).get("correct"):
+        if (
+            best is not None
+            and exp.run.heldout
+            and records[best - 1].get("candidate")
+            and (records[best - 1].get("result") or {}).get("correct")
+        ):
             heldout = self._heldout(task, records[best - 1]["candidate"])
         self.store.finish_episode(episode_id, solved=bool(result.solved), best_turn=best, heldout=heldout)
         self._count_finished(records, best)
@@ -524,17 +637,26 @@ class Runner:
         from kernelgym.env import EvalOptions
 
         assert self.pool is not None
-        options = EvalOptions(target=self.exp.target, device=self.pool.kind, shape_sets=("heldout",), timing=False,
-                              reveal_shapes=False)
+        options = EvalOptions(
+            target=self.exp.target,
+            device=self.pool.kind,
+            shape_sets=("heldout",),
+            timing=False,
+            reveal_shapes=False,
+        )
         return self.pool.evaluate(task, source, options).to_dict()
 
     def _count_finished(self, records: list[dict[str, Any]], best: int | None) -> None:
         cols = [turn_columns(r, self.exp.metrics.baseline) for r in records]
         b = cols[best - 1] if best else None
         speedup = b["speedup"] if b and b["correct"] else None
-        self.display.update(done=1, compiled=int(any(c["compiled"] for c in cols)),
-                            correct=int(any(c["correct"] for c in cols)), timed=int(speedup is not None),
-                            faster=int(speedup is not None and speedup > 1.0))
+        self.display.update(
+            done=1,
+            compiled=int(any(c["compiled"] for c in cols)),
+            correct=int(any(c["correct"] for c in cols)),
+            timed=int(speedup is not None),
+            faster=int(speedup is not None and speedup > 1.0),
+        )
 
 
 def best_turn(records: list[dict[str, Any]], baseline: str) -> int | None:
@@ -545,16 +667,22 @@ def best_turn(records: list[dict[str, Any]], baseline: str) -> int | None:
     correct = [(t, c) for t, c in cols if c["correct"]]
     if not correct:
         return cols[-1][0]
-    return max(correct, key=lambda tc: (tc[1]["speedup"] if tc[1]["speedup"] is not None else float("-inf"),
-                                        -tc[0]))[0]
+    return max(
+        correct, key=lambda tc: (tc[1]["speedup"] if tc[1]["speedup"] is not None else float("-inf"), -tc[0])
+    )[0]
 
 
 def _label(e: dict[str, Any]) -> str:
     return f"{e['task']} [{e['agent']}, {e['model']}, context={e['context']}, sample {e['sample']}]"
 
 
-def _outcome_line(e: dict[str, Any], records: list[dict[str, Any]], best: int | None,
-                  heldout: dict[str, Any] | None, display: Display) -> str:
+def _outcome_line(
+    e: dict[str, Any],
+    records: list[dict[str, Any]],
+    best: int | None,
+    heldout: dict[str, Any] | None,
+    display: Display,
+) -> str:
     marks = []
     for r in records:
         res = r.get("result") or {}
@@ -573,17 +701,37 @@ def _outcome_line(e: dict[str, Any], records: list[dict[str, Any]], best: int | 
     return f"[{c.done}/{c.total}] {_label(e)}: " + " -> ".join(marks) + held
 
 
-def run_experiment(exp: Experiment | None, *, run_dir: Path, display: Display | None = None,
-                   providers: dict[str, Any] | None = None) -> Outcome:
+def run_experiment(
+    exp: Experiment | None,
+    *,
+    run_dir: Path,
+    display: Display | None = None,
+    providers: dict[str, Any] | None = None,
+) -> Outcome:
     """Start or resume the run in ``run_dir`` and play it to the end (or a clean stop)."""
     exp, store, _ = open_run(exp, run_dir)
     try:
         save_resolved(exp, run_dir)
-        runner = Runner(exp, run_dir, store, display=display or Display(exp.name, quiet=True), providers=providers)
+        runner = Runner(
+            exp, run_dir, store, display=display or Display(exp.name, quiet=True), providers=providers
+        )
         return runner.run()
     finally:
         store.close()
 
 
-__all__ = ["ConfigError", "EvaluatorPool", "Outcome", "RunError", "Runner", "StopRun", "best_turn", "find_run",
-           "grid", "new_run_dir", "open_run", "resolve_devices", "run_experiment"]
+__all__ = [
+    "ConfigError",
+    "EvaluatorPool",
+    "Outcome",
+    "RunError",
+    "Runner",
+    "StopRun",
+    "best_turn",
+    "find_run",
+    "grid",
+    "new_run_dir",
+    "open_run",
+    "resolve_devices",
+    "run_experiment",
+]

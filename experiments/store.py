@@ -86,7 +86,9 @@ def turn_columns(record: dict[str, Any], baseline: str) -> dict[str, Any]:
     arch = result.get("arch_verified")
     return {
         "phase": record.get("phase"),
-        "stage": result.get("stage") if result else ("extraction" if record.get("extraction_problem") else None),
+        "stage": result.get("stage")
+        if result
+        else ("extraction" if record.get("extraction_problem") else None),
         "compiled": int(bool(result.get("compiled"))),
         "correct": int(bool(result.get("correct"))),
         "arch_verified": None if arch is None else int(bool(arch)),
@@ -139,7 +141,9 @@ class Store:
     # ------------------------------------------------------------------ meta and events
     def set_meta(self, key: str, value: Any) -> None:
         with self.lock_if_ready():
-            self.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, json.dumps(value)))
+            self.conn.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, json.dumps(value))
+            )
 
     def get_meta(self, key: str, default: Any = None) -> Any:
         with self.lock_if_ready():
@@ -153,14 +157,18 @@ class Store:
 
     def event(self, kind: str, detail: Any = None) -> None:
         with self.lock:
-            self.conn.execute("INSERT INTO events (time, kind, detail) VALUES (?, ?, ?)",
-                              (time.time(), kind, json.dumps(detail) if detail is not None else None))
+            self.conn.execute(
+                "INSERT INTO events (time, kind, detail) VALUES (?, ?, ?)",
+                (time.time(), kind, json.dumps(detail) if detail is not None else None),
+            )
 
     def events(self) -> list[dict[str, Any]]:
         with self.lock:
             rows = self.conn.execute("SELECT time, kind, detail FROM events ORDER BY id").fetchall()
-        return [{"time": r["time"], "kind": r["kind"], "detail": json.loads(r["detail"]) if r["detail"] else None}
-                for r in rows]
+        return [
+            {"time": r["time"], "kind": r["kind"], "detail": json.loads(r["detail"]) if r["detail"] else None}
+            for r in rows
+        ]
 
     # ------------------------------------------------------------------ episodes
     def add_episodes(self, rows: Iterable[dict[str, Any]]) -> None:
@@ -171,8 +179,16 @@ class Store:
                 self.conn.execute(
                     "INSERT OR IGNORE INTO episodes (task, category, agent, model, context, sample, "
                     "requires_features) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (r["task"], r["category"], r["agent"], r["model"], r["context"], r["sample"],
-                     int(bool(r.get("requires_features")))))
+                    (
+                        r["task"],
+                        r["category"],
+                        r["agent"],
+                        r["model"],
+                        r["context"],
+                        r["sample"],
+                        int(bool(r.get("requires_features"))),
+                    ),
+                )
             self.conn.execute("COMMIT")
 
     def episodes(self) -> list[dict[str, Any]]:
@@ -187,23 +203,37 @@ class Store:
 
     def start_episode(self, episode_id: int) -> None:
         with self.lock:
-            self.conn.execute("UPDATE episodes SET status = 'running', error = NULL, "
-                              "started_at = COALESCE(started_at, ?) WHERE id = ?", (time.time(), episode_id))
+            self.conn.execute(
+                "UPDATE episodes SET status = 'running', error = NULL, "
+                "started_at = COALESCE(started_at, ?) WHERE id = ?",
+                (time.time(), episode_id),
+            )
 
-    def finish_episode(self, episode_id: int, *, solved: bool, best_turn: int | None,
-                       heldout: dict[str, Any] | None) -> None:
+    def finish_episode(
+        self, episode_id: int, *, solved: bool, best_turn: int | None, heldout: dict[str, Any] | None
+    ) -> None:
         heldout_correct = None if heldout is None else int(bool(heldout.get("correct")))
         with self.lock:
             self.conn.execute(
                 "UPDATE episodes SET status = 'finished', solved = ?, best_turn = ?, heldout = ?, "
                 "heldout_correct = ?, error = NULL, finished_at = ?, "
                 "n_turns = (SELECT COUNT(*) FROM turns WHERE episode_id = ?) WHERE id = ?",
-                (int(solved), best_turn, json.dumps(heldout) if heldout is not None else None, heldout_correct,
-                 time.time(), episode_id, episode_id))
+                (
+                    int(solved),
+                    best_turn,
+                    json.dumps(heldout) if heldout is not None else None,
+                    heldout_correct,
+                    time.time(),
+                    episode_id,
+                    episode_id,
+                ),
+            )
 
     def set_status(self, episode_id: int, status: str, error: str | None = None) -> None:
         with self.lock:
-            self.conn.execute("UPDATE episodes SET status = ?, error = ? WHERE id = ?", (status, error, episode_id))
+            self.conn.execute(
+                "UPDATE episodes SET status = ?, error = ? WHERE id = ?", (status, error, episode_id)
+            )
 
     # ------------------------------------------------------------------ turns
     def add_turn(self, episode_id: int, record: dict[str, Any], baseline: str) -> bool:
@@ -215,15 +245,23 @@ class Store:
             cur = self.conn.execute(
                 f"INSERT OR IGNORE INTO turns (episode_id, turn, {names}, record, created_at) "
                 f"VALUES (?, ?, {marks}, ?, ?)",
-                (episode_id, int(record["turn"]), *cols.values(), json.dumps(record, default=str), time.time()))
+                (
+                    episode_id,
+                    int(record["turn"]),
+                    *cols.values(),
+                    json.dumps(record, default=str),
+                    time.time(),
+                ),
+            )
             if cur.rowcount:
                 self.conn.execute("UPDATE episodes SET n_turns = n_turns + 1 WHERE id = ?", (episode_id,))
         return bool(cur.rowcount)
 
     def turn_records(self, episode_id: int) -> list[dict[str, Any]]:
         with self.lock:
-            rows = self.conn.execute("SELECT record FROM turns WHERE episode_id = ? ORDER BY turn",
-                                     (episode_id,)).fetchall()
+            rows = self.conn.execute(
+                "SELECT record FROM turns WHERE episode_id = ? ORDER BY turn", (episode_id,)
+            ).fetchall()
         return [json.loads(r[0]) for r in rows]
 
     def turns(self) -> list[dict[str, Any]]:
@@ -234,38 +272,62 @@ class Store:
 
     def all_turn_records(self) -> list[tuple[int, dict[str, Any]]]:
         with self.lock:
-            rows = self.conn.execute("SELECT episode_id, record FROM turns ORDER BY episode_id, turn").fetchall()
+            rows = self.conn.execute(
+                "SELECT episode_id, record FROM turns ORDER BY episode_id, turn"
+            ).fetchall()
         return [(r[0], json.loads(r[1])) for r in rows]
 
     # ------------------------------------------------------------------ model calls
-    def add_call(self, episode_id: int, key: str, turn: int | None, metadata: dict[str, Any] | None,
-                 completion: dict[str, Any]) -> None:
+    def add_call(
+        self,
+        episode_id: int,
+        key: str,
+        turn: int | None,
+        metadata: dict[str, Any] | None,
+        completion: dict[str, Any],
+    ) -> None:
         with self.lock:
             self.conn.execute(
                 "INSERT INTO calls (episode_id, key, turn, metadata, completion, cached, input_tokens, "
                 "output_tokens, cost_usd, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (episode_id, key, turn, json.dumps(metadata, default=str), json.dumps(completion, default=str),
-                 int(bool(completion.get("cached"))), int(completion.get("input_tokens") or 0),
-                 int(completion.get("output_tokens") or 0), float(completion.get("cost_usd") or 0.0), time.time()))
+                (
+                    episode_id,
+                    key,
+                    turn,
+                    json.dumps(metadata, default=str),
+                    json.dumps(completion, default=str),
+                    int(bool(completion.get("cached"))),
+                    int(completion.get("input_tokens") or 0),
+                    int(completion.get("output_tokens") or 0),
+                    float(completion.get("cost_usd") or 0.0),
+                    time.time(),
+                ),
+            )
 
     def find_call(self, episode_id: int, key: str) -> dict[str, Any] | None:
         """The answer already received for exactly this request in this episode, if any."""
         with self.lock:
-            row = self.conn.execute("SELECT completion FROM calls WHERE episode_id = ? AND key = ? "
-                                    "ORDER BY id LIMIT 1", (episode_id, key)).fetchone()
+            row = self.conn.execute(
+                "SELECT completion FROM calls WHERE episode_id = ? AND key = ? ORDER BY id LIMIT 1",
+                (episode_id, key),
+            ).fetchone()
         return json.loads(row[0]) if row else None
 
     def calls(self) -> list[dict[str, Any]]:
         with self.lock:
-            rows = self.conn.execute("SELECT id, episode_id, key, turn, metadata, cached, input_tokens, "
-                                     "output_tokens, cost_usd, created_at FROM calls ORDER BY id").fetchall()
+            rows = self.conn.execute(
+                "SELECT id, episode_id, key, turn, metadata, cached, input_tokens, "
+                "output_tokens, cost_usd, created_at FROM calls ORDER BY id"
+            ).fetchall()
         return [dict(r) for r in rows]
 
     def spent(self) -> tuple[int, float]:
         """Tokens (input + output) and USD of the paid calls so far: uncached, first time asked."""
         with self.lock:
-            row = self.conn.execute("SELECT COALESCE(SUM(input_tokens + output_tokens), 0), "
-                                    "COALESCE(SUM(cost_usd), 0) FROM calls WHERE cached = 0").fetchone()
+            row = self.conn.execute(
+                "SELECT COALESCE(SUM(input_tokens + output_tokens), 0), "
+                "COALESCE(SUM(cost_usd), 0) FROM calls WHERE cached = 0"
+            ).fetchone()
         return int(row[0]), float(row[1])
 
 

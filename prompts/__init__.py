@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import inspect
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,13 +76,46 @@ def hardware_context(target: str, level: str, language: str = "triton") -> str:
     return "\n\n".join(parts) + "\n"
 
 
+LOADER_API = ("load_cuda", "load_ptx", "tensor_map", "default_target", "Module.kernel", "Kernel.__call__")
+"""The loader functions a candidate calls; their signatures and first doc paragraphs go in the prompt."""
+
+
+def _signature(obj: Any) -> str:
+    """A signature with its annotations resolved (``str``, not ``'str'``) where they can be."""
+    for eval_str in (True, False):
+        try:
+            text = str(inspect.signature(obj, eval_str=eval_str))
+        except Exception:  # unresolvable annotation names, builtins without signatures
+            continue
+        text = re.sub(r"<class '([\w.]+)'>", r"\1", text)
+        return text.replace("typing.", "").replace("collections.abc.", "")
+    return "(...)"
+
+
 def loader_doc() -> str:
-    """The CUDA/PTX loader's own docstring, so the prompt describes the API that really exists."""
+    """The CUDA/PTX loader's own documentation (module docstring and the signatures a candidate uses), so
+    the prompt describes the API that really exists rather than a copy that drifts."""
     try:
         module = importlib.import_module("kernelgym.env.loader")
-    except Exception:  # not built yet, or an import error: the prompt then names the module only
+    except Exception:  # not built, or broken: the prompt then names the module only
         return ""
-    return (module.__doc__ or "").strip()
+    lines = [(module.__doc__ or "").strip()]
+    api = []
+    for dotted in LOADER_API:
+        obj: Any = module
+        for part in dotted.split("."):
+            obj = getattr(obj, part, None)
+        if obj is None:
+            continue
+        signature = _signature(obj).replace("self, ", "").replace("(self)", "()")
+        signature = signature.replace(f"{module.__name__}.", "")
+        owner = getattr(module, dotted.split(".")[0]) if dotted.endswith(".__call__") else obj
+        doc = (inspect.getdoc(owner) or "").split("\n\n")[0].replace("\n", " ")
+        name = dotted.replace(".__call__", "")
+        api.append(f"- `{name}{signature}`" + (f": {doc}" if doc else ""))
+    if api:
+        lines.append("API (import kernelgym.env.loader as loader):\n" + "\n".join(api))
+    return "\n\n".join(line for line in lines if line)
 
 
 # -- the messages --------------------------------------------------------------------------------
@@ -161,7 +195,7 @@ def document_examples(name: str) -> list[DocExample]:
 
 
 __all__ = [
-    "CONTEXT_LEVELS", "DOCUMENTS_DIR", "SPECS", "TEMPLATES_DIR", "DocExample", "TargetSpec", "document",
-    "document_blocks", "document_examples", "documents_for", "feedback_prompt", "hardware_context",
-    "loader_doc", "optimise_prompt", "render", "spec_for", "system_prompt", "task_prompt",
+    "CONTEXT_LEVELS", "DOCUMENTS_DIR", "LOADER_API", "SPECS", "TEMPLATES_DIR", "DocExample", "TargetSpec",
+    "document", "document_blocks", "document_examples", "documents_for", "feedback_prompt",
+    "hardware_context", "loader_doc", "optimise_prompt", "render", "spec_for", "system_prompt", "task_prompt",
 ]

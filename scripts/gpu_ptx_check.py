@@ -34,7 +34,6 @@ def main() -> int:
     args = parser.parse_args()
 
     import torch
-
     from kernelgym.env import EvalOptions, Evaluator
     from kernelgym.tasks import all_tasks, get_task
 
@@ -46,12 +45,21 @@ def main() -> int:
     out_path = out_dir / "ptx_check.json"
     header = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "device": torch.cuda.get_device_name(), "torch": torch.__version__, "target": args.target,
+        "device": torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+        "target": args.target,
     }
     print(json.dumps(header), flush=True)
-    options = EvalOptions(target=args.target, device="cuda", shape_sets=tuple(args.shape_sets),
-                          timing=not args.no_timing, warmup=args.warmup, reps=args.reps,
-                          profile=not args.no_profile, memcheck=args.memcheck)
+    options = EvalOptions(
+        target=args.target,
+        device="cuda",
+        shape_sets=tuple(args.shape_sets),
+        timing=not args.no_timing,
+        warmup=args.warmup,
+        reps=args.reps,
+        profile=not args.no_profile,
+        memcheck=args.memcheck,
+    )
     records = []
     with Evaluator("cuda") as evaluator:
         for task in tasks:
@@ -70,7 +78,11 @@ def main() -> int:
             out_path.write_text(json.dumps({"header": header, "records": records}, indent=1, default=str))
     _table([r["summary"] for r in records if "summary" in r])
     print(f"wrote {out_path}")
-    return 0 if all(r.get("summary", {}).get("correct") and r["summary"].get("arch_verified") for r in records) else 1
+    return (
+        0
+        if all(r.get("summary", {}).get("correct") and r["summary"].get("arch_verified") for r in records)
+        else 1
+    )
 
 
 def _row(task, result, seconds: float) -> dict:
@@ -78,16 +90,25 @@ def _row(task, result, seconds: float) -> dict:
     vendor_ms = timing.baselines_ms.get("vendor") if timing else None
     executed = {f: result.instructions.get(f, {}).get("executed") for f in FAMILIES_SHOWN}
     return {
-        "task": task.id, "stage": result.stage, "correct": result.correct, "arch_verified": result.arch_verified,
-        "missing": result.missing_features, "executed": executed,
+        "task": task.id,
+        "stage": result.stage,
+        "correct": result.correct,
+        "arch_verified": result.arch_verified,
+        "missing": result.missing_features,
+        "executed": executed,
         "sass": {f: result.instructions.get(f, {}).get("sass") for f in FAMILIES_SHOWN},
-        "checks": sum(1 for c in result.cases if c.passed), "failed": sum(1 for c in result.cases if c.passed is False),
-        "ms": timing.median_ms if timing else None, "tflops": timing.tflops if timing else None,
-        "vendor": task.vendor_name, "vendor_ms": vendor_ms,
+        "checks": sum(1 for c in result.cases if c.passed),
+        "failed": sum(1 for c in result.cases if c.passed is False),
+        "ms": timing.median_ms if timing else None,
+        "tflops": timing.tflops if timing else None,
+        "vendor": task.vendor_name,
+        "vendor_ms": vendor_ms,
         "vendor_tflops": task.flops(timing.case) / (vendor_ms * 1e9) if timing and vendor_ms else None,
         "ratio": vendor_ms / timing.median_ms if timing and vendor_ms else None,
         "registers": {k.name: k.registers for k in result.kernels},
-        "skipped": result.skipped_checks, "suspicious": result.suspicious, "seconds": round(seconds, 1),
+        "skipped": result.skipped_checks,
+        "suspicious": result.suspicious,
+        "seconds": round(seconds, 1),
         "phase_seconds": {k: round(v, 1) for k, v in result.seconds.items()},
     }
 
@@ -98,14 +119,18 @@ def _fmt(value, spec: str) -> str:
 
 def _table(rows: list[dict]) -> None:
     print()
-    print(f"{'task':27} {'correct':7} {'arch':5} {'wgmma exec':>11} {'tma exec':>9} {'mbar exec':>10} "
-          f"{'tcgen05':>8} {'ms':>8} {'TFLOP/s':>8} {'vendor':>8} {'ratio':>6}")
+    print(
+        f"{'task':27} {'correct':7} {'arch':5} {'wgmma exec':>11} {'tma exec':>9} {'mbar exec':>10} "
+        f"{'tcgen05':>8} {'ms':>8} {'TFLOP/s':>8} {'vendor':>8} {'ratio':>6}"
+    )
     for r in rows:
         e = r["executed"]
-        print(f"{r['task']:27} {str(r['correct']):7} {str(r['arch_verified']):5} {_fmt(e['wgmma'], 'd'):>11} "
-              f"{_fmt(e['tma'], 'd'):>9} {_fmt(e['mbarrier'], 'd'):>10} {_fmt(e['tcgen05'], 'd'):>8} "
-              f"{_fmt(r['ms'], '.3f'):>8} {_fmt(r['tflops'], '.1f'):>8} {_fmt(r['vendor_tflops'], '.1f'):>8} "
-              f"{_fmt(r['ratio'], '.2f'):>6}")
+        print(
+            f"{r['task']:27} {str(r['correct']):7} {str(r['arch_verified']):5} {_fmt(e['wgmma'], 'd'):>11} "
+            f"{_fmt(e['tma'], 'd'):>9} {_fmt(e['mbarrier'], 'd'):>10} {_fmt(e['tcgen05'], 'd'):>8} "
+            f"{_fmt(r['ms'], '.3f'):>8} {_fmt(r['tflops'], '.1f'):>8} {_fmt(r['vendor_tflops'], '.1f'):>8} "
+            f"{_fmt(r['ratio'], '.2f'):>6}"
+        )
 
 
 if __name__ == "__main__":

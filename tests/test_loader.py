@@ -1,5 +1,6 @@
 """The CUDA/PTX loader on a CPU: NVRTC + ptxas compilation for sm_90a and sm_100a, the compiler's
 report, static instruction counts from real cubins, and every way a build or a launch fails."""
+# ruff: noqa: E501  (embedded CUDA sources and tool output keep their own line lengths)
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import json
 
 import pytest
 import torch
-
 from kernelgym.env import loader
 
 pytestmark = pytest.mark.skipif(loader.nvrtc_version() is None or loader.ptxas_path() is None,

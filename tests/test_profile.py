@@ -4,16 +4,16 @@ The samples are written by hand in the layout ``ncu --page source --csv --print-
 prints (shared/HARDWARE.md): one CSV row per SASS instruction with its address, its text, the
 warp-level executed count and the predicated-on thread count.
 """
+# ruff: noqa: E501  (embedded CUDA sources and tool output keep their own line lengths)
 
 from __future__ import annotations
 
 import re
 
 import pytest
-
 from kernelgym.env import EvalOptions, Evaluator, profile
-from kernelgym.env.result import EvalResult, KernelReport
 from kernelgym.env.instructions import FAMILIES
+from kernelgym.env.result import EvalResult, KernelReport
 from kernelgym.tasks import get_task
 
 NCU_TWO_KERNELS = '''==PROF== Connected to process 4242 (/usr/bin/python3.12)

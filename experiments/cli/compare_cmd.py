@@ -12,7 +12,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("compare", help="put runs side by side")
     parser.add_argument("runs", nargs="+", help="run directories (or names under --runs-root)")
     parser.add_argument("--runs-root", default="runs", metavar="DIR")
-    parser.add_argument("-o", "--output", metavar="FILE", help="write to FILE (.md or .html) instead of printing")
+    parser.add_argument(
+        "-o", "--output", metavar="FILE", help="write to FILE (.md or .html) instead of printing"
+    )
     parser.set_defaults(func=run)
 
 

@@ -13,8 +13,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("run", help="the run directory (or its name under --runs-root)")
     parser.add_argument("--runs-root", default="runs", metavar="DIR")
     parser.add_argument("--format", default="jsonl", choices=["jsonl", "parquet"])
-    parser.add_argument("--what", default="steps", choices=["steps", "episodes"],
-                        help="one row per turn (steps, default) or per episode")
+    parser.add_argument(
+        "--what",
+        default="steps",
+        choices=["steps", "episodes"],
+        help="one row per turn (steps, default) or per episode",
+    )
     parser.add_argument("-o", "--output", metavar="FILE", help="default: RUN/export/WHAT.FORMAT")
     parser.set_defaults(func=run)
 
@@ -24,8 +28,13 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         run_dir = runner.find_run(args.run, Path(args.runs_root))
-        out = export.export(run_dir, run_dir / runner.STORE_NAME, args.format,
-                            Path(args.output) if args.output else None, args.what)
+        out = export.export(
+            run_dir,
+            run_dir / runner.STORE_NAME,
+            args.format,
+            Path(args.output) if args.output else None,
+            args.what,
+        )
     except (runner.RunError, export.ExportError) as exc:
         raise UsageError(str(exc)) from None
     print(f"Exported: {out}")

@@ -3,6 +3,9 @@
 ``kernelgym run CONFIG`` starts a run in ``runs/NAME-TIMESTAMP``; ``kernelgym run --resume RUN``
 (or ``kernelgym run CONFIG --run-dir RUN`` on an existing run) continues it: finished episodes
 are skipped, unfinished ones continue from their last stored turn, no model call is repeated.
+
+Exit status: 0 when the grid is done or a budget cap stopped it cleanly; 1 when some episodes
+ended in an error (the report is still written); 2 for a bad experiment file; 130 on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -15,21 +18,34 @@ from . import UsageError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("run", help="run an experiment (or resume one)",
-                            description="Play every episode of an experiment file's grid, storing each step.")
-    parser.add_argument("config", nargs="?", help="the experiment file (.toml), or the name of a bundled one "
-                        "(quickstart); optional with --resume")
-    parser.add_argument("--resume", metavar="RUN", help="continue this run (its directory, or its name under "
-                        "--runs-root)")
-    parser.add_argument("--run-dir", metavar="DIR", help="the run directory (resumed when it already holds a run)")
-    parser.add_argument("--runs-root", default="runs", metavar="DIR", help="where new runs go (default: runs/)")
+    parser = sub.add_parser(
+        "run",
+        help="run an experiment (or resume one)",
+        description="Play every episode of an experiment file's grid, storing each step.",
+    )
+    parser.add_argument(
+        "config",
+        nargs="?",
+        help="the experiment file (.toml), or the name of a bundled one (quickstart); optional with --resume",
+    )
+    parser.add_argument(
+        "--resume", metavar="RUN", help="continue this run (its directory, or its name under --runs-root)"
+    )
+    parser.add_argument(
+        "--run-dir", metavar="DIR", help="the run directory (resumed when it already holds a run)"
+    )
+    parser.add_argument(
+        "--runs-root", default="runs", metavar="DIR", help="where new runs go (default: runs/)"
+    )
     parser.add_argument("--devices", help="override run.devices: auto, cpu, cuda, or cuda:0,cuda:1")
     parser.add_argument("--workers", type=int, help="override run.workers (evaluation workers on the CPU)")
     parser.add_argument("--concurrency", type=int, help="override run.concurrency (episodes in flight)")
     parser.add_argument("--max-tokens", type=int, help="override budget.max_tokens")
     parser.add_argument("--max-cost", type=float, metavar="USD", help="override budget.max_cost_usd")
     parser.add_argument("--no-cache", action="store_true", help="do not read or write the response cache")
-    parser.add_argument("--check", action="store_true", help="validate the experiment, print the grid, run nothing")
+    parser.add_argument(
+        "--check", action="store_true", help="validate the experiment, print the grid, run nothing"
+    )
     parser.add_argument("--no-report", action="store_true", help="do not write the report at the end")
     parser.add_argument("--quiet", action="store_true", help="no progress display")
     parser.set_defaults(func=run)
@@ -84,9 +100,12 @@ def run(args: argparse.Namespace) -> int:
     if args.check:
         assert exp is not None, "--check needs CONFIG"
         episodes = runner.grid(exp)
-        print(f"{exp.name}: {len(exp.resolved_tasks)} tasks x {len(exp.agents)} agents x {len(exp.models)} models "
-              f"x {len(exp.contexts)} contexts x {exp.samples} samples = {len(episodes)} episodes, "
-              f"up to {exp.max_turns} turns each")
+        print(
+            f"{exp.name}: {len(exp.resolved_tasks)} tasks x {len(exp.agents)} agents x "
+            f"{len(exp.models)} models x {len(exp.contexts)} contexts x {exp.samples} samples = "
+            f"{len(episodes)} episodes, "
+            f"up to {exp.max_turns} turns each"
+        )
         print("tasks: " + ", ".join(exp.resolved_tasks))
         return 0
 
@@ -110,11 +129,13 @@ def run(args: argparse.Namespace) -> int:
     finally:
         store.close()
     if outcome.stopped:
-        print(f"Stopped: {outcome.stopped}. {outcome.finished} of {outcome.total} episodes finished; "
-              f"continue with: kernelgym run --resume {run_dir}")
+        print(
+            f"Stopped: {outcome.stopped}. {outcome.finished} of {outcome.total} episodes finished; "
+            f"continue with: kernelgym run --resume {run_dir}"
+        )
     if not args.no_report:
         md, page = report.write(run_dir)
         print(f"Report: {page}  (Markdown: {md}; {time.time() - started:.0f} s in all)")
     if outcome.stopped and outcome.stopped.startswith("interrupted"):
         return 130
-    return 1 if outcome.errors and outcome.stopped else 0
+    return 1 if outcome.errors else 0

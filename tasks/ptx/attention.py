@@ -51,8 +51,9 @@ def _scores(q: torch.Tensor, k: torch.Tensor, causal: bool) -> torch.Tensor:
     return s
 
 
-def attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool
-                      ) -> tuple[torch.Tensor, torch.Tensor]:
+def attention_forward(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
     """O and LSE, computed a few heads at a time so S x S scores never fill the device."""
     b, h, s, d = q.shape
     qf, kf, vf = (x.reshape(b * h, s, d) for x in (q, k, v))
@@ -60,8 +61,11 @@ def attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal:
     outs, lses = [], []
     for i in _chunks(q):
         j = i + _chunks(q).step
-        scores = _scores(qf[i:j].to(torch.float32) if _low_precision(q) else qf[i:j],
-                         kf[i:j].to(torch.float32) if _low_precision(q) else kf[i:j], causal)
+        scores = _scores(
+            qf[i:j].to(torch.float32) if _low_precision(q) else qf[i:j],
+            kf[i:j].to(torch.float32) if _low_precision(q) else kf[i:j],
+            causal,
+        )
         lse = torch.logsumexp(scores, -1)
         p = torch.exp(scores - lse[..., None])
         outs.append((p @ (vf[i:j].to(p.dtype))).to(q.dtype))
@@ -69,8 +73,15 @@ def attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal:
     return torch.cat(outs).reshape(b, h, s, d), torch.cat(lses).reshape(b, h, s)
 
 
-def attention_backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor, lse: torch.Tensor,
-                       do: torch.Tensor, causal: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def attention_backward(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    o: torch.Tensor,
+    lse: torch.Tensor,
+    do: torch.Tensor,
+    causal: bool,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """dQ, dK, dV from the given O and LSE (as a kernel gets them), a few heads at a time."""
     b, h, s, d = q.shape
     scale = 1.0 / math.sqrt(d)
@@ -96,11 +107,16 @@ def attention_backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: tor
 
 def _fwd_inputs(case, s):
     shape = (case["b"], case["h"], case["s"], case["d"])
-    return {"q": s.tensor(shape, "bfloat16"), "k": s.tensor(shape, "bfloat16"), "v": s.tensor(shape, "bfloat16")}
+    return {
+        "q": s.tensor(shape, "bfloat16"),
+        "k": s.tensor(shape, "bfloat16"),
+        "v": s.tensor(shape, "bfloat16"),
+    }
 
 
-def _forward_for_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool
-                        ) -> tuple[torch.Tensor, torch.Tensor]:
+def _forward_for_inputs(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
     """O and LSE as a fast forward pass gives them (flash attention on a GPU: milliseconds at the
     bench shape, where the float32 reference takes tens of seconds); deterministic per device."""
     if q.is_cuda:
@@ -124,7 +140,9 @@ def _fwd_flops(c, causal: bool) -> int:
     return full // 2 if causal else full
 
 
-def _cudnn_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> tuple[torch.Tensor, ...]:
+def _cudnn_forward(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool
+) -> tuple[torch.Tensor, ...]:
     """cuDNN's fused attention through PyTorch, with the LSE (flash attention where cuDNN is absent)."""
     try:
         return torch.ops.aten._scaled_dot_product_cudnn_attention(q, k, v, None, True, 0.0, causal, False)[:2]
@@ -163,51 +181,61 @@ _ATTN_TOLERANCES = {
     "float32": Tolerance(1e-4, 1e-4, 1e-5, "LSE: fp32 sums of exp2 (approximate, ~2 ulp) and one log"),
 }
 _BWD_TOLERANCES = {
-    "bfloat16": Tolerance(3e-2, 5e-2, 2e-2, "P and dS are rounded to bf16 before their products, and the "
-                          "gradients to bf16; errors add over S keys or queries"),
+    "bfloat16": Tolerance(
+        3e-2,
+        5e-2,
+        2e-2,
+        "P and dS are rounded to bf16 before their products, and the "
+        "gradients to bf16; errors add over S keys or queries",
+    ),
 }
 
 for _causal in (False, True):
     _suffix = "-causal" if _causal else ""
-    _which = "causal (query i attends to keys j <= i)" if _causal else "full (every query attends to every key)"
-    register(Task(
-        id=f"ptx/attention-fwd{_suffix}",
-        suite="ptx",
-        language="cuda",
-        entrypoint="attention_fwd",
-        signature="def attention_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, "
-                  "torch.Tensor]",
-        description=f"""
+    _which = (
+        "causal (query i attends to keys j <= i)" if _causal else "full (every query attends to every key)"
+    )
+    register(
+        Task(
+            id=f"ptx/attention-fwd{_suffix}",
+            suite="ptx",
+            language="cuda",
+            entrypoint="attention_fwd",
+            signature="def attention_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> "
+            "tuple[torch.Tensor, torch.Tensor]",
+            description=f"""
 Attention forward, {_which}: for bf16 q, k, v of shape (B, H, S, D), with scores
 s[i, j] = q[i] . k[j] / sqrt(D), return (o, lse): o[i] = sum_j softmax_j(s[i, :]) v[j] as a new
 (B, H, S, D) bf16 tensor, and lse[i] = log(sum_j exp(s[i, j])) (natural log) as a new (B, H, S)
 float32 tensor. Accumulate in float32. Bench shape B=4, H=32, S=4096, D=128; the baseline is
 cuDNN's fused attention through PyTorch.
 """,
-        reference=lambda q, k, v, _c=_causal: attention_forward(q, k, v, _c),
-        make_inputs=_fwd_inputs,
-        shapes=SHAPES,
-        dtypes=("bfloat16",),
-        tolerances=_ATTN_TOLERANCES,
-        flops=lambda c, _c=_causal: _fwd_flops(c, _c),
-        bytes=lambda c: 4 * c["b"] * c["h"] * c["s"] * c["d"] * 2 + 4 * c["b"] * c["h"] * c["s"],
-        distributions=("normal", "uniform", "outliers"),
-        seeds=(0, 1),
-        required_features=REQUIRED,
-        baselines=(),
-        vendor=lambda q, k, v, _c=_causal: _cudnn_forward(q, k, v, _c),
-        vendor_name="cuDNN attention (torch SDPA)",
-        reference_precision="float64",
-        notes=_NOTES,
-    ))
-    register(Task(
-        id=f"ptx/attention-bwd{_suffix}",
-        suite="ptx",
-        language="cuda",
-        entrypoint="attention_bwd",
-        signature="def attention_bwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor, "
-                  "lse: torch.Tensor, do: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]",
-        description=f"""
+            reference=lambda q, k, v, _c=_causal: attention_forward(q, k, v, _c),
+            make_inputs=_fwd_inputs,
+            shapes=SHAPES,
+            dtypes=("bfloat16",),
+            tolerances=_ATTN_TOLERANCES,
+            flops=lambda c, _c=_causal: _fwd_flops(c, _c),
+            bytes=lambda c: 4 * c["b"] * c["h"] * c["s"] * c["d"] * 2 + 4 * c["b"] * c["h"] * c["s"],
+            distributions=("normal", "uniform", "outliers"),
+            seeds=(0, 1),
+            required_features=REQUIRED,
+            baselines=(),
+            vendor=lambda q, k, v, _c=_causal: _cudnn_forward(q, k, v, _c),
+            vendor_name="cuDNN attention (torch SDPA)",
+            reference_precision="float64",
+            notes=_NOTES,
+        )
+    )
+    register(
+        Task(
+            id=f"ptx/attention-bwd{_suffix}",
+            suite="ptx",
+            language="cuda",
+            entrypoint="attention_bwd",
+            signature="def attention_bwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor, "
+            "lse: torch.Tensor, do: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]",
+            description=f"""
 Attention backward, {_which}, scale 1/sqrt(D): given bf16 q, k, v of shape (B, H, S, D), the
 forward's output o (bf16) and natural-log lse (float32, (B, H, S)), and the output gradient do
 (bf16), return (dq, dk, dv), each a new (B, H, S, D) bf16 tensor. With p = exp(s - lse),
@@ -215,19 +243,20 @@ delta[i] = sum_d do[i, d] o[i, d], ds = p * (do v^T - delta): dv = p^T do, dq = 
 dk = ds^T q / sqrt(D). Accumulate in float32. Bench shape B=4, H=32, S=4096, D=128 (FLOPs are
 counted as 2.5 forwards, the usual convention); the baseline is cuDNN's attention backward.
 """,
-        reference=lambda q, k, v, o, lse, do, _c=_causal: attention_backward(q, k, v, o, lse, do, _c),
-        make_inputs=lambda case, s, _c=_causal: _bwd_inputs(case, s, _c),
-        shapes=SHAPES,
-        dtypes=("bfloat16",),
-        tolerances=_BWD_TOLERANCES,
-        flops=lambda c, _c=_causal: int(2.5 * _fwd_flops(c, _c)),
-        bytes=lambda c: 8 * c["b"] * c["h"] * c["s"] * c["d"] * 2 + 4 * c["b"] * c["h"] * c["s"],
-        distributions=("normal", "uniform"),
-        seeds=(0, 1),
-        required_features=REQUIRED,
-        baselines=(),
-        vendor=lambda q, k, v, o, lse, do, _c=_causal: _cudnn_backward(q, k, v, o, lse, do, _c),
-        vendor_name="cuDNN attention backward (torch SDPA autograd)",
-        reference_precision="float64",
-        notes=_NOTES,
-    ))
+            reference=lambda q, k, v, o, lse, do, _c=_causal: attention_backward(q, k, v, o, lse, do, _c),
+            make_inputs=lambda case, s, _c=_causal: _bwd_inputs(case, s, _c),
+            shapes=SHAPES,
+            dtypes=("bfloat16",),
+            tolerances=_BWD_TOLERANCES,
+            flops=lambda c, _c=_causal: int(2.5 * _fwd_flops(c, _c)),
+            bytes=lambda c: 8 * c["b"] * c["h"] * c["s"] * c["d"] * 2 + 4 * c["b"] * c["h"] * c["s"],
+            distributions=("normal", "uniform"),
+            seeds=(0, 1),
+            required_features=REQUIRED,
+            baselines=(),
+            vendor=lambda q, k, v, o, lse, do, _c=_causal: _cudnn_backward(q, k, v, o, lse, do, _c),
+            vendor_name="cuDNN attention backward (torch SDPA autograd)",
+            reference_precision="float64",
+            notes=_NOTES,
+        )
+    )

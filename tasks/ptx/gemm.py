@@ -28,48 +28,62 @@ def _gemm_case(m: int, n: int, k: int) -> dict[str, int]:
 
 
 def _gemm_inputs(case, s):
-    return {"a": s.tensor((case["m"], case["k"]), "bfloat16"), "b": s.tensor((case["n"], case["k"]), "bfloat16")}
+    return {
+        "a": s.tensor((case["m"], case["k"]), "bfloat16"),
+        "b": s.tensor((case["n"], case["k"]), "bfloat16"),
+    }
 
 
 def _gemm_reference(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return a @ b.T
 
 
-register(Task(
-    id="ptx/gemm-bf16",
-    suite="ptx",
-    language="cuda",
-    entrypoint="gemm",
-    signature="def gemm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor",
-    description="""
+register(
+    Task(
+        id="ptx/gemm-bf16",
+        suite="ptx",
+        language="cuda",
+        entrypoint="gemm",
+        signature="def gemm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor",
+        description="""
 C = A @ B^T for bfloat16 A of shape (M, K) and B of shape (N, K), accumulated in float32 and
 returned as a new contiguous (M, N) bfloat16 tensor. The bench shape is PTXBench's: M=8192,
 N=7168, K=5120; cuBLAS (torch.matmul) is the baseline to beat.
 """,
-    reference=_gemm_reference,
-    make_inputs=_gemm_inputs,
-    shapes={
-        "dev": [_gemm_case(256, 256, 256), _gemm_case(512, 384, 640), _gemm_case(128, 768, 1024)],
-        "heldout": [_gemm_case(272, 208, 336), _gemm_case(1040, 528, 1104), _gemm_case(16, 1024, 2048)],
-        "bench": [_gemm_case(8192, 7168, 5120)],
-    },
-    dtypes=("bfloat16",),
-    tolerances={"bfloat16": Tolerance(2e-2, 2e-2, 1e-2, "fp32 accumulation; bf16 output rounding (4e-3) dominates")},
-    flops=lambda c: 2 * c["m"] * c["n"] * c["k"],
-    bytes=lambda c: 2 * (c["m"] * c["k"] + c["n"] * c["k"] + c["m"] * c["n"]),
-    distributions=("normal", "uniform"),
-    seeds=(0, 1),
-    required_features=REQUIRED,
-    baselines=("eager",),
-    vendor=lambda a, b: torch.matmul(a, b.T),
-    vendor_name="cuBLAS (torch.matmul)",
-    reference_precision="float64",
-    notes=_GEMM_NOTES,
-))
+        reference=_gemm_reference,
+        make_inputs=_gemm_inputs,
+        shapes={
+            "dev": [_gemm_case(256, 256, 256), _gemm_case(512, 384, 640), _gemm_case(128, 768, 1024)],
+            "heldout": [_gemm_case(272, 208, 336), _gemm_case(1040, 528, 1104), _gemm_case(16, 1024, 2048)],
+            "bench": [_gemm_case(8192, 7168, 5120)],
+        },
+        dtypes=("bfloat16",),
+        tolerances={
+            "bfloat16": Tolerance(
+                2e-2, 2e-2, 1e-2, "fp32 accumulation; bf16 output rounding (4e-3) dominates"
+            )
+        },
+        flops=lambda c: 2 * c["m"] * c["n"] * c["k"],
+        bytes=lambda c: 2 * (c["m"] * c["k"] + c["n"] * c["k"] + c["m"] * c["n"]),
+        distributions=("normal", "uniform"),
+        seeds=(0, 1),
+        required_features=REQUIRED,
+        baselines=("eager",),
+        vendor=lambda a, b: torch.matmul(a, b.T),
+        vendor_name="cuBLAS (torch.matmul)",
+        reference_precision="float64",
+        notes=_GEMM_NOTES,
+    )
+)
 
 
-_FP8_TOLERANCE = Tolerance(2e-2, 2e-2, 1e-2, "e4m3 inputs are exact and the bf16 output is compared; fp32 (or "
-                           "Hopper's fp8 accumulator) sums; bf16 output rounding (4e-3) dominates")
+_FP8_TOLERANCE = Tolerance(
+    2e-2,
+    2e-2,
+    1e-2,
+    "e4m3 inputs are exact and the bf16 output is compared; fp32 (or "
+    "Hopper's fp8 accumulator) sums; bf16 output rounding (4e-3) dominates",
+)
 
 
 def _fp8_inputs(case, s):
@@ -81,47 +95,55 @@ def _fp8_inputs(case, s):
     return {"a": a, "b": b, "scale_a": scale_a, "scale_b": scale_b}
 
 
-def _fp8_reference(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor) -> torch.Tensor:
+def _fp8_reference(
+    a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor
+) -> torch.Tensor:
     if a.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):  # meta pass: shape and dtype of the answer
         a, b = a.to(torch.bfloat16), b.to(torch.bfloat16)
         return ((a @ b.T) * scale_a * scale_b).to(torch.bfloat16)
     return ((a @ b.T) * scale_a * scale_b).to(a.dtype)
 
 
-def _fp8_vendor(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor) -> torch.Tensor:
+def _fp8_vendor(
+    a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor
+) -> torch.Tensor:
     return torch._scaled_mm(a, b.T, scale_a=scale_a, scale_b=scale_b, out_dtype=torch.bfloat16)
 
 
-register(Task(
-    id="ptx/gemm-fp8",
-    suite="ptx",
-    language="cuda",
-    entrypoint="gemm_fp8",
-    signature=("def gemm_fp8(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor)"
-               " -> torch.Tensor"),
-    description="""
+register(
+    Task(
+        id="ptx/gemm-fp8",
+        suite="ptx",
+        language="cuda",
+        entrypoint="gemm_fp8",
+        signature=(
+            "def gemm_fp8(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor)"
+            " -> torch.Tensor"
+        ),
+        description="""
 C = (A @ B^T) * scale_a * scale_b for float8_e4m3fn A of shape (M, K) and B of shape (N, K), with
 per-tensor float32 scales given as one-element tensors; accumulate in float32 and return a new
 contiguous (M, N) bfloat16 tensor. Bench shape M=8192, N=7168, K=5120; the baseline is cuBLASLt
 through torch._scaled_mm. On sm_90a the fp8 wgmma (QGMMA) takes both operands K-major, as given.
 """,
-    reference=_fp8_reference,
-    make_inputs=_fp8_inputs,
-    shapes={
-        "dev": [_gemm_case(256, 256, 256), _gemm_case(512, 384, 640), _gemm_case(128, 768, 1024)],
-        "heldout": [_gemm_case(272, 208, 336), _gemm_case(1040, 528, 1104), _gemm_case(16, 1024, 2048)],
-        "bench": [_gemm_case(8192, 7168, 5120)],
-    },
-    dtypes=("float8_e4m3fn",),
-    tolerances={"bfloat16": _FP8_TOLERANCE, "float8_e4m3fn": _FP8_TOLERANCE},
-    flops=lambda c: 2 * c["m"] * c["n"] * c["k"],
-    bytes=lambda c: c["m"] * c["k"] + c["n"] * c["k"] + 2 * c["m"] * c["n"],
-    distributions=("normal", "uniform"),
-    seeds=(0, 1),
-    required_features=REQUIRED,
-    baselines=(),
-    vendor=_fp8_vendor,
-    vendor_name="cuBLASLt (torch._scaled_mm)",
-    reference_precision="float64",
-    notes=_GEMM_NOTES,
-))
+        reference=_fp8_reference,
+        make_inputs=_fp8_inputs,
+        shapes={
+            "dev": [_gemm_case(256, 256, 256), _gemm_case(512, 384, 640), _gemm_case(128, 768, 1024)],
+            "heldout": [_gemm_case(272, 208, 336), _gemm_case(1040, 528, 1104), _gemm_case(16, 1024, 2048)],
+            "bench": [_gemm_case(8192, 7168, 5120)],
+        },
+        dtypes=("float8_e4m3fn",),
+        tolerances={"bfloat16": _FP8_TOLERANCE, "float8_e4m3fn": _FP8_TOLERANCE},
+        flops=lambda c: 2 * c["m"] * c["n"] * c["k"],
+        bytes=lambda c: c["m"] * c["k"] + c["n"] * c["k"] + 2 * c["m"] * c["n"],
+        distributions=("normal", "uniform"),
+        seeds=(0, 1),
+        required_features=REQUIRED,
+        baselines=(),
+        vendor=_fp8_vendor,
+        vendor_name="cuBLASLt (torch._scaled_mm)",
+        reference_precision="float64",
+        notes=_GEMM_NOTES,
+    )
+)

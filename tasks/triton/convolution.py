@@ -48,7 +48,8 @@ def _conv2d_inputs(case, s):
 
 
 def _conv2d_oh_ow(c) -> tuple[int, int]:
-    return (_conv_out(c["h"], c["k"], c["s"], c["p"], c["d"]), _conv_out(c["w"], c["k"], c["s"], c["p"], c["d"]))
+    return (_conv_out(c["h"], c["k"], c["s"], c["p"], c["d"]),
+            _conv_out(c["w"], c["k"], c["s"], c["p"], c["d"]))
 
 
 def _conv2d_flops(c) -> int:
@@ -58,7 +59,8 @@ def _conv2d_flops(c) -> int:
 
 def _conv2d_bytes(c) -> int:
     oh, ow = _conv2d_oh_ow(c)
-    elems = c["n"] * c["ci"] * c["h"] * c["w"] + c["co"] * c["ci"] * c["k"] ** 2 + c["co"] + c["n"] * c["co"] * oh * ow
+    elems = (c["n"] * c["ci"] * c["h"] * c["w"] + c["co"] * c["ci"] * c["k"] ** 2 + c["co"]
+             + c["n"] * c["co"] * oh * ow)
     return elems * elem_size(c["dtype"])
 
 
@@ -99,7 +101,9 @@ torch.nn.functional.conv2d(x, weight, bias, stride=1, padding=1):"""
 register(Task(
     id="convolution/conv2d-3x3-stride2",
     entrypoint="conv2d_3x3_stride2",
-    signature="def conv2d_3x3_stride2(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor",
+    signature=(
+        "def conv2d_3x3_stride2(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor"
+    ),
     description="""
 3x3 convolution with stride 2 and padding 1 (a downsampling layer), as
 torch.nn.functional.conv2d(x, weight, bias, stride=2, padding=1); H and W may be odd:"""
@@ -111,7 +115,8 @@ torch.nn.functional.conv2d(x, weight, bias, stride=2, padding=1); H and W may be
                 _c2(1, 16, 8, 8, 32, 3, "bfloat16", s=2)],
         "heldout": [_c2(1, 1, 1, 1, 1, 3, "float16", s=2), _c2(2, 20, 9, 7, 24, 3, "float16", s=2),
                     _c2(1, 33, 13, 13, 17, 3, "float16", s=2), _c2(1, 8, 5, 5, 8, 3, "bfloat16", s=2)],
-        "bench": [_c2(128, 256, 112, 112, 256, 3, "bfloat16", s=2), _c2(64, 128, 224, 224, 128, 3, "float16", s=2)],
+        "bench": [_c2(128, 256, 112, 112, 256, 3, "bfloat16", s=2),
+                  _c2(64, 128, 224, 224, 128, 3, "float16", s=2)],
     },
     dtypes=_GEMM_DTYPES,
     tolerances=_TOL,
@@ -139,14 +144,17 @@ General square-kernel convolution, as torch.nn.functional.conv2d(x, weight, bias
 padding=padding): the kernel size K (1, 3, 5 or 7, e.g. a 7x7 stride-2 stem) comes from weight's shape,
 stride and padding are ints (padding <= K // 2), dilation is 1:"""
     + _CONV2D_SHAPE_RULES,
-    reference=lambda x, weight, bias, stride, padding: F.conv2d(x, weight, bias, stride=stride, padding=padding),
+    reference=lambda x, weight, bias, stride, padding: F.conv2d(x, weight, bias, stride=stride,
+                                                                padding=padding),
     make_inputs=_conv2d_general_inputs,
     shapes={
         "dev": [_c2(1, 3, 16, 16, 16, 7, "float16", s=2, p=3), _c2(2, 8, 9, 9, 8, 5, "float16", s=1, p=2),
                 _c2(1, 16, 8, 8, 16, 1, "bfloat16", s=2, p=0)],
         "heldout": [_c2(1, 1, 2, 2, 1, 1, "float16", s=1, p=0), _c2(2, 5, 17, 15, 24, 7, "float16", s=2, p=3),
-                    _c2(1, 20, 11, 11, 12, 5, "float16", s=3, p=1), _c2(1, 8, 5, 5, 8, 3, "bfloat16", s=1, p=0)],
-        "bench": [_c2(64, 3, 224, 224, 64, 7, "bfloat16", s=2, p=3), _c2(64, 256, 56, 56, 256, 5, "float16", s=1, p=2)],
+                    _c2(1, 20, 11, 11, 12, 5, "float16", s=3, p=1),
+                    _c2(1, 8, 5, 5, 8, 3, "bfloat16", s=1, p=0)],
+        "bench": [_c2(64, 3, 224, 224, 64, 7, "bfloat16", s=2, p=3),
+                  _c2(64, 256, 56, 56, 256, 5, "float16", s=1, p=2)],
     },
     dtypes=_GEMM_DTYPES,
     tolerances=_TOL,
@@ -183,7 +191,8 @@ ow + (kw - 1) * dilation), zero outside the image:"""
                 _c2(1, 16, 8, 8, 32, 3, "bfloat16", d=2)],
         "heldout": [_c2(1, 1, 1, 1, 1, 3, "float16", d=2), _c2(2, 20, 9, 7, 24, 3, "float16", d=3),
                     _c2(1, 33, 16, 16, 17, 3, "float16", d=6), _c2(1, 8, 5, 5, 8, 3, "bfloat16", d=2)],
-        "bench": [_c2(64, 256, 64, 64, 256, 3, "bfloat16", d=2), _c2(32, 512, 64, 64, 256, 3, "float16", d=6)],
+        "bench": [_c2(64, 256, 64, 64, 256, 3, "bfloat16", d=2),
+                  _c2(32, 512, 64, 64, 256, 3, "float16", d=6)],
     },
     dtypes=_GEMM_DTYPES,
     tolerances=_TOL,
@@ -243,7 +252,9 @@ def _dw_numel(c) -> int:
 register(Task(
     id="convolution/depthwise-conv2d",
     entrypoint="depthwise_conv2d",
-    signature="def depthwise_conv2d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor",
+    signature=(
+        "def depthwise_conv2d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor"
+    ),
     description="""
 Depthwise KxK convolution with stride 1 and padding K // 2 (K odd: 3, 5 or 7), as
 torch.nn.functional.conv2d(x, weight, bias, padding=K // 2, groups=C): x is a contiguous (N, C, H, W)
@@ -253,11 +264,14 @@ out[n, c, h, w] = bias[c] + sum_{kh, kw} weight[c, 0, kh, kw] * x[n, c, h + kh -
 (zero outside the image). Accumulate in float32; return a new contiguous (N, C, H, W) tensor. There is
 no channel reduction, so this is memory-bound: read each input element from DRAM once.
 """,
-    reference=lambda x, weight, bias: F.conv2d(x, weight, bias, padding=weight.shape[-1] // 2, groups=x.shape[1]),
+    reference=lambda x, weight, bias: F.conv2d(x, weight, bias, padding=weight.shape[-1] // 2,
+                                               groups=x.shape[1]),
     make_inputs=_dw_inputs,
     shapes={
-        "dev": [_dw(2, 3, 8, 8, 3, "float32"), _dw(1, 16, 12, 10, 5, "float16"), _dw(1, 8, 9, 9, 7, "bfloat16")],
-        "heldout": [_dw(1, 1, 1, 1, 3, "float32"), _dw(2, 20, 17, 13, 7, "float32"), _dw(1, 33, 16, 16, 3, "float16"),
+        "dev": [_dw(2, 3, 8, 8, 3, "float32"), _dw(1, 16, 12, 10, 5, "float16"),
+                _dw(1, 8, 9, 9, 7, "bfloat16")],
+        "heldout": [_dw(1, 1, 1, 1, 3, "float32"), _dw(2, 20, 17, 13, 7, "float32"),
+                    _dw(1, 33, 16, 16, 3, "float16"),
                     _dw(1, 8, 5, 5, 5, "bfloat16")],
         "bench": [_dw(128, 384, 56, 56, 3, "bfloat16"), _dw(64, 256, 56, 56, 7, "float32")],
     },
@@ -276,7 +290,8 @@ def _c1(n, ci, length, co, k, s, p, dtype) -> dict:
 
 def _conv1d_inputs(case, s):
     ci, k, dt = case["ci"], case["k"], case["dtype"]
-    return {"x": s.tensor((case["n"], ci, case["l"]), dt), "weight": _weight(s, (case["co"], ci, k), ci * k, dt),
+    return {"x": s.tensor((case["n"], ci, case["l"]), dt),
+            "weight": _weight(s, (case["co"], ci, k), ci * k, dt),
             "bias": s.normal((case["co"],), dt, std=0.5), "stride": case["s"], "padding": case["p"]}
 
 
@@ -298,14 +313,16 @@ contiguous (N, C_in, L) tensor, weight a contiguous (C_out, C_in, K) tensor, bia
 padding + k] (zero outside [0, L)), OL = (L + 2 * padding - K) // stride + 1. Accumulate in float32;
 return a new contiguous (N, C_out, OL) tensor of the input dtype.
 """,
-    reference=lambda x, weight, bias, stride, padding: F.conv1d(x, weight, bias, stride=stride, padding=padding),
+    reference=lambda x, weight, bias, stride, padding: F.conv1d(x, weight, bias, stride=stride,
+                                                                padding=padding),
     make_inputs=_conv1d_inputs,
     shapes={
         "dev": [_c1(2, 4, 50, 8, 3, 1, 1, "float16"), _c1(1, 16, 100, 32, 5, 2, 2, "float16"),
                 _c1(1, 8, 64, 16, 3, 1, 0, "bfloat16")],
         "heldout": [_c1(1, 1, 1, 1, 1, 1, 0, "float16"), _c1(2, 20, 333, 24, 7, 3, 3, "float16"),
                     _c1(3, 33, 77, 17, 4, 1, 2, "float16"), _c1(1, 8, 50, 8, 3, 2, 1, "bfloat16")],
-        "bench": [_c1(64, 512, 16384, 512, 3, 1, 1, "bfloat16"), _c1(32, 256, 32768, 256, 5, 2, 2, "float16")],
+        "bench": [_c1(64, 512, 16384, 512, 3, 1, 1, "bfloat16"),
+                  _c1(32, 256, 32768, 256, 5, 2, 2, "float16")],
     },
     dtypes=_GEMM_DTYPES,
     tolerances=_TOL,
@@ -338,7 +355,8 @@ register(Task(
     id="convolution/causal-conv1d",
     entrypoint="causal_conv1d",
     signature=(
-        "def causal_conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, silu: bool) -> torch.Tensor"
+        "def causal_conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, silu: bool"
+        ") -> torch.Tensor"
     ),
     description="""
 The short causal depthwise convolution of Mamba blocks: x is a contiguous (B, D, L) tensor, weight a
@@ -404,7 +422,8 @@ OL = (L - 1) * stride - 2 * padding + K (padding < K). Accumulate in float32 and
                 _t1(1, 8, 16, 16, 8, 4, 2, "bfloat16")],
         "heldout": [_t1(1, 1, 1, 1, 1, 1, 0, "float16"), _t1(2, 20, 33, 24, 5, 3, 2, "float16"),
                     _t1(3, 33, 17, 17, 16, 8, 4, "float16"), _t1(1, 8, 10, 8, 4, 2, 1, "bfloat16")],
-        "bench": [_t1(32, 512, 8192, 256, 16, 8, 4, "bfloat16"), _t1(32, 256, 16384, 256, 4, 2, 1, "float16")],
+        "bench": [_t1(32, 512, 8192, 256, 16, 8, 4, "bfloat16"),
+                  _t1(32, 256, 16384, 256, 4, 2, 1, "float16")],
     },
     dtypes=_GEMM_DTYPES,
     tolerances=_TOL,
@@ -457,7 +476,8 @@ Accumulate in float32 and return a new contiguous (N, C_out, OH, OW) tensor.
                 _t2(1, 8, 4, 4, 16, 2, 2, 0, "bfloat16")],
         "heldout": [_t2(1, 1, 1, 1, 1, 1, 1, 0, "float16"), _t2(2, 20, 9, 7, 24, 3, 2, 1, "float16"),
                     _t2(1, 33, 6, 6, 17, 4, 2, 1, "float16"), _t2(1, 8, 5, 5, 8, 4, 2, 1, "bfloat16")],
-        "bench": [_t2(64, 512, 32, 32, 256, 4, 2, 1, "bfloat16"), _t2(32, 256, 64, 64, 128, 4, 2, 1, "float16")],
+        "bench": [_t2(64, 512, 32, 32, 256, 4, 2, 1, "bfloat16"),
+                  _t2(32, 256, 64, 64, 128, 4, 2, 1, "float16")],
     },
     dtypes=_GEMM_DTYPES,
     tolerances=_TOL,

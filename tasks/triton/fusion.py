@@ -1169,8 +1169,8 @@ def _attn_bytes(c, kv_heads: int | None = None) -> int:
     return (2 * c["h"] + 2 * kv) * c["b"] * c["s"] * c["d"] * elem_size(c["dtype"])
 
 
-_ATTN_COMMON = """Accumulate in float32 and return a new contiguous tensor of q's shape and dtype; S is often not a
-multiple of your tiles. Do not materialise the S x S score matrix in global memory: the bench shapes
+_ATTN_COMMON = """Accumulate in float32 and return a new contiguous tensor of q's shape and dtype; S is often
+not a multiple of your tiles. Do not materialise the S x S score matrix in global memory: the bench shapes
 (S = 4096 and more) make that slow."""
 
 
@@ -1205,9 +1205,11 @@ Skip key blocks entirely outside the window: the work should grow like S * windo
     reference=_sliding_window_reference,
     make_inputs=lambda case, s: {**_qkv(case, s), "window": case["window"]},
     shapes={
-        "dev": [_attn_case(1, 2, 64, 32, "float16", window=16), _attn_case(1, 2, 100, 64, "float16", window=33),
+        "dev": [_attn_case(1, 2, 64, 32, "float16", window=16),
+                _attn_case(1, 2, 100, 64, "float16", window=33),
                 _attn_case(2, 1, 77, 32, "bfloat16", window=20)],
-        "heldout": [_attn_case(2, 3, 129, 64, "float16", window=50), _attn_case(1, 1, 200, 128, "float16", window=1),
+        "heldout": [_attn_case(1, 3, 129, 64, "float16", window=50),
+                    _attn_case(1, 1, 200, 128, "float16", window=1),
                     _attn_case(1, 2, 150, 64, "bfloat16", window=200)],
         "bench": [_attn_case(4, 32, 4096, 128, "bfloat16", window=1024),
                   _attn_case(2, 32, 8192, 128, "float16", window=4096)],
@@ -1246,7 +1248,10 @@ def _alibi_vendor(q, k, v, slopes):
 register(Task(
     id="fusion/attention-alibi",
     entrypoint="attention_alibi",
-    signature="def attention_alibi(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, slopes: torch.Tensor) -> torch.Tensor",
+    signature=(
+        "def attention_alibi(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, slopes: torch.Tensor) "
+        "-> torch.Tensor"
+    ),
     description="""
 Causal attention with ALiBi position biases (BLOOM, MPT): head h adds slopes[h] * (j - i) to the score of
 query i and key j (a penalty growing with distance), then masks j > i:
@@ -1257,9 +1262,9 @@ tensor. Compute the bias inside the kernel; do not build an (H, S, S) bias tenso
     reference=_alibi_reference,
     make_inputs=lambda case, s: {**_qkv(case, s), "slopes": _alibi_slopes(case["h"]).to(s.device)},
     shapes={
-        "dev": [_attn_case(1, 2, 64, 32, "float16"), _attn_case(1, 4, 100, 64, "float16"),
+        "dev": [_attn_case(1, 2, 64, 32, "float16"), _attn_case(1, 2, 100, 64, "float16"),
                 _attn_case(2, 2, 77, 32, "bfloat16")],
-        "heldout": [_attn_case(2, 3, 129, 64, "float16"), _attn_case(1, 8, 150, 32, "float16"),
+        "heldout": [_attn_case(1, 3, 129, 64, "float16"), _attn_case(1, 4, 150, 32, "float16"),
                     _attn_case(1, 2, 200, 64, "bfloat16")],
         "bench": [_attn_case(4, 32, 4096, 128, "bfloat16"), _attn_case(8, 16, 2048, 128, "float16")],
     },
@@ -1277,7 +1282,8 @@ def _gqa_reference(q, k, v, causal: bool = False):
     group = q.shape[1] // k.shape[1]
     s = q.shape[-2]
     keep = _causal_keep(s, s, q.device) if causal else None
-    return _eager_attention(q, k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1), keep=keep)
+    k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+    return _eager_attention(q, k, v, keep=keep)
 
 
 def _gqa_flops(c) -> int:
@@ -1289,7 +1295,8 @@ register(Task(
     id="fusion/attention-gqa",
     entrypoint="attention_gqa",
     signature=(
-        "def attention_gqa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False) -> torch.Tensor"
+        "def attention_gqa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False) "
+        "-> torch.Tensor"
     ),
     description="""
 Grouped-query attention (Llama 2/3 70B, Mistral): q is a contiguous (B, Hq, S, D) tensor, k and v are
@@ -1304,8 +1311,8 @@ with causal=True query i sees keys j <= i. All float16 or bfloat16; D is 64 or 1
         "dev": [_attn_case(1, 4, 64, 64, "float16", hkv=2, causal=False),
                 _attn_case(1, 4, 100, 64, "float16", hkv=1, causal=True),
                 _attn_case(2, 4, 77, 64, "bfloat16", hkv=2, causal=True)],
-        "heldout": [_attn_case(2, 6, 129, 64, "float16", hkv=2, causal=True),
-                    _attn_case(1, 8, 150, 128, "float16", hkv=2, causal=False),
+        "heldout": [_attn_case(1, 6, 129, 64, "float16", hkv=2, causal=True),
+                    _attn_case(1, 4, 150, 128, "float16", hkv=1, causal=False),
                     _attn_case(1, 4, 200, 64, "bfloat16", hkv=4, causal=True)],
         "bench": [_attn_case(4, 32, 4096, 128, "bfloat16", hkv=8, causal=True),
                   _attn_case(4, 64, 4096, 128, "float16", hkv=8, causal=False)],
@@ -1315,7 +1322,8 @@ with causal=True query i sees keys j <= i. All float16 or bfloat16; D is 64 or 1
     flops=_gqa_flops,
     bytes=lambda c: _attn_bytes(c, c["hkv"]),
     distributions=("normal", "uniform", "outliers"),
-    vendor=lambda q, k, v, causal=False: F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True),
+    vendor=lambda q, k, v, causal=False: F.scaled_dot_product_attention(
+        q, k, v, is_causal=causal, enable_gqa=True),
     vendor_name="SDPA with enable_gqa=True (flash / cuDNN)",
 ))
 
@@ -1336,7 +1344,8 @@ register(Task(
     id="fusion/attention-mqa",
     entrypoint="attention_mqa",
     signature=(
-        "def attention_mqa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False) -> torch.Tensor"
+        "def attention_mqa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False) "
+        "-> torch.Tensor"
     ),
     description="""
 Multi-query attention (PaLM, Falcon, StarCoder): every query head shares one key head and one value head.
@@ -1348,10 +1357,11 @@ heads: load each key/value tile once and use it for several heads.
     reference=_mqa_reference,
     make_inputs=_mqa_inputs,
     shapes={
-        "dev": [_attn_case(1, 4, 64, 64, "float16", causal=False), _attn_case(1, 2, 100, 64, "float16", causal=True),
+        "dev": [_attn_case(1, 4, 64, 64, "float16", causal=False),
+                _attn_case(1, 2, 100, 64, "float16", causal=True),
                 _attn_case(2, 4, 77, 64, "bfloat16", causal=True)],
-        "heldout": [_attn_case(2, 3, 129, 64, "float16", causal=True),
-                    _attn_case(1, 8, 150, 128, "float16", causal=False),
+        "heldout": [_attn_case(1, 3, 129, 64, "float16", causal=True),
+                    _attn_case(1, 4, 150, 128, "float16", causal=False),
                     _attn_case(1, 4, 200, 64, "bfloat16", causal=False)],
         "bench": [_attn_case(4, 32, 4096, 128, "bfloat16", causal=True),
                   _attn_case(8, 16, 4096, 128, "float16", causal=False)],
@@ -1372,14 +1382,15 @@ def _mask_inputs(case, s):
     bias = s.normal((b, 1, n, n), "float32")
     drop = s.uniform((b, 1, n, n)) < 0.25
     drop[..., 0] = False  # key 0 always visible: no fully masked row
-    return {**_qkv(case, s), "mask": bias.masked_fill(drop, float("-inf")).to(dt)}
+    return {**_qkv(case, s), "mask": bias.masked_fill(drop, float("-inf")).to(getattr(torch, dt))}
 
 
 register(Task(
     id="fusion/attention-mask",
     entrypoint="attention_mask",
     signature=(
-        "def attention_mask(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor"
+        "def attention_mask(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) "
+        "-> torch.Tensor"
     ),
     description="""
 Attention with an additive mask, as F.scaled_dot_product_attention(q, k, v, attn_mask=mask): q, k and v
@@ -1391,9 +1402,9 @@ v[b, h, j]. Stream mask tiles with the keys; a block whose scores are all -inf s
     reference=lambda q, k, v, mask: _eager_attention(q, k, v, bias=mask),
     make_inputs=_mask_inputs,
     shapes={
-        "dev": [_attn_case(1, 2, 64, 32, "float16"), _attn_case(2, 2, 100, 64, "float16"),
+        "dev": [_attn_case(1, 2, 64, 32, "float16"), _attn_case(2, 1, 100, 64, "float16"),
                 _attn_case(1, 2, 77, 32, "bfloat16")],
-        "heldout": [_attn_case(2, 3, 129, 64, "float16"), _attn_case(1, 4, 150, 128, "float16"),
+        "heldout": [_attn_case(1, 3, 129, 64, "float16"), _attn_case(1, 2, 150, 128, "float16"),
                     _attn_case(1, 2, 200, 64, "bfloat16")],
         "bench": [_attn_case(4, 32, 4096, 128, "bfloat16"), _attn_case(8, 16, 2048, 128, "float16")],
     },
@@ -1433,9 +1444,10 @@ Return a new contiguous (B, H, Sq, D) tensor of q's dtype; accumulate in float32
     shapes={
         "dev": [_cross_case(1, 2, 64, 40, 32, "float16"), _cross_case(1, 2, 33, 100, 64, "float16"),
                 _cross_case(2, 1, 77, 20, 32, "bfloat16")],
-        "heldout": [_cross_case(2, 3, 129, 77, 64, "float16"), _cross_case(1, 2, 1, 300, 128, "float16"),
+        "heldout": [_cross_case(1, 3, 129, 77, 64, "float16"), _cross_case(1, 2, 1, 300, 128, "float16"),
                     _cross_case(1, 2, 150, 64, 64, "bfloat16")],
-        "bench": [_cross_case(4, 32, 4096, 2048, 128, "bfloat16"), _cross_case(16, 10, 4096, 77, 64, "float16")],
+        "bench": [_cross_case(4, 32, 4096, 2048, 128, "bfloat16"),
+                  _cross_case(16, 10, 4096, 77, 64, "float16")],
     },
     dtypes=_HALF,
     tolerances=_ATTN_TOL,
@@ -1480,9 +1492,9 @@ Stop each program's key loop at lengths[b] instead of masking the padding.
     make_inputs=lambda case, s: {**_qkv(case, s), "lengths": torch.tensor(
         _valid_lengths(case["b"], case["s"]), dtype=torch.int64, device=s.device)},
     shapes={
-        "dev": [_attn_case(2, 2, 64, 32, "float16"), _attn_case(3, 2, 100, 64, "float16"),
+        "dev": [_attn_case(2, 2, 64, 32, "float16"), _attn_case(3, 1, 100, 64, "float16"),
                 _attn_case(2, 1, 77, 32, "bfloat16")],
-        "heldout": [_attn_case(3, 3, 129, 64, "float16"), _attn_case(2, 2, 150, 128, "float16"),
+        "heldout": [_attn_case(3, 1, 129, 64, "float16"), _attn_case(2, 2, 150, 128, "float16"),
                     _attn_case(4, 2, 200, 64, "bfloat16")],
         "bench": [_attn_case(8, 16, 4096, 128, "bfloat16"), _attn_case(16, 16, 2048, 64, "float16")],
     },
@@ -1509,7 +1521,8 @@ register(Task(
     id="fusion/attention-softcap",
     entrypoint="attention_softcap",
     signature=(
-        "def attention_softcap(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softcap: float) -> torch.Tensor"
+        "def attention_softcap(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softcap: float) "
+        "-> torch.Tensor"
     ),
     description="""
 Causal attention with logit soft-capping (Gemma 2, Grok): every scaled score is squashed into
@@ -1521,9 +1534,10 @@ cap changes the result.
     reference=_softcap_reference,
     make_inputs=lambda case, s: {**_qkv(case, s, scale=2.0), "softcap": case["softcap"]},
     shapes={
-        "dev": [_attn_case(1, 2, 64, 32, "float16", softcap=5.0), _attn_case(1, 2, 100, 64, "float16", softcap=10.0),
+        "dev": [_attn_case(1, 2, 64, 32, "float16", softcap=5.0),
+                _attn_case(1, 2, 100, 64, "float16", softcap=10.0),
                 _attn_case(2, 1, 77, 32, "bfloat16", softcap=5.0)],
-        "heldout": [_attn_case(2, 3, 129, 64, "float16", softcap=8.0),
+        "heldout": [_attn_case(1, 3, 129, 64, "float16", softcap=8.0),
                     _attn_case(1, 2, 150, 128, "float16", softcap=50.0),
                     _attn_case(1, 2, 200, 64, "bfloat16", softcap=20.0)],
         "bench": [_attn_case(4, 32, 4096, 128, "bfloat16", softcap=50.0),
@@ -1558,8 +1572,8 @@ def _decode_reference(q, k_cache, v_cache, cache_lens):
 
 def _decode_vendor(q, k_cache, v_cache, cache_lens):
     keep = torch.arange(k_cache.shape[2], device=q.device)[None, :] < cache_lens[:, None]
-    return F.scaled_dot_product_attention(q[:, :, None, :], k_cache, v_cache, attn_mask=keep[:, None, None, :],
-                                          enable_gqa=True)[:, :, 0, :]
+    return F.scaled_dot_product_attention(q[:, :, None, :], k_cache, v_cache,
+                                          attn_mask=keep[:, None, None, :], enable_gqa=True)[:, :, 0, :]
 
 
 register(Task(
@@ -1587,7 +1601,8 @@ Memory bound: read each cache element once.
                 _decode_case(1, 4, 4, 64, 32, "bfloat16")],
         "heldout": [_decode_case(3, 8, 2, 777, 128, "float16"), _decode_case(1, 2, 2, 33, 64, "float16"),
                     _decode_case(2, 4, 1, 300, 64, "bfloat16")],
-        "bench": [_decode_case(16, 32, 8, 32768, 128, "bfloat16"), _decode_case(4, 64, 8, 131072, 128, "float16")],
+        "bench": [_decode_case(16, 32, 8, 32768, 128, "bfloat16"),
+                  _decode_case(4, 64, 8, 131072, 128, "float16")],
     },
     dtypes=_HALF,
     tolerances=_ATTN_TOL,
@@ -1609,7 +1624,8 @@ def _rope_bhsd(x, cos, sin):
 
 def _rope_attention_reference(q, k, v, cos, sin):
     s = q.shape[-2]
-    return _eager_attention(_rope_bhsd(q, cos, sin), _rope_bhsd(k, cos, sin), v, keep=_causal_keep(s, s, q.device))
+    keep = _causal_keep(s, s, q.device)
+    return _eager_attention(_rope_bhsd(q, cos, sin), _rope_bhsd(k, cos, sin), v, keep=keep)
 
 
 def _rope_attention_inputs(case, s):
@@ -1638,15 +1654,17 @@ rotating in float32 and rounding to the input dtype before the dot product is fi
     shapes={
         "dev": [_attn_case(1, 2, 64, 32, "float16"), _attn_case(1, 2, 100, 64, "float16"),
                 _attn_case(2, 1, 77, 32, "bfloat16")],
-        "heldout": [_attn_case(2, 3, 129, 64, "float16"), _attn_case(1, 2, 150, 128, "float16"),
+        "heldout": [_attn_case(1, 3, 129, 64, "float16"), _attn_case(1, 2, 150, 128, "float16"),
                     _attn_case(1, 2, 200, 64, "bfloat16")],
         "bench": [_attn_case(4, 32, 4096, 128, "bfloat16"), _attn_case(8, 16, 2048, 128, "float16")],
     },
     dtypes=_HALF,
     tolerances=_ATTN_TOL,
-    flops=lambda c: 4 * c["b"] * c["h"] * c["d"] * _causal_pairs(c["s"]) + 6 * c["b"] * c["h"] * c["s"] * c["d"],
+    flops=lambda c: (4 * c["b"] * c["h"] * c["d"] * _causal_pairs(c["s"])
+                     + 6 * c["b"] * c["h"] * c["s"] * c["d"]),
     bytes=lambda c: _attn_bytes(c) + 4 * c["s"] * c["d"],
-    distributions=("normal", "uniform", "outliers"),
+    # No outliers: x100 queries make the (allowed) rounding of rotated q and k to fp16 swing peaked softmaxes.
+    distributions=("normal", "uniform"),
 ))
 
 
@@ -1672,9 +1690,10 @@ product; do not write the probabilities to memory. Accumulate in float32; return
     shapes={
         "dev": [_cross_case(1, 2, 64, 64, 32, "float16"), _cross_case(2, 1, 50, 100, 64, "float16"),
                 _cross_case(1, 2, 33, 40, 32, "bfloat16")],
-        "heldout": [_cross_case(2, 3, 129, 129, 64, "float16"), _cross_case(1, 2, 7, 300, 128, "float16"),
+        "heldout": [_cross_case(1, 3, 129, 129, 64, "float16"), _cross_case(1, 2, 7, 300, 128, "float16"),
                     _cross_case(1, 2, 100, 77, 64, "bfloat16")],
-        "bench": [_cross_case(2, 32, 4096, 4096, 128, "bfloat16"), _cross_case(4, 16, 2048, 4096, 64, "float16")],
+        "bench": [_cross_case(2, 32, 4096, 4096, 128, "bfloat16"),
+                  _cross_case(4, 16, 2048, 4096, 64, "float16")],
     },
     dtypes=_HALF,
     tolerances=_ATTN_TOL,
@@ -1682,4 +1701,283 @@ product; do not write the probabilities to memory. Accumulate in float32; return
     bytes=lambda c: c["b"] * c["h"] * (c["sq"] * c["sk"] + c["sk"] * c["d"] + c["sq"] * c["d"])
     * elem_size(c["dtype"]),
     distributions=("normal", "large", "outliers"),
+))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Losses over large vocabularies.
+
+def _targets(s, m: int, v: int) -> torch.Tensor:
+    """Class ids in [0, V), about 10% replaced by the ignore index -100."""
+    target = s.randint(0, v, (m,))
+    return target.masked_fill(s.uniform((m,)) < 0.1, -100)
+
+
+def _ce_reference(logits, target):
+    return F.cross_entropy(logits.to(_acc(logits)), target, reduction="none")
+
+
+def _ce_case(m: int, v: int, dtype: str) -> dict:
+    return {"m": m, "v": v, "dtype": dtype}
+
+
+register(Task(
+    id="fusion/cross-entropy",
+    entrypoint="cross_entropy",
+    signature="def cross_entropy(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor",
+    description="""
+Per-token cross-entropy over a large vocabulary in one pass over the logits (online logsumexp):
+loss[i] = logsumexp_j(logits[i, j]) - logits[i, target[i]], and loss[i] = 0 where target[i] == -100
+(the ignore index), exactly F.cross_entropy(logits.float(), target, reduction="none"). logits is a
+contiguous (M, V) tensor of float32, float16 or bfloat16 with V up to ~128k; target is an int64 (M,) tensor.
+Compute in float32 and return a new float32 (M,) tensor. Logits can be large (around 50, up to several
+hundred), so keep a running maximum; read each logit once.
+""",
+    reference=_ce_reference,
+    make_inputs=lambda case, s: {"logits": s.tensor((case["m"], case["v"]), case["dtype"]),
+                                 "target": _targets(s, case["m"], case["v"])},
+    shapes={
+        "dev": [_ce_case(4, 1000, "float32"), _ce_case(8, 5000, "float16"), _ce_case(4, 777, "bfloat16")],
+        "heldout": [_ce_case(17, 3001, "float32"), _ce_case(3, 50257, "float16"),
+                    _ce_case(5, 32000, "bfloat16")],
+        "bench": [_ce_case(8192, 128256, "bfloat16"), _ce_case(16384, 32000, "float32")],
+    },
+    dtypes=_ALL,
+    # The loss is float32 whatever the logits' dtype; the same bound is listed under each input dtype.
+    tolerances={d: Tolerance(1e-4, 1e-5, 1e-5, "float32 loss: an fp32 sum of up to 128k exponentials")
+                for d in _ALL},
+    flops=lambda c: 4 * c["m"] * c["v"],
+    bytes=lambda c: c["m"] * c["v"] * elem_size(c["dtype"]) + 12 * c["m"],
+    distributions=("normal", "large", "outliers"),
+))
+
+
+def _linear_ce_case(m: int, k: int, v: int, dtype: str) -> dict:
+    return {"m": m, "k": k, "v": v, "dtype": dtype}
+
+
+register(Task(
+    id="fusion/linear-cross-entropy",
+    entrypoint="linear_cross_entropy",
+    signature=(
+        "def linear_cross_entropy(x: torch.Tensor, weight: torch.Tensor, target: torch.Tensor) "
+        "-> torch.Tensor"
+    ),
+    description="""
+A language model's classifier head fused with its loss: logits = x @ weight.T, then per-token
+cross-entropy loss[i] = logsumexp_j(logits[i, j]) - logits[i, target[i]], with loss[i] = 0 where
+target[i] == -100; exactly F.cross_entropy(F.linear(x, weight).float(), target, reduction="none").
+x is a contiguous (M, K) tensor of hidden states and weight the (V, K) output embedding (nn.Linear layout),
+both float16 or bfloat16; target is an int64 (M,) tensor. Return a new float32 (M,) tensor. The (M, V) logits
+are large (M = 8192 tokens times V = 32k-128k classes): keep them in registers, tile by tile, with an online
+logsumexp, and never write them to memory. Accumulate the GEMM in float32.
+""",
+    reference=lambda x, weight, target: _ce_reference(F.linear(x, weight), target),
+    make_inputs=lambda case, s: {"x": s.tensor((case["m"], case["k"]), case["dtype"]),
+                                 "weight": _weight(s, case["v"], case["k"], case["dtype"]),
+                                 "target": _targets(s, case["m"], case["v"])},
+    shapes={
+        "dev": [_linear_ce_case(16, 64, 500, "float16"), _linear_ce_case(33, 48, 300, "float16"),
+                _linear_ce_case(8, 32, 100, "bfloat16")],
+        "heldout": [_linear_ce_case(70, 80, 1000, "float16"), _linear_ce_case(1, 64, 777, "float16"),
+                    _linear_ce_case(20, 96, 513, "bfloat16")],
+        "bench": [_linear_ce_case(8192, 4096, 32768, "bfloat16"),
+                  _linear_ce_case(4096, 4096, 128256, "float16")],
+    },
+    dtypes=_HALF,
+    tolerances={d: Tolerance(1e-4, 1e-4, 1e-5, "float32 loss: fp32 GEMM accumulation and logsumexp")
+                for d in ("float32", *_HALF)},
+    flops=lambda c: 2 * c["m"] * c["k"] * c["v"] + 4 * c["m"] * c["v"],
+    bytes=lambda c: (c["m"] * c["k"] + c["v"] * c["k"]) * elem_size(c["dtype"]) + 12 * c["m"],
+    distributions=("normal", "uniform", "outliers"),
+))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Mixture-of-experts routing.
+
+def _moe_reference(logits, top_k: int, renormalize: bool):
+    probs = torch.softmax(logits.to(_acc(logits)), dim=-1)
+    index = torch.sort(logits, dim=-1, descending=True, stable=True).indices[:, :top_k]
+    weights = probs.gather(-1, index)
+    if renormalize:
+        weights = weights / weights.sum(dim=-1, keepdim=True)
+    return weights, index
+
+
+def _moe_inputs(case, s):
+    logits = s.tensor((case["t"], case["e"]), "float32")
+    if case["ties"]:
+        logits = torch.round(logits * 2) / 2  # many exact ties: the tie rule decides
+    return {"logits": logits.to(getattr(torch, case["dtype"])), "top_k": case["k"],
+            "renormalize": case["renormalize"]}
+
+
+def _moe_case(t: int, e: int, k: int, renormalize: bool, dtype: str, ties: bool = False) -> dict:
+    return {"t": t, "e": e, "k": k, "renormalize": renormalize, "dtype": dtype, "ties": ties}
+
+
+register(Task(
+    id="fusion/moe-gating",
+    entrypoint="moe_gating",
+    signature=(
+        "def moe_gating(logits: torch.Tensor, top_k: int, renormalize: bool) "
+        "-> tuple[torch.Tensor, torch.Tensor]"
+    ),
+    description="""
+Mixture-of-experts router: softmax over the experts, then top-k selection (Switch: k = 1; Mixtral: k = 2
+renormalised; DeepSeek-style: k = 8 of 256). logits is a contiguous (T, E) tensor of router scores, float32,
+float16 or bfloat16. For each token, p = softmax(logits[t]) in float32; pick the top_k experts by logit,
+largest first, and among equal logits the LOWER expert index first (the order of a stable descending sort);
+weights[t, i] = p[index[t, i]], divided by the sum of the selected p when renormalize is True. Return
+(weights, index): weights a new float32 (T, top_k) tensor, index a new int64 (T, top_k) tensor. Inputs include
+many exact ties. top_k <= E <= 256.
+""",
+    reference=_moe_reference,
+    make_inputs=_moe_inputs,
+    shapes={
+        "dev": [_moe_case(64, 8, 2, True, "float32"), _moe_case(33, 64, 1, False, "float16", ties=True),
+                _moe_case(16, 16, 2, True, "bfloat16")],
+        "heldout": [_moe_case(100, 256, 8, True, "float32", ties=True),
+                    _moe_case(77, 60, 4, False, "float16"),
+                    _moe_case(20, 128, 2, True, "bfloat16", ties=True)],
+        "bench": [_moe_case(65536, 256, 8, True, "float32"), _moe_case(131072, 64, 2, True, "bfloat16")],
+    },
+    dtypes=_ALL,
+    tolerances={
+        "float32": Tolerance(1e-6, 1e-5, 1e-5, "a softmax and a division in fp32"),
+        "int64": Tolerance(0.0, 0.0, 0.0, "expert indices are exact (the tie rule is part of the task)"),
+    },
+    flops=lambda c: c["t"] * c["e"] * (4 + 2 * c["k"]),
+    bytes=lambda c: c["t"] * c["e"] * elem_size(c["dtype"]) + 12 * c["t"] * c["k"],
+    distributions=("normal", "uniform", "outliers"),
+))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Mamba's selective scan (sequential over time), with its gate.
+
+def _scan_reference(u, delta, A, B, C, D, z, delta_bias):
+    f = _acc(u)
+    dt = F.softplus(delta.to(f) + delta_bias[:, None].to(f))                   # (Bt, Dm, L)
+    d_a = torch.exp(dt[..., None] * A[:, None, :].to(f))                        # (Bt, Dm, L, N)
+    d_bu = (dt * u.to(f))[..., None] * B.to(f).transpose(1, 2)[:, None]        # (Bt, Dm, L, N)
+    h = torch.zeros(u.shape[0], u.shape[1], A.shape[1], dtype=f, device=u.device)
+    ys = []
+    for t in range(u.shape[2]):
+        h = d_a[:, :, t] * h + d_bu[:, :, t]
+        ys.append((h * C.to(f)[:, None, :, t]).sum(dim=-1))
+    y = torch.stack(ys, dim=-1) + D[:, None].to(f) * u.to(f)
+    return (y * F.silu(z.to(f))).to(u.dtype)
+
+
+def _scan_case(b: int, d: int, length: int, n: int, dtype: str) -> dict:
+    return {"b": b, "d": d, "l": length, "n": n, "dtype": dtype}
+
+
+def _scan_inputs(case, s):
+    b, d, length, n, dt = case["b"], case["d"], case["l"], case["n"], case["dtype"]
+    a = -torch.arange(1, n + 1, dtype=torch.float32, device=s.device)[None, :] * s.uniform((d, n), 0.5, 1.5)
+    dt0 = s.uniform((d,), 0.001, 0.1)
+    return {
+        "u": s.tensor((b, d, length), dt), "delta": s.tensor((b, d, length), dt, scale=0.5), "A": a,
+        "B": s.tensor((b, n, length), dt), "C": s.tensor((b, n, length), dt), "D": s.normal((d,), "float32"),
+        "z": s.tensor((b, d, length), dt), "delta_bias": torch.log(torch.expm1(dt0)),
+    }
+
+
+register(Task(
+    id="fusion/selective-scan",
+    entrypoint="selective_scan",
+    signature=(
+        "def selective_scan(u: torch.Tensor, delta: torch.Tensor, A: torch.Tensor, B: torch.Tensor, "
+        "C: torch.Tensor, D: torch.Tensor, z: torch.Tensor, delta_bias: torch.Tensor) -> torch.Tensor"
+    ),
+    description="""
+Mamba's selective state-space scan with its output gate (selective_scan_fn with delta_softplus=True and z).
+u, delta and z are contiguous (Bt, Dm, L) tensors; B and C are contiguous (Bt, N, L) (input-dependent, shared
+by all channels); all five share one dtype, float32, float16 or bfloat16. A is a float32 (Dm, N) matrix
+(negative entries), D and delta_bias are float32 (Dm,). For every batch b and channel d, with a state
+h[N] = 0 at the start and t = 0 .. L-1 in order:
+    dt = softplus(delta[b, d, t] + delta_bias[d])           (softplus(x) = log(1 + exp(x)))
+    h[n] = exp(dt * A[d, n]) * h[n] + dt * B[b, n, t] * u[b, d, t]
+    y = sum_n C[b, n, t] * h[n] + D[d] * u[b, d, t]
+    out[b, d, t] = y * silu(z[b, d, t])
+Compute in float32 and return a new contiguous (Bt, Dm, L) tensor of u's dtype. The recurrence is
+sequential in t: keep the state of a block of channels in registers and walk time inside one program.
+N is at most 16.
+""",
+    reference=_scan_reference,
+    make_inputs=_scan_inputs,
+    shapes={
+        "dev": [_scan_case(1, 16, 32, 8, "float32"), _scan_case(2, 24, 24, 16, "float16"),
+                _scan_case(1, 8, 16, 4, "bfloat16")],
+        "heldout": [_scan_case(2, 20, 45, 16, "float32"), _scan_case(1, 40, 33, 12, "float16"),
+                    _scan_case(2, 16, 20, 16, "bfloat16")],
+        "bench": [_scan_case(8, 4096, 2048, 16, "bfloat16"), _scan_case(4, 2048, 4096, 16, "float32")],
+    },
+    dtypes=_ALL,
+    tolerances={
+        "float32": Tolerance(1e-5, 1e-4, 2e-5, "an fp32 recurrence over L steps: errors grow ~ sqrt(L) ulps"),
+        "float16": Tolerance(2e-3, 1e-2, 2e-3, "one fp16 rounding of the output (5e-4 relative)"),
+        "bfloat16": Tolerance(1.6e-2, 2e-2, 1e-2, "one bf16 rounding of the output (4e-3 relative)"),
+    },
+    flops=lambda c: c["b"] * c["d"] * c["l"] * (7 * c["n"] + 12),
+    bytes=lambda c: ((4 * c["d"] + 2 * c["n"]) * c["b"] * c["l"] * elem_size(c["dtype"])
+                     + 4 * (c["d"] * c["n"] + 2 * c["d"])),
+    distributions=("normal", "uniform"),
+))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Depthwise then pointwise 1-D convolution (a separable conv block).
+
+def _dwpw_case(b: int, c: int, cout: int, length: int, kw: int, dtype: str) -> dict:
+    return {"b": b, "c": c, "cout": cout, "l": length, "kw": kw, "dtype": dtype}
+
+
+def _dwpw_inputs(case, s):
+    c, cout, kw, dt = case["c"], case["cout"], case["kw"], case["dtype"]
+    return {"x": s.tensor((case["b"], c, case["l"]), dt),
+            "dw_weight": s.normal((c, 1, kw), dt, std=kw ** -0.5), "dw_bias": s.normal((c,), dt, std=0.5),
+            "pw_weight": s.normal((cout, c, 1), dt, std=c ** -0.5), "pw_bias": s.normal((cout,), dt, std=0.5)}
+
+
+register(Task(
+    id="fusion/depthwise-pointwise-conv1d",
+    entrypoint="depthwise_pointwise_conv1d",
+    signature=(
+        "def depthwise_pointwise_conv1d(x: torch.Tensor, dw_weight: torch.Tensor, dw_bias: torch.Tensor, "
+        "pw_weight: torch.Tensor, pw_bias: torch.Tensor) -> torch.Tensor"
+    ),
+    description="""
+A depthwise-separable 1-D convolution (Conformer, QuartzNet, MobileNet-style blocks): a depthwise
+convolution with "same" padding followed by a pointwise (1x1) convolution, as
+F.conv1d(F.conv1d(x, dw_weight, dw_bias, padding=Kw // 2, groups=C), pw_weight, pw_bias).
+x is a contiguous (B, C, L) tensor, dw_weight (C, 1, Kw) with Kw odd (3 to 7), dw_bias (C,), pw_weight
+(Cout, C, 1), pw_bias (Cout,); all float16 or bfloat16. Positions outside [0, L) are zero. The pointwise
+stage is a GEMM over channels: compute the depthwise output tile in registers (float32, rounded to the input
+dtype is fine) and feed it straight to tl.dot, so it never goes to memory. Return a new contiguous
+(B, Cout, L) tensor of the input dtype.
+""",
+    reference=lambda x, dw_weight, dw_bias, pw_weight, pw_bias: F.conv1d(
+        F.conv1d(x, dw_weight, dw_bias, padding=dw_weight.shape[-1] // 2, groups=x.shape[1]),
+        pw_weight, pw_bias),
+    make_inputs=_dwpw_inputs,
+    shapes={
+        "dev": [_dwpw_case(2, 16, 32, 40, 3, "float16"), _dwpw_case(1, 24, 40, 33, 5, "float16"),
+                _dwpw_case(1, 8, 16, 20, 3, "bfloat16")],
+        "heldout": [_dwpw_case(2, 48, 20, 77, 7, "float16"), _dwpw_case(1, 17, 65, 100, 3, "float16"),
+                    _dwpw_case(1, 32, 32, 50, 5, "bfloat16")],
+        "bench": [_dwpw_case(16, 1024, 1024, 4096, 7, "bfloat16"),
+                  _dwpw_case(8, 2048, 2048, 2048, 3, "float16")],
+    },
+    dtypes=_HALF,
+    tolerances=_TWO_GEMM_TOL,
+    flops=lambda c: c["b"] * c["l"] * (c["c"] * (2 * c["kw"] + 1) + 2 * c["c"] * c["cout"] + c["cout"]),
+    bytes=lambda c: (c["b"] * c["l"] * (c["c"] + c["cout"]) + c["c"] * (c["kw"] + 1)
+                     + c["cout"] * (c["c"] + 1))
+    * elem_size(c["dtype"]),
+    # No outliers: x100 inputs make the (allowed) fp16 rounding of the depthwise output dominate.
+    distributions=("normal", "uniform"),
 ))

@@ -43,8 +43,10 @@ bfloat16). K can be smaller or larger than N.
     reference=lambda x, index: torch.gather(x, 1, index),
     make_inputs=_gather_inputs,
     shapes={
-        "dev": [_mn(4, 100, "float32", k=30), _mn(16, 1000, "float16", k=1000), _mn(8, 64, "bfloat16", k=200)],
-        "heldout": [_mn(1, 1, "float32", k=1), _mn(33, 1537, "float32", k=3000), _mn(7, 4095, "float16", k=17),
+        "dev": [_mn(4, 100, "float32", k=30), _mn(16, 1000, "float16", k=1000),
+                _mn(8, 64, "bfloat16", k=200)],
+        "heldout": [_mn(1, 1, "float32", k=1), _mn(33, 1537, "float32", k=3000),
+                    _mn(7, 4095, "float16", k=17),
                     _mn(5, 300, "bfloat16", k=301)],
         "bench": [_mn(16384, 8192, "float16", k=4096), _mn(8192, 32000, "float32", k=8192)],
     },
@@ -86,7 +88,8 @@ order, e.g. float32 atomics). Return a new (V, D) float32 tensor; do not modify 
         "bench": [_vdn(32000, 1024, 1 << 19), _vdn(1024, 4096, 1 << 17)],
     },
     dtypes=("float32",),
-    tolerances={"float32": Tolerance(1e-4, 1e-5, 1e-5, "duplicates are summed in any order: a few fp32 ulps of "
+    tolerances={"float32": Tolerance(1e-4, 1e-5, 1e-5,
+                                     "duplicates are summed in any order: a few fp32 ulps of "
                                      "partial sums of up to ~1000 terms of size ~1")},
     flops=lambda c: c["n"] * c["d"],
     bytes=lambda c: 4 * (2 * c["v"] * c["d"] + c["n"] * c["d"]) + 8 * c["n"],
@@ -114,10 +117,13 @@ Return a new (V, D) tensor; do not modify base.
     reference=lambda base, index, src: base.index_copy(0, index, src),
     make_inputs=_index_copy_inputs,
     shapes={
-        "dev": [{"v": 10, "d": 16, "k": 4, "dtype": "float32"}, {"v": 300, "d": 128, "k": 100, "dtype": "float16"},
+        "dev": [{"v": 10, "d": 16, "k": 4, "dtype": "float32"},
+                {"v": 300, "d": 128, "k": 100, "dtype": "float16"},
                 {"v": 64, "d": 64, "k": 64, "dtype": "bfloat16"}],
-        "heldout": [{"v": 1, "d": 1, "k": 1, "dtype": "float32"}, {"v": 1000, "d": 333, "k": 999, "dtype": "float32"},
-                    {"v": 77, "d": 96, "k": 30, "dtype": "float16"}, {"v": 50, "d": 40, "k": 7, "dtype": "bfloat16"}],
+        "heldout": [{"v": 1, "d": 1, "k": 1, "dtype": "float32"},
+                    {"v": 1000, "d": 333, "k": 999, "dtype": "float32"},
+                    {"v": 77, "d": 96, "k": 30, "dtype": "float16"},
+                    {"v": 50, "d": 40, "k": 7, "dtype": "bfloat16"}],
         "bench": [{"v": 262144, "d": 1024, "k": 65536, "dtype": "bfloat16"},
                   {"v": 131072, "d": 1024, "k": 65536, "dtype": "float32"}],
     },
@@ -149,7 +155,8 @@ load them once per program, not once per element.
     make_inputs=_index_select_inputs,
     shapes={
         "dev": [_mn(4, 100, "float32", k=30), _mn(64, 1000, "float16", k=500), _mn(8, 64, "bfloat16", k=200)],
-        "heldout": [_mn(1, 1, "float32", k=1), _mn(129, 1537, "float32", k=1000), _mn(7, 4095, "float16", k=17),
+        "heldout": [_mn(1, 1, "float32", k=1), _mn(129, 1537, "float32", k=1000),
+                    _mn(7, 4095, "float16", k=17),
                     _mn(5, 300, "bfloat16", k=301)],
         "bench": [_mn(65536, 4096, "float16", k=2048), _mn(32768, 4096, "float32", k=1024)],
     },
@@ -184,8 +191,10 @@ weight. V can be large (a vocabulary of 128k rows).
     reference=lambda indices, weight: F.embedding(indices, weight),
     make_inputs=_embedding_inputs,
     shapes={
-        "dev": [_emb(2, 8, 100, 32, "float32"), _emb(4, 64, 1000, 256, "float16"), _emb(1, 16, 50, 64, "bfloat16")],
-        "heldout": [_emb(1, 1, 1, 1, "float32"), _emb(3, 77, 5000, 300, "float32"), _emb(2, 33, 128, 1000, "float16"),
+        "dev": [_emb(2, 8, 100, 32, "float32"), _emb(4, 64, 1000, 256, "float16"),
+                _emb(1, 16, 50, 64, "bfloat16")],
+        "heldout": [_emb(1, 1, 1, 1, "float32"), _emb(3, 77, 5000, 300, "float32"),
+                    _emb(2, 33, 128, 1000, "float16"),
                     _emb(2, 9, 40, 96, "bfloat16")],
         "bench": [_emb(16, 4096, 128256, 4096, "bfloat16"), _emb(8, 4096, 32000, 4096, "float32")],
     },
@@ -225,7 +234,8 @@ tensor with values in [0, num_classes); out[i, c] = 1 if labels[i] == c else 0. 
 # ------------------------------------------------------------------------------------------ masked-fill
 def _masked_fill_inputs(case, s):
     m, n = case["m"], case["n"]
-    return {"x": s.tensor((m, n), case["dtype"]), "mask": s.uniform((m, n)) < case["p"], "value": case["value"]}
+    return {"x": s.tensor((m, n), case["dtype"]), "mask": s.uniform((m, n)) < case["p"],
+            "value": case["value"]}
 
 
 register(Task(
@@ -244,7 +254,8 @@ not modify x. (A bool tensor is one byte per element.)
         "dev": [_mn(4, 100, "float32", p=0.5, value=-10000.0), _mn(16, 1000, "float16", p=0.1, value=0.0),
                 _mn(8, 64, "bfloat16", p=0.9, value=-1.5)],
         "heldout": [_mn(1, 1, "float32", p=0.5, value=2.0), _mn(33, 1537, "float32", p=0.3, value=-65504.0),
-                    _mn(7, 4095, "float16", p=0.7, value=0.25), _mn(5, 300, "bfloat16", p=0.5, value=-10000.0)],
+                    _mn(7, 4095, "float16", p=0.7, value=0.25),
+                    _mn(5, 300, "bfloat16", p=0.5, value=-10000.0)],
         "bench": [_mn(16384, 16384, "float16", p=0.5, value=-10000.0),
                   _mn(8192, 16384, "float32", p=0.5, value=0.0)],
     },
@@ -303,8 +314,10 @@ out[b, h, s, d] = x[b, s, h, d].
     reference=lambda x: x.permute(0, 2, 1, 3).contiguous(),
     make_inputs=lambda case, s: {"x": s.tensor((case["b"], case["s"], case["h"], case["d"]), case["dtype"])},
     shapes={
-        "dev": [_bshd(2, 10, 3, 16, "float32"), _bshd(1, 64, 8, 64, "float16"), _bshd(2, 7, 4, 32, "bfloat16")],
-        "heldout": [_bshd(1, 1, 1, 1, "float32"), _bshd(3, 77, 5, 48, "float32"), _bshd(2, 33, 12, 128, "float16"),
+        "dev": [_bshd(2, 10, 3, 16, "float32"), _bshd(1, 64, 8, 64, "float16"),
+                _bshd(2, 7, 4, 32, "bfloat16")],
+        "heldout": [_bshd(1, 1, 1, 1, "float32"), _bshd(3, 77, 5, 48, "float32"),
+                    _bshd(2, 33, 12, 128, "float16"),
                     _bshd(1, 9, 2, 80, "bfloat16")],
         "bench": [_bshd(16, 4096, 32, 128, "bfloat16"), _bshd(8, 4096, 32, 128, "float32")],
     },
@@ -339,8 +352,10 @@ N1, N2, N3 (any of them may differ, none is zero). Return a new contiguous (M, N
     reference=lambda a, b, c: torch.cat((a, b, c), dim=1),
     make_inputs=_concat_inputs,
     shapes={
-        "dev": [_cat(4, 10, 20, 30, "float32"), _cat(64, 128, 64, 256, "float16"), _cat(8, 33, 1, 7, "bfloat16")],
-        "heldout": [_cat(1, 1, 1, 1, "float32"), _cat(129, 1000, 3, 517, "float32"), _cat(33, 64, 64, 64, "float16"),
+        "dev": [_cat(4, 10, 20, 30, "float32"), _cat(64, 128, 64, 256, "float16"),
+                _cat(8, 33, 1, 7, "bfloat16")],
+        "heldout": [_cat(1, 1, 1, 1, "float32"), _cat(129, 1000, 3, 517, "float32"),
+                    _cat(33, 64, 64, 64, "float16"),
                     _cat(5, 300, 200, 100, "bfloat16")],
         "bench": [_cat(32768, 4096, 1024, 1024, "bfloat16"), _cat(16384, 4096, 2048, 2048, "float32")],
     },
@@ -365,7 +380,8 @@ bfloat16); return a new (M, N) tensor with out[i, j] = x[i, N - 1 - j].
     make_inputs=lambda case, s: {"x": s.tensor((case["m"], case["n"]), case["dtype"])},
     shapes={
         "dev": [_mn(4, 100, "float32"), _mn(16, 1024, "float16"), _mn(8, 63, "bfloat16")],
-        "heldout": [_mn(3, 2, "float32"), _mn(33, 1537, "float32"), _mn(7, 4097, "float16"), _mn(5, 300, "bfloat16")],
+        "heldout": [_mn(3, 2, "float32"), _mn(33, 1537, "float32"), _mn(7, 4097, "float16"),
+                    _mn(5, 300, "bfloat16")],
         "bench": [_mn(16384, 16384, "float16"), _mn(8192, 16384, "float32")],
     },
     dtypes=_COPY_DTYPES,
@@ -387,7 +403,8 @@ Circular shift of each row, as torch.roll(x, shifts=shift, dims=1): x is a conti
 out[i, (j + shift) mod N] = x[i, j]. Return a new (M, N) tensor.
 """,
     reference=lambda x, shift: torch.roll(x, shifts=shift, dims=1),
-    make_inputs=lambda case, s: {"x": s.tensor((case["m"], case["n"]), case["dtype"]), "shift": case["shift"]},
+    make_inputs=lambda case, s: {"x": s.tensor((case["m"], case["n"]), case["dtype"]),
+                                 "shift": case["shift"]},
     shapes={
         "dev": [_mn(4, 100, "float32", shift=3), _mn(16, 1024, "float16", shift=-300),
                 _mn(8, 63, "bfloat16", shift=100)],

@@ -196,14 +196,14 @@ these well-conditioned matrices (cond <= ~3).
     shapes={
         "dev": [
             _tri_case(2, 16, 8, False),
-            _tri_case(3, 40, 20, True),
+            _tri_case(2, 40, 20, True),
             _tri_case(1, 64, 33, False),
         ],
         "heldout": [
             _tri_case(1, 1, 5, False),
-            _tri_case(2, 100, 17, True),
-            _tri_case(4, 33, 1, False),
-            _tri_case(1, 128, 64, True),
+            _tri_case(1, 100, 17, True),
+            _tri_case(2, 33, 1, False),
+            _tri_case(1, 128, 20, True),
         ],
         "bench": [
             _tri_case(16384, 64, 64, False),
@@ -240,8 +240,8 @@ The matrices are well conditioned (eigenvalues in [1, ~5]).
     reference=lambda a: _row_major(torch.linalg.cholesky(a)),
     make_inputs=lambda case, s: {"a": _spd(case, s)},
     shapes={
-        "dev": [_factor_case(4, 8), _factor_case(2, 33), _factor_case(1, 64)],
-        "heldout": [_factor_case(3, 1), _factor_case(2, 17), _factor_case(5, 50), _factor_case(1, 64)],
+        "dev": [_factor_case(2, 8), _factor_case(1, 33), _factor_case(1, 64)],
+        "heldout": [_factor_case(3, 1), _factor_case(1, 17), _factor_case(2, 50)],
         "bench": [_factor_case(65536, 32), _factor_case(16384, 64)],
     },
     dtypes=("float32",),
@@ -288,8 +288,8 @@ work for these well-conditioned inputs (cond(a) <= 5); one matrix per program.
     reference=qr_reference,
     make_inputs=_qr_inputs,
     shapes={
-        "dev": [_qr_case(4, 8, 8), _qr_case(2, 40, 16), _qr_case(1, 64, 32)],
-        "heldout": [_qr_case(3, 5, 1), _qr_case(2, 33, 33), _qr_case(4, 100, 20), _qr_case(1, 128, 64)],
+        "dev": [_qr_case(2, 8, 8), _qr_case(2, 40, 16), _qr_case(1, 64, 32)],
+        "heldout": [_qr_case(3, 5, 1), _qr_case(1, 33, 33), _qr_case(2, 100, 20), _qr_case(1, 128, 64)],
         "bench": [_qr_case(16384, 64, 32), _qr_case(65536, 32, 16)],
     },
     dtypes=("float32",),
@@ -316,8 +316,8 @@ well conditioned (eigenvalues in [1, ~5]).
     reference=lambda a: _row_major(torch.cholesky_inverse(torch.linalg.cholesky(a))),
     make_inputs=lambda case, s: {"a": _spd(case, s)},
     shapes={
-        "dev": [_factor_case(4, 8), _factor_case(2, 20), _factor_case(1, 64)],
-        "heldout": [_factor_case(3, 1), _factor_case(2, 33), _factor_case(5, 50)],
+        "dev": [_factor_case(2, 8), _factor_case(1, 20), _factor_case(1, 40)],
+        "heldout": [_factor_case(2, 1), _factor_case(1, 33), _factor_case(1, 64)],
         "bench": [_factor_case(65536, 32), _factor_case(16384, 64)],
     },
     dtypes=("float32",),

@@ -151,7 +151,8 @@ a large mean (about 50) and rows with outliers of several hundred.
         "dev": [_rows(4, 100, "float32"), _rows(16, 768, "float16"), _rows(8, 1024, "bfloat16")],
         "heldout": [_rows(3, 1, "float32"), _rows(33, 1537, "float16"), _rows(64, 4095, "float32"),
                     _rows(17, 2049, "bfloat16")],
-        "bench": [_rows(16384, 8192, "bfloat16"), _rows(16384, 8192, "float16"), _rows(8192, 4096, "float32")],
+        "bench": [_rows(16384, 8192, "bfloat16"), _rows(16384, 8192, "float16"),
+                  _rows(8192, 4096, "float32")],
     },
     dtypes=("float32", "float16", "bfloat16"),
     tolerances=_NORM_TOL,
@@ -229,7 +230,8 @@ max subtraction, and rows dominated by one element (outputs near 0 next to outpu
     dtypes=("float32", "float16"),
     tolerances={
         "float32": Tolerance(2e-5, 1e-5, 1e-6, "outputs up to |500|: a few fp32 ulps of x - max - log(sum)"),
-        "float16": Tolerance(2e-3, 1e-3, 1e-3, "fp16 output rounding: 4.9e-4 relative, outputs near 0 absolute"),
+        "float16": Tolerance(2e-3, 1e-3, 1e-3,
+                             "fp16 output rounding: 4.9e-4 relative, outputs near 0 absolute"),
     },
     flops=lambda c: 5 * c["m"] * c["n"],
     bytes=lambda c: 2 * c["m"] * c["n"] * elem_size(c["dtype"]),
@@ -291,10 +293,11 @@ register(Task(
     signature="def masked_softmax(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor",
     description="""
 Softmax over the last dimension of a contiguous (M, N) tensor x restricted to the positions where
-the boolean (M, N) tensor mask is True: out[i, j] = exp(x[i, j] - m_i) / sum_{k: mask[i, k]} exp(x[i, k] - m_i)
-where mask[i, j] is True, with m_i the maximum over the kept positions of row i, and out[i, j] = 0 where
-mask[i, j] is False. A row with no kept position is all zeros (not NaN). x is float32 or float16;
-return a new tensor of the same shape and dtype. Accumulate in float32.
+the boolean (M, N) tensor mask is True:
+out[i, j] = exp(x[i, j] - m_i) / sum_{k: mask[i, k]} exp(x[i, k] - m_i) where mask[i, j] is True, with
+m_i the maximum over the kept positions of row i, and out[i, j] = 0 where mask[i, j] is False. A row
+with no kept position is all zeros (not NaN). x is float32 or float16; return a new tensor of the same
+shape and dtype. Accumulate in float32.
 """,
     reference=_masked_softmax_ref,
     make_inputs=_masked_softmax_inputs,
@@ -303,7 +306,8 @@ return a new tensor of the same shape and dtype. Accumulate in float32.
                 {**_rows(5, 2048, "float32"), "keep": 0.1}],
         "heldout": [{**_rows(1, 1, "float32"), "keep": 0.5}, {**_rows(17, 3001, "float16"), "keep": 0.3},
                     {**_rows(64, 781, "float32"), "keep": 0.7}],
-        "bench": [{**_rows(16384, 8192, "float16"), "keep": 0.5}, {**_rows(8192, 8191, "float32"), "keep": 0.8}],
+        "bench": [{**_rows(16384, 8192, "float16"), "keep": 0.5},
+                  {**_rows(8192, 8191, "float32"), "keep": 0.8}],
     },
     dtypes=("float32", "float16"),
     tolerances=_SOFTMAX_TOL,
@@ -420,12 +424,14 @@ bfloat16; return a new (B, T, D) tensor of that dtype. Accumulate in float32. Ro
 (about 50) break the one-pass E[x^2] - E[x]^2 formula.
 """,
     reference=lambda x, eps=1e-5: F.layer_norm(x, (x.shape[-1],), eps=eps),
-    make_inputs=lambda case, s: {"x": s.tensor((case["b"], case["t"], case["d"]), case["dtype"]), "eps": 1e-5},
+    make_inputs=lambda case, s: {"x": s.tensor((case["b"], case["t"], case["d"]), case["dtype"]),
+                                 "eps": 1e-5},
     shapes={
         "dev": [_bsd(2, 3, 100, "float32"), _bsd(2, 8, 768, "float16"), _bsd(1, 4, 512, "bfloat16")],
         "heldout": [_bsd(1, 3, 1, "float32"), _bsd(3, 11, 1537, "float16"), _bsd(2, 40, 4095, "float32"),
                     _bsd(2, 5, 333, "bfloat16")],
-        "bench": [_bsd(8, 4096, 4096, "bfloat16"), _bsd(8, 4096, 4096, "float16"), _bsd(4, 4096, 4096, "float32")],
+        "bench": [_bsd(8, 4096, 4096, "bfloat16"), _bsd(8, 4096, 4096, "float16"),
+                  _bsd(4, 4096, 4096, "float32")],
     },
     dtypes=("float32", "float16", "bfloat16"),
     tolerances={
@@ -529,7 +535,8 @@ dtype, computing in float32.
     },
     dtypes=("float32", "float16"),
     tolerances={
-        "float32": Tolerance(1e-5, 1e-5, 1e-6, "one affine map per element: a few fp32 ulps of outputs up to ~100"),
+        "float32": Tolerance(1e-5, 1e-5, 1e-6,
+                             "one affine map per element: a few fp32 ulps of outputs up to ~100"),
         "float16": Tolerance(2e-3, 2e-3, 1e-3, "fp16 output rounding (4.9e-4 relative)"),
     },
     flops=lambda c: 4 * _numel(c),
@@ -566,8 +573,10 @@ as small as two or three elements.
     reference=lambda x, weight, bias, eps=1e-5: F.instance_norm(x, weight=weight, bias=bias, eps=eps),
     make_inputs=_instance_norm_inputs,
     shapes={
-        "dev": [_nchw(2, 3, 10, 10, "float32"), _nchw(1, 4, 32, 33, "float16"), _nchw(2, 2, 7, 129, "float32")],
-        "heldout": [_nchw(2, 5, 1, 3, "float32"), _nchw(3, 2, 64, 65, "float16"), _nchw(1, 6, 17, 19, "float32")],
+        "dev": [_nchw(2, 3, 10, 10, "float32"), _nchw(1, 4, 32, 33, "float16"),
+                _nchw(2, 2, 7, 129, "float32")],
+        "heldout": [_nchw(2, 5, 1, 3, "float32"), _nchw(3, 2, 64, 65, "float16"),
+                    _nchw(1, 6, 17, 19, "float32")],
         "bench": [_nchw(16, 256, 128, 128, "float16"), _nchw(16, 128, 128, 128, "float32")],
     },
     dtypes=("float32", "float16"),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import torch
 import torch.nn.functional as F
 
 from ..registry import register
@@ -164,7 +163,8 @@ return a new contiguous (N, C) tensor of x's dtype.
     make_inputs=_global_avg_inputs,
     shapes={
         "dev": [_nchw(2, 3, 7, 7, "float32"), _nchw(4, 64, 14, 14, "float16"), _nchw(2, 8, 8, 8, "bfloat16")],
-        "heldout": [_nchw(1, 1, 1, 1, "float32"), _nchw(3, 33, 56, 57, "float32"), _nchw(2, 100, 7, 7, "float16"),
+        "heldout": [_nchw(1, 1, 1, 1, "float32"), _nchw(3, 33, 56, 57, "float32"),
+                    _nchw(2, 100, 7, 7, "float16"),
                     _nchw(1, 5, 100, 100, "float32"), _nchw(2, 9, 5, 3, "bfloat16")],
         "bench": [_nchw(256, 2048, 14, 14, "float16"), _nchw(128, 256, 56, 56, "float32")],
     },
@@ -278,7 +278,9 @@ def _lp(n: int, c: int, h: int, w: int, k: int, s: int, norm: float, dtype: str)
 register(Task(
     id="pooling/lp-pool2d",
     entrypoint="lp_pool2d",
-    signature="def lp_pool2d(x: torch.Tensor, norm_type: float, kernel_size: int, stride: int) -> torch.Tensor",
+    signature=(
+        "def lp_pool2d(x: torch.Tensor, norm_type: float, kernel_size: int, stride: int) -> torch.Tensor"
+    ),
     description="""
 2-D power-average pooling, as torch.nn.functional.lp_pool2d(x, norm_type, kernel_size, stride): x is a
 contiguous (N, C, H, W) tensor (float32 or float16) and norm_type an even number (2.0 or 4.0);

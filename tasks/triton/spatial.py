@@ -89,7 +89,8 @@ out_h and out_w may be larger or smaller than H and W. Compute in float32; retur
         "dev": [_img(2, 3, 5, 7, "float32", oh=10, ow=14), _img(1, 4, 16, 16, "float16", oh=32, ow=48),
                 _img(1, 2, 9, 9, "bfloat16", oh=4, ow=20)],
         "heldout": [_img(1, 1, 1, 1, "float32", oh=3, ow=2), _img(2, 3, 17, 13, "float32", oh=50, ow=7),
-                    _img(3, 5, 32, 31, "float16", oh=64, ow=62), _img(1, 3, 100, 80, "float32", oh=37, ow=41)],
+                    _img(3, 5, 32, 31, "float16", oh=64, ow=62), _img(1, 3, 100, 80, "float32", oh=37,
+                                                                      ow=41)],
         "bench": [_img(16, 64, 256, 256, "float16", oh=512, ow=512),
                   _img(8, 64, 512, 512, "float32", oh=300, ow=300)],
     },
@@ -157,7 +158,8 @@ out[n, c * r * r + i * r + j, h, w] = x[n, c, h * r + i, w * r + j].
 
 # ------------------------------------------------------------------------------------ grid sample
 def _grid_inputs(case, s):
-    return {"x": _x(case, s), "grid": s.uniform((case["n"], case["oh"], case["ow"], 2), -1.1, 1.1, case["dtype"])}
+    return {"x": _x(case, s),
+            "grid": s.uniform((case["n"], case["oh"], case["ow"], 2), -1.1, 1.1, case["dtype"])}
 
 
 register(Task(
@@ -172,7 +174,8 @@ padding_mode="zeros", align_corners=False): x is a contiguous (N, C, H, W) tenso
 i, j] blends the four pixels around (iy, ix) with bilinear weights, a pixel outside the image
 counting as 0. Compute in float32; return a new contiguous (N, C, OH, OW) tensor of x's dtype.
 """,
-    reference=lambda x, grid: F.grid_sample(x, grid, mode="bilinear", padding_mode="zeros", align_corners=False),
+    reference=lambda x, grid: F.grid_sample(x, grid, mode="bilinear", padding_mode="zeros",
+                                            align_corners=False),
     make_inputs=_grid_inputs,
     shapes={
         "dev": [_img(2, 3, 5, 7, "float32", oh=6, ow=6), _img(1, 4, 16, 16, "float16", oh=20, ow=12),
@@ -222,9 +225,11 @@ pad_right) tensor: x placed at offset (pad_top, pad_left), every other element e
         x, (pad_left, pad_right, pad_top, pad_bottom), mode="constant", value=value),
     make_inputs=lambda case, s: {**_pad_inputs(case, s), "value": case["value"]},
     shapes={
-        "dev": [_pd(2, 3, 5, 7, 1, 1, 1, 1, "float32", value=0.0), _pd(1, 4, 16, 16, 3, 0, 2, 5, "float16", value=-1.5),
+        "dev": [_pd(2, 3, 5, 7, 1, 1, 1, 1, "float32", value=0.0),
+                _pd(1, 4, 16, 16, 3, 0, 2, 5, "float16", value=-1.5),
                 _pd(1, 2, 9, 9, 0, 4, 4, 0, "bfloat16", value=2.0)],
-        "heldout": [_pd(1, 1, 1, 1, 2, 3, 4, 5, "float32", value=7.0), _pd(2, 3, 17, 13, 20, 1, 0, 33, "float32",
+        "heldout": [_pd(1, 1, 1, 1, 2, 3, 4, 5, "float32", value=7.0),
+                    _pd(2, 3, 17, 13, 20, 1, 0, 33, "float32",
                                                                            value=-0.25),
                     _pd(3, 5, 32, 31, 1, 2, 3, 4, "float16", value=0.0),
                     _pd(1, 3, 8, 8, 1, 1, 1, 1, "bfloat16", value=1.0)],
@@ -291,7 +296,8 @@ register(Task(
     id="spatial/im2col",
     entrypoint="im2col",
     signature=(
-        "def im2col(x: torch.Tensor, kernel_size: int, stride: int, padding: int, dilation: int) -> torch.Tensor"
+        "def im2col(x: torch.Tensor, kernel_size: int, stride: int, padding: int, dilation: int"
+        ") -> torch.Tensor"
     ),
     description="""
 Patch extraction (im2col), as torch.nn.functional.unfold(x, kernel_size, dilation=dilation,
@@ -368,7 +374,8 @@ that both reads and writes are coalesced.
     make_inputs=lambda case, s: {"x": _x(case, s)},
     shapes={
         "dev": [_img(2, 3, 5, 7, "float32"), _img(1, 64, 16, 16, "float16"), _img(1, 8, 9, 9, "bfloat16")],
-        "heldout": [_img(1, 1, 1, 1, "float32"), _img(2, 3, 17, 13, "float32"), _img(3, 65, 31, 33, "float16"),
+        "heldout": [_img(1, 1, 1, 1, "float32"), _img(2, 3, 17, 13, "float32"),
+                    _img(3, 65, 31, 33, "float16"),
                     _img(1, 4, 9, 9, "bfloat16")],
         "bench": [_img(64, 256, 56, 56, "float16"), _img(32, 64, 112, 112, "float32")],
     },

@@ -38,9 +38,9 @@ LOOPHOLES = [
     ("sleeper", "math/add", {"inconsistent"}, "run", "later"),
     ("gc_walk", "math/add", {"introspection"}, "static", "__subclasses__"),
     ("gc_walk_hidden", "math/add", {"introspection"}, "run", "gc.get_objects"),
-    ("read_harness_memory", "math/add", {"sandbox-filesystem"}, "run", "another process"),
+    ("read_harness_memory", "math/add", {"sandbox-filesystem"}, "run", "another process's entry"),
     ("forge_reply", "math/add", {"forged-reply"}, "run", "channel"),
-    ("open_socket", "math/add", {"sandbox-network"}, "run", "socket"),
+    ("open_socket", "math/add", {"sandbox-network"}, "run", "network access"),
     ("out_of_bounds_write", "math/add", {"out-of-bounds"}, "run", "past the end"),
 ]
 
@@ -49,16 +49,15 @@ LOOPHOLES = [
 def test_loophole_is_rejected_with_a_reason(judge, name, task_id, expected, layer, words):
     result = judge(task_id, name)
     assert result.correct is not True, explain(result)
-    found = {v.code: v.message for v in result.violations}
-    hit = expected & set(found)
+    hit = [v for v in result.violations if v.code in expected]
     assert hit, f"expected one of {expected}:\n{explain(result)}"
-    message = found[hit.pop()]
-    assert words in message and len(message) > 40, message  # a sentence a person can act on
+    messages = [v.message for v in hit]
+    assert any(words in m and len(m) > 40 for m in messages), messages  # a sentence a person can act on
     if layer == "static":
         assert result.stage == "static" and not result.compiled, explain(result)
     else:
         assert result.stage != "static", f"{name} must get past the scan, to test the run-time layer"
-    assert words.split()[0] in result.feedback or hit <= {"stale-output"}, result.feedback
+    assert hit[0].message[:40] in result.feedback, result.feedback  # the model is told, too
 
 def test_the_harness_goes_on_after_each_attack(cpu_evaluator, judge):
     """Evaluating the reference right after a run of attacks gives a clean verdict (no leftovers)."""

@@ -13,13 +13,13 @@ from kernelgym.tasks import get_task
 
 TASK = "normalization/softmax"
 GOOD = get_task(TASK).solution_source()
-TORCH_OP = '''import torch
+TORCH_OP = """import torch
 import triton
 
 
 def softmax(x: torch.Tensor) -> torch.Tensor:
     return torch.softmax(x, dim=-1)
-'''
+"""
 
 
 def fenced(source: str, prose: str = "Here is the kernel.") -> str:
@@ -33,8 +33,20 @@ def write_replay(path: Path, rows: list[tuple[int, int, str]], tokens: int = 100
     """(sample, turn, text) for TASK; each answer costs ``tokens`` input tokens and 0.01 USD."""
     with open(path, "w") as f:
         for sample, turn, text in rows:
-            f.write(json.dumps({"task": TASK, "sample": sample, "turn": turn, "text": text,
-                                "input_tokens": tokens, "output_tokens": 0, "cost_usd": 0.01}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "task": TASK,
+                        "sample": sample,
+                        "turn": turn,
+                        "text": text,
+                        "input_tokens": tokens,
+                        "output_tokens": 0,
+                        "cost_usd": 0.01,
+                    }
+                )
+                + "\n"
+            )
     return path
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from kernelgym.experiments import config
 from kernelgym.experiments.config import ConfigError
 
@@ -64,8 +63,11 @@ def test_an_unknown_task_in_a_multiline_array_points_at_its_own_line(tmp_path: P
 
 
 def test_unknown_agent_context_and_provider_are_all_reported(tmp_path: Path) -> None:
-    text = (GOOD.replace('"fix-retry"]', '"fix-retyr"]').replace('"full"]', '"fulll"]')
-            .replace("openai:gpt-5-mini", "opneai:gpt-5-mini"))
+    text = (
+        GOOD.replace('"fix-retry"]', '"fix-retyr"]')
+        .replace('"full"]', '"fulll"]')
+        .replace("openai:gpt-5-mini", "opneai:gpt-5-mini")
+    )
     msg = _error(text, tmp_path)
     lines = msg.splitlines()
     assert any("line 6" in x and "agents[1]" in x and "fix-retry" in x for x in lines)
@@ -75,7 +77,8 @@ def test_unknown_agent_context_and_provider_are_all_reported(tmp_path: Path) -> 
 
 def test_a_models_table_error_names_the_table_entry(tmp_path: Path) -> None:
     text = GOOD.replace('models = ["openai:gpt-5-mini"]\n', "") + (
-        '\n[[models]]\nspec = "openai:gpt-5-mini"\n\n[[models]]\nspec = "anthropic:claude"\ntemperature = 0\n')
+        '\n[[models]]\nspec = "openai:gpt-5-mini"\n\n[[models]]\nspec = "anthropic:claude"\ntemperature = 0\n'
+    )
     msg = _error(text, tmp_path)
     assert "models[1].temperature" in msg and "line 23" in msg and "unknown key" in msg
     assert "params = {" in msg  # where call parameters go

@@ -18,9 +18,9 @@ import sys
 import time
 from pathlib import Path
 
-from exp_helpers import GOOD, TORCH_OP, NO_CODE, fenced, write_experiment, write_replay
+from exp_helpers import GOOD, NO_CODE, TORCH_OP, fenced, write_experiment, write_replay
 
-LAUNCHER = '''
+LAUNCHER = """
 import json, os, sys
 import kernelgym.agents as agents
 
@@ -34,7 +34,8 @@ class Logged:
 
     def complete(self, messages, *, metadata=None, **params):
         with open(LOG, "a") as f:
-            f.write(json.dumps({"pid": os.getpid(), "sample": metadata["sample"], "turn": metadata["turn"]}) + "\\n")
+            row = {"pid": os.getpid(), "sample": metadata["sample"], "turn": metadata["turn"]}
+            f.write(json.dumps(row) + "\\n")
         return self.inner.complete(messages, metadata=metadata, **params)
 
     async def acomplete(self, messages, **kw):
@@ -44,7 +45,7 @@ class Logged:
 agents.make_provider = lambda spec, **kw: Logged(real(spec, **kw))
 from kernelgym.experiments.cli import main
 sys.exit(main(sys.argv[1:]))
-'''
+"""
 
 
 def _count(db: Path, table: str) -> int:
@@ -56,11 +57,20 @@ def _count(db: Path, table: str) -> int:
 
 
 def test_sigkill_mid_run_then_resume_loses_nothing_and_pays_nothing_twice(tmp_path: Path) -> None:
-    replay = write_replay(tmp_path / "rec.jsonl", [
-        (0, 1, NO_CODE), (0, 2, fenced(TORCH_OP)), (0, 3, fenced(GOOD)),  # fixed at turn 3
-        (1, 1, NO_CODE), (1, 2, fenced(GOOD)), (1, 3, fenced(GOOD)),
-        (2, 1, fenced(GOOD)), (2, 2, fenced(GOOD)), (2, 3, fenced(GOOD)),
-    ])
+    replay = write_replay(
+        tmp_path / "rec.jsonl",
+        [
+            (0, 1, NO_CODE),
+            (0, 2, fenced(TORCH_OP)),
+            (0, 3, fenced(GOOD)),  # fixed at turn 3
+            (1, 1, NO_CODE),
+            (1, 2, fenced(GOOD)),
+            (1, 3, fenced(GOOD)),
+            (2, 1, fenced(GOOD)),
+            (2, 2, fenced(GOOD)),
+            (2, 3, fenced(GOOD)),
+        ],
+    )
     exp = write_experiment(tmp_path / "exp.toml", replay, samples=3)
     launcher = tmp_path / "launch.py"
     launcher.write_text(LAUNCHER)
@@ -69,8 +79,13 @@ def test_sigkill_mid_run_then_resume_loses_nothing_and_pays_nothing_twice(tmp_pa
     db = run_dir / "store.sqlite"
     env = {**os.environ, "KERNELGYM_TEST_CALL_LOG": str(log)}
 
-    first = subprocess.Popen([sys.executable, str(launcher), "run", str(exp), "--run-dir", str(run_dir), "--quiet"],
-                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    first = subprocess.Popen(
+        [sys.executable, str(launcher), "run", str(exp), "--run-dir", str(run_dir), "--quiet"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     deadline = time.time() + 120
     try:
         while _count(db, "calls") < 3:  # the third answer has arrived and is being evaluated
@@ -82,19 +97,26 @@ def test_sigkill_mid_run_then_resume_loses_nothing_and_pays_nothing_twice(tmp_pa
         first.wait(timeout=30)
     assert first.returncode == -signal.SIGKILL
     with sqlite3.connect(db) as conn:
-        before = conn.execute("SELECT episode_id, turn, record, created_at FROM turns ORDER BY episode_id, turn"
-                              ).fetchall()
+        before = conn.execute(
+            "SELECT episode_id, turn, record, created_at FROM turns ORDER BY episode_id, turn"
+        ).fetchall()
     assert [(e, t) for e, t, _, _ in before] == [(1, 1), (1, 2)]  # turn 3 was being judged when killed
     assert _count(db, "calls") == 3
 
-    second = subprocess.run([sys.executable, str(launcher), "run", "--resume", str(run_dir)], env=env,
-                            capture_output=True, text=True, timeout=300)
+    second = subprocess.run(
+        [sys.executable, str(launcher), "run", "--resume", str(run_dir)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert second.returncode == 0, second.stdout + second.stderr
     assert "Resuming run" in second.stdout and f"Report: {run_dir / 'report.html'}" in second.stdout
 
     with sqlite3.connect(db) as conn:
-        after = conn.execute("SELECT episode_id, turn, record, created_at FROM turns ORDER BY episode_id, turn"
-                             ).fetchall()
+        after = conn.execute(
+            "SELECT episode_id, turn, record, created_at FROM turns ORDER BY episode_id, turn"
+        ).fetchall()
         statuses = [r[0] for r in conn.execute("SELECT status FROM episodes ORDER BY id")]
         correct = conn.execute("SELECT COUNT(DISTINCT episode_id) FROM turns WHERE correct = 1").fetchone()[0]
     assert after[:2] == before  # nothing stored before the kill changed

@@ -9,7 +9,6 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-
 from kernelgym.experiments import export, report
 from kernelgym.experiments.cli import main
 from kernelgym.experiments.store import Store
@@ -23,18 +22,34 @@ SAMPLES = 3
 def _record(turn: int, rng: random.Random, *, arch: bool) -> dict:
     compiled = rng.random() < 0.8
     correct = compiled and rng.random() < 0.6
-    result = {"compiled": compiled, "correct": correct, "stage": "done" if correct else "correctness",
-              "arch_verified": (rng.random() < 0.5) if (arch and correct) else None}
+    result = {
+        "compiled": compiled,
+        "correct": correct,
+        "stage": "done" if correct else "correctness",
+        "arch_verified": (rng.random() < 0.5) if (arch and correct) else None,
+    }
     if correct:
         speedup = round(rng.uniform(0.3, 3.0), 3)
         result["speedup"] = {"eager": speedup, "torch.compile": speedup / 2}
-        result["timing"] = [{"roofline_fraction": round(rng.uniform(0.1, 0.9), 3)},
-                            {"roofline_fraction": round(rng.uniform(0.1, 0.9), 3)}]
-    return {"turn": turn, "phase": "generate" if turn == 1 else "fix", "messages": [], "response": "...",
-            "candidate": "def f(): pass", "extraction_problem": None, "feedback": "", "result": result,
-            "reward": 1.0 if correct else 0.0, "input_tokens": rng.randint(500, 2000),
-            "output_tokens": rng.randint(100, 900), "reasoning_tokens": 0,
-            "cost_usd": round(rng.uniform(0.001, 0.02), 5)}
+        result["timing"] = [
+            {"roofline_fraction": round(rng.uniform(0.1, 0.9), 3)},
+            {"roofline_fraction": round(rng.uniform(0.1, 0.9), 3)},
+        ]
+    return {
+        "turn": turn,
+        "phase": "generate" if turn == 1 else "fix",
+        "messages": [],
+        "response": "...",
+        "candidate": "def f(): pass",
+        "extraction_problem": None,
+        "feedback": "",
+        "result": result,
+        "reward": 1.0 if correct else 0.0,
+        "input_tokens": rng.randint(500, 2000),
+        "output_tokens": rng.randint(100, 900),
+        "reasoning_tokens": 0,
+        "cost_usd": round(rng.uniform(0.001, 0.02), 5),
+    }
 
 
 def make_store(run_dir: Path) -> Path:
@@ -42,13 +57,36 @@ def make_store(run_dir: Path) -> Path:
     rng = random.Random(7)
     run_dir.mkdir(parents=True)
     with Store(run_dir / "store.sqlite") as store:
-        store.set_meta("config", {"name": "synthetic", "resolved_tasks": list(TASKS), "agents": list(AGENTS),
-                                  "models": [{"spec": "replay:x", "name": "m"}], "contexts": list(CONTEXTS),
-                                  "samples": SAMPLES, "max_turns": 3, "history": "full", "target": "sm_90a",
-                                  "metrics": {"baseline": "eager", "pass_k": [1, 2], "fast_p": [0, 1, 1.5, 2]}})
-        store.add_episodes({"task": t, "category": c, "agent": a, "model": "m", "context": x, "sample": s,
-                            "requires_features": t == "matmul/matmul"}
-                           for s in range(SAMPLES) for t, c in TASKS.items() for a in AGENTS for x in CONTEXTS)
+        store.set_meta(
+            "config",
+            {
+                "name": "synthetic",
+                "resolved_tasks": list(TASKS),
+                "agents": list(AGENTS),
+                "models": [{"spec": "replay:x", "name": "m"}],
+                "contexts": list(CONTEXTS),
+                "samples": SAMPLES,
+                "max_turns": 3,
+                "history": "full",
+                "target": "sm_90a",
+                "metrics": {"baseline": "eager", "pass_k": [1, 2], "fast_p": [0, 1, 1.5, 2]},
+            },
+        )
+        store.add_episodes(
+            {
+                "task": t,
+                "category": c,
+                "agent": a,
+                "model": "m",
+                "context": x,
+                "sample": s,
+                "requires_features": t == "matmul/matmul",
+            }
+            for s in range(SAMPLES)
+            for t, c in TASKS.items()
+            for a in AGENTS
+            for x in CONTEXTS
+        )
         for e in store.episodes():
             turns = 1 if e["agent"] == "one-shot" else 3
             records = []
@@ -58,8 +96,11 @@ def make_store(run_dir: Path) -> Path:
                 if records[-1]["result"]["correct"] and rng.random() < 0.5:
                     break
             correct = [r for r in records if r["result"]["correct"]]
-            best = max(correct, key=lambda r: (r["result"]["speedup"]["eager"], -r["turn"]))["turn"] if correct \
+            best = (
+                max(correct, key=lambda r: (r["result"]["speedup"]["eager"], -r["turn"]))["turn"]
+                if correct
                 else records[-1]["turn"]
+            )
             heldout = {"correct": rng.random() < 0.8} if correct else None
             store.finish_episode(e["id"], solved=bool(correct), best_turn=best, heldout=heldout)
     return run_dir
@@ -68,11 +109,14 @@ def make_store(run_dir: Path) -> Path:
 def by_hand(db: Path) -> dict:
     """Per (agent, context) and per turn, straight from the rows."""
     conn = sqlite3.connect(db)
-    episodes = conn.execute("SELECT id, task, agent, context, heldout_correct, requires_features FROM episodes"
-                            ).fetchall()
+    episodes = conn.execute(
+        "SELECT id, task, agent, context, heldout_correct, requires_features FROM episodes"
+    ).fetchall()
     turns: dict[int, list[tuple]] = {}
-    for row in conn.execute("SELECT episode_id, turn, compiled, correct, arch_verified, speedup, roofline, "
-                            "input_tokens, output_tokens, cost_usd FROM turns ORDER BY episode_id, turn"):
+    for row in conn.execute(
+        "SELECT episode_id, turn, compiled, correct, arch_verified, speedup, roofline, "
+        "input_tokens, output_tokens, cost_usd FROM turns ORDER BY episode_id, turn"
+    ):
         turns.setdefault(row[0], []).append(row[1:])
     out = {}
     for agent in AGENTS:
@@ -104,16 +148,24 @@ def by_hand(db: Path) -> dict:
             for t in (1, 2, 3):
                 by_turn.append(sum(any(x[2] for x in turns[e[0]][:t]) for e in eps) / n)
 
-            def pk(k: int) -> float:
+            def pk(k: int, groups: dict[str, list[bool]] = groups) -> float:
                 vals = [1 - math.comb(len(v) - sum(v), k) / math.comb(len(v), k) for v in groups.values()]
                 return sum(vals) / len(vals)
 
             out[(agent, ctx)] = {
-                "episodes": n, "compiled": compiled / n, "correct": correct / n, "fast_1": fast1 / n,
-                "pass@1": pk(1), "pass@2": pk(2), "arch": sum(arch) / len(arch),
+                "episodes": n,
+                "compiled": compiled / n,
+                "correct": correct / n,
+                "fast_1": fast1 / n,
+                "pass@1": pk(1),
+                "pass@2": pk(2),
+                "arch": sum(arch) / len(arch),
                 "speedup": math.exp(sum(math.log(s) for s in speedups) / len(speedups)),
-                "roofline": sum(roofs) / len(roofs), "heldout": f"{held_ok}/{held_checked}",
-                "tokens_per_correct": tokens / correct, "cost_per_correct": cost / correct, "by_turn": by_turn,
+                "roofline": sum(roofs) / len(roofs),
+                "heldout": f"{held_ok}/{held_checked}",
+                "tokens_per_correct": tokens / correct,
+                "cost_per_correct": cost / correct,
+                "by_turn": by_turn,
             }
     return out
 
@@ -127,8 +179,15 @@ def md_tables(text: str) -> list[list[dict[str, str]]]:
             rows = []
             i += 2
             while i < len(lines) and lines[i].startswith("| "):
-                rows.append(dict(zip(headers, [c.strip() for c in lines[i].strip().strip("|").split(" | ")],
-                                     strict=True)))
+                rows.append(
+                    dict(
+                        zip(
+                            headers,
+                            [c.strip() for c in lines[i].strip().strip("|").split(" | ")],
+                            strict=True,
+                        )
+                    )
+                )
                 i += 1
             tables.append(rows)
         i += 1

@@ -10,14 +10,12 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 import kernelgym.agents as agents
+import pytest
+from exp_helpers import NO_CODE, TORCH_OP, fenced, write_experiment, write_replay
 from kernelgym.experiments import config, runner
 from kernelgym.experiments.cli import main
 from kernelgym.experiments.store import Store
-
-from exp_helpers import TORCH_OP, NO_CODE, fenced, write_experiment, write_replay
 
 
 class Counting:
@@ -30,8 +28,9 @@ class Counting:
         self.lock = threading.Lock()
         self.on_call = on_call
 
-    def complete(self, messages: list[dict[str, str]], *, metadata: dict[str, Any] | None = None,
-                 **params: Any) -> Any:
+    def complete(
+        self, messages: list[dict[str, str]], *, metadata: dict[str, Any] | None = None, **params: Any
+    ) -> Any:
         with self.lock:
             self.calls.append((metadata["sample"], metadata["turn"]))
             if self.on_call:
@@ -122,13 +121,15 @@ def test_a_resume_with_a_different_grid_is_refused(tmp_path: Path) -> None:
         runner.open_run(exp, run_dir)
 
 
-def test_a_missing_api_key_fails_before_any_work_and_names_the_model(tmp_path: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch,
-                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_missing_api_key_fails_before_any_work_and_names_the_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     path = tmp_path / "exp.toml"
-    path.write_text('name = "k"\ntasks = ["math/add"]\nagents = ["one-shot"]\n\n[[models]]\n'
-                    'spec = "openai:gpt-5-mini"\n\n[run]\ndevices = "cpu"\n')
+    path.write_text(
+        'name = "k"\ntasks = ["math/add"]\nagents = ["one-shot"]\n\n[[models]]\n'
+        'spec = "openai:gpt-5-mini"\n\n[run]\ndevices = "cpu"\n'
+    )
     code = main(["run", str(path), "--run-dir", str(tmp_path / "run"), "--quiet"])
     err = capsys.readouterr().err
     assert code == 2

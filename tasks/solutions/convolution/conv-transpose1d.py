@@ -30,7 +30,8 @@ def conv_t1d_kernel(x_ptr, w_ptr, b_ptr, out_ptr, N, C, L, CO, OL, K, stride, pa
             c_ok = ck < C
             a = tl.load(x_ptr + x_img[:, None] + ck[None, :].to(tl.int64) * L + i[:, None],
                         mask=ok[:, None] & c_ok[None, :], other=0.0)
-            b = tl.load(w_ptr + (ck[:, None] * CO + offs_n[None, :]) * K + k, mask=c_ok[:, None] & n_ok[None, :],
+            b = tl.load(w_ptr + (ck[:, None] * CO + offs_n[None, :]) * K + k,
+                        mask=c_ok[:, None] & n_ok[None, :],
                         other=0.0)
             acc = tl.dot(a, b, acc)
     acc += tl.load(b_ptr + offs_n, mask=n_ok, other=0.0).to(tl.float32)[None, :]

@@ -25,7 +25,8 @@ def conv1d_kernel(x_ptr, w_ptr, b_ptr, out_ptr, N, C, L, CO, OL, K, stride, pad,
             c_ok = ck < C
             a = tl.load(x_ptr + x_img[:, None] + ck[None, :].to(tl.int64) * L + pos[:, None],
                         mask=pos_ok[:, None] & c_ok[None, :], other=0.0)
-            b = tl.load(w_ptr + (offs_n[None, :] * C + ck[:, None]) * K + k, mask=c_ok[:, None] & n_ok[None, :],
+            b = tl.load(w_ptr + (offs_n[None, :] * C + ck[:, None]) * K + k,
+                        mask=c_ok[:, None] & n_ok[None, :],
                         other=0.0)
             acc = tl.dot(a, b, acc)
     acc += tl.load(b_ptr + offs_n, mask=n_ok, other=0.0).to(tl.float32)[None, :]
@@ -33,7 +34,8 @@ def conv1d_kernel(x_ptr, w_ptr, b_ptr, out_ptr, N, C, L, CO, OL, K, stride, pad,
     tl.store(out, acc.to(out_ptr.dtype.element_ty), mask=m_ok[:, None] & n_ok[None, :])
 
 
-def conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, stride: int, padding: int) -> torch.Tensor:
+def conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, stride: int,
+           padding: int) -> torch.Tensor:
     n, c, length = x.shape
     co, _, k = weight.shape
     ol = (length + 2 * padding - k) // stride + 1

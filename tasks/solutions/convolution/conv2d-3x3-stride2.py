@@ -35,7 +35,7 @@ def conv2d_kernel(x_ptr, w_ptr, b_ptr, out_ptr, N, C, H, W, CO, OH, OW, KH, KW, 
                             mask=c_ok[:, None] & n_ok[None, :], other=0.0)
                 acc = tl.dot(a, b, acc)
     acc += tl.load(b_ptr + offs_n, mask=n_ok, other=0.0).to(tl.float32)[None, :]
-    out = out_ptr + img[:, None].to(tl.int64) * CO * OH * OW + offs_n[None, :].to(tl.int64) * OH * OW + pix[:, None]
+    out = out_ptr + (img[:, None].to(tl.int64) * CO + offs_n[None, :]) * OH * OW + pix[:, None]
     tl.store(out, acc.to(out_ptr.dtype.element_ty), mask=m_ok[:, None] & n_ok[None, :])
 
 

@@ -19,8 +19,10 @@ def pointwise_kernel(x_ptr, w_ptr, b_ptr, out_ptr, C, CO, HW, BLOCK_CO: tl.const
     for c0 in range(0, C, BLOCK_K):
         ck = c0 + tl.arange(0, BLOCK_K)
         c_ok = ck < C
-        a = tl.load(w_ptr + offs_co[:, None] * C + ck[None, :], mask=co_ok[:, None] & c_ok[None, :], other=0.0)
-        b = tl.load(x_ptr + (img * C + ck[:, None]) * HW + offs_p[None, :], mask=c_ok[:, None] & p_ok[None, :],
+        a = tl.load(w_ptr + offs_co[:, None] * C + ck[None, :], mask=co_ok[:, None] & c_ok[None, :],
+                    other=0.0)
+        b = tl.load(x_ptr + (img * C + ck[:, None]) * HW + offs_p[None, :],
+                    mask=c_ok[:, None] & p_ok[None, :],
                     other=0.0)
         acc = tl.dot(a, b, acc)
     acc += tl.load(b_ptr + offs_co, mask=co_ok, other=0.0).to(tl.float32)[:, None]
@@ -38,6 +40,7 @@ def pointwise_conv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) ->
     block_co, block_p = (128, 128) if big else (32, 64)
     block_k = 64 if c >= 64 else 32 if c > 16 else 16
     grid = (triton.cdiv(co, block_co), triton.cdiv(hw, block_p), n)
-    pointwise_kernel[grid](x, weight, bias, out, c, co, hw, BLOCK_CO=block_co, BLOCK_P=block_p, BLOCK_K=block_k,
+    pointwise_kernel[grid](x, weight, bias, out, c, co, hw, BLOCK_CO=block_co, BLOCK_P=block_p,
+                           BLOCK_K=block_k,
                            num_warps=8 if big else 4, num_stages=3)
     return out

@@ -26,7 +26,8 @@ def adaln_kernel(x_ptr, shift_ptr, scale_ptr, y_ptr, T, S, C, eps, ROWS: tl.cons
     tl.store(y_ptr + at, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
-def adaln_modulate(x: torch.Tensor, shift: torch.Tensor, scale: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+def adaln_modulate(x: torch.Tensor, shift: torch.Tensor, scale: torch.Tensor, eps: float = 1e-6
+                   ) -> torch.Tensor:
     b, s, c = x.shape
     y = torch.empty_like(x)
     block = max(triton.next_power_of_2(c), 16)

@@ -11,7 +11,8 @@ import triton.language as tl
 
 
 @triton.jit
-def add_rms_norm_kernel(x_ptr, r_ptr, w_ptr, h_ptr, y_ptr, M, N, eps, ROWS: tl.constexpr, BLOCK: tl.constexpr):
+def add_rms_norm_kernel(x_ptr, r_ptr, w_ptr, h_ptr, y_ptr, M, N, eps, ROWS: tl.constexpr,
+                        BLOCK: tl.constexpr):
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     offs = tl.arange(0, BLOCK)
     col_ok = offs < N

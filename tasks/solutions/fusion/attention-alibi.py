@@ -21,7 +21,8 @@ def alibi_kernel(q_ptr, k_ptr, v_ptr, slopes_ptr, o_ptr, H, S, scale_log2, HEAD_
     slope = tl.load(slopes_ptr + bh % H) * 1.4426950408889634
     offs_m = start_m + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, HEAD_DIM)
-    q = tl.load(q_ptr + base + offs_m[:, None] * HEAD_DIM + offs_d[None, :], mask=offs_m[:, None] < S, other=0.0)
+    q = tl.load(q_ptr + base + offs_m[:, None] * HEAD_DIM + offs_d[None, :], mask=offs_m[:, None] < S,
+                other=0.0)
     m_i = tl.full((BLOCK_M,), -float("inf"), tl.float32)
     l_i = tl.zeros((BLOCK_M,), tl.float32)
     acc = tl.zeros((BLOCK_M, HEAD_DIM), tl.float32)
@@ -48,7 +49,7 @@ def attention_alibi(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, slopes: t
     b, h, s, d = q.shape
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
     out = torch.empty_like(q)
-    block_m, block_n = (128, 64) if s >= 1024 else (64, 32)
+    block_m, block_n = (128, 64) if s >= 1024 else (64, 64)
     warps = 8 if d >= 128 and block_m >= 128 else 4
     grid = (triton.cdiv(s, block_m), b * h)
     alibi_kernel[grid](q, k, v, slopes, out, h, s, 1.4426950408889634 / math.sqrt(d), HEAD_DIM=d,

@@ -62,11 +62,12 @@ def attention_gqa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: boo
     group = hq // hkv
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
     out = torch.empty_like(q)
-    block_m, block_n = (128, 64) if s >= 1024 else (64, 32)
+    block_m, block_n = (128, 64) if s >= 1024 else (64, 64)
     heads = min(triton.next_power_of_2(group), 2)
     block_q = block_m // heads
     warps = 8 if d >= 128 and block_m >= 128 else 4
     grid = (triton.cdiv(s, block_q), b * hkv * triton.cdiv(group, heads))
     gqa_kernel[grid](q, k, v, out, hq, hkv, s, 1.4426950408889634 / math.sqrt(d), GROUP=group, HEADS=heads,
-                     HEAD_DIM=d, BLOCK_Q=block_q, BLOCK_N=block_n, CAUSAL=causal, num_warps=warps, num_stages=3)
+                     HEAD_DIM=d, BLOCK_Q=block_q, BLOCK_N=block_n, CAUSAL=causal, num_warps=warps,
+                     num_stages=3)
     return out

@@ -56,7 +56,7 @@ def attention_mqa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: boo
     b, h, s, d = q.shape
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
     out = torch.empty_like(q)
-    block_m, block_n = (128, 64) if s >= 1024 else (64, 32)
+    block_m, block_n = (128, 64) if s >= 1024 else (64, 64)
     heads = min(triton.next_power_of_2(h), 4 if s < 1024 else 2)
     block_q = block_m // heads
     warps = 8 if d >= 128 and block_m >= 128 else 4

@@ -48,7 +48,7 @@ def cross_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.
     sk = k.shape[2]
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
     out = torch.empty_like(q)
-    block_m, block_n = (128, 64) if sq >= 1024 else (64, 32)
+    block_m, block_n = (128, 64) if sq >= 1024 else (64, 64)
     warps = 8 if d >= 128 and block_m >= 128 else 4
     grid = (triton.cdiv(sq, block_m), b * h)
     cross_attention_kernel[grid](q, k, v, out, sq, sk, 1.4426950408889634 / math.sqrt(d), HEAD_DIM=d,

@@ -16,8 +16,8 @@ import triton.language as tl
 
 @triton.jit
 def decode_split_kernel(q_ptr, k_ptr, v_ptr, len_ptr, po_ptr, pm_ptr, pl_ptr, H, HKV, S, chunk, scale_log2,
-                        GROUP: tl.constexpr, BLOCK_G: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr,
-                        SPLITS: tl.constexpr):
+                        GROUP: tl.constexpr, BLOCK_G: tl.constexpr, HEAD_DIM: tl.constexpr,
+                        BLOCK_N: tl.constexpr, SPLITS: tl.constexpr):
     bkv = tl.program_id(0)
     split = tl.program_id(1)
     batch = bkv // HKV
@@ -82,9 +82,10 @@ def decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tens
     part_m = torch.empty((b * h * splits,), dtype=torch.float32, device=q.device)
     part_l = torch.empty((b * h * splits,), dtype=torch.float32, device=q.device)
     decode_split_kernel[(b * hkv, splits)](
-        q.contiguous(), k_cache.contiguous(), v_cache.contiguous(), cache_lens, part_o, part_m, part_l, h, hkv,
-        s_max, chunk, 1.4426950408889634 / math.sqrt(d), GROUP=group, BLOCK_G=max(16, triton.next_power_of_2(group)),
-        HEAD_DIM=d, BLOCK_N=block_n, SPLITS=splits, num_warps=4, num_stages=3)
+        q.contiguous(), k_cache.contiguous(), v_cache.contiguous(), cache_lens, part_o, part_m, part_l,
+        h, hkv, s_max, chunk, 1.4426950408889634 / math.sqrt(d), GROUP=group,
+        BLOCK_G=max(16, triton.next_power_of_2(group)), HEAD_DIM=d, BLOCK_N=block_n, SPLITS=splits,
+        num_warps=4, num_stages=3)
     out = torch.empty_like(q)
     decode_combine_kernel[(b * h,)](part_o, part_m, part_l, out, HEAD_DIM=d, SPLITS=splits,
                                     BLOCK_S=triton.next_power_of_2(splits), num_warps=4)

@@ -20,11 +20,12 @@ def embedding_positional_kernel(ids_ptr, tok_ptr, pos_ptr, out_ptr, T, S, D, BLO
     pos = (tokens % S).to(tl.int64)
     e = tl.load(tok_ptr + ids[:, None] * D + feats[None, :], mask=mask, other=0.0).to(tl.float32)
     p = tl.load(pos_ptr + pos[:, None] * D + feats[None, :], mask=mask, other=0.0).to(tl.float32)
-    tl.store(out_ptr + tokens[:, None].to(tl.int64) * D + feats[None, :], (e + p).to(out_ptr.dtype.element_ty),
-             mask=mask)
+    out = (e + p).to(out_ptr.dtype.element_ty)
+    tl.store(out_ptr + tokens[:, None].to(tl.int64) * D + feats[None, :], out, mask=mask)
 
 
-def embedding_positional(ids: torch.Tensor, token_table: torch.Tensor, pos_table: torch.Tensor) -> torch.Tensor:
+def embedding_positional(ids: torch.Tensor, token_table: torch.Tensor, pos_table: torch.Tensor
+                         ) -> torch.Tensor:
     b, s = ids.shape
     d = token_table.shape[1]
     out = torch.empty((b, s, d), dtype=token_table.dtype, device=token_table.device)

@@ -40,11 +40,12 @@ def _norm_rotate(x: torch.Tensor, w: torch.Tensor, cos: torch.Tensor, sin: torch
     rows = b * s * h
     block_d = triton.next_power_of_2(d // 2)
     block_r = max(2048 // block_d, 1)
-    qk_norm_rope_kernel[(triton.cdiv(rows, block_r),)](x.contiguous(), w, cos, sin, out, rows, h, s, d // 2, eps,
-                                                       BLOCK_R=block_r, BLOCK_D=block_d, num_warps=4)
+    qk_norm_rope_kernel[(triton.cdiv(rows, block_r),)](x.contiguous(), w, cos, sin, out, rows, h, s, d // 2,
+                                                       eps, BLOCK_R=block_r, BLOCK_D=block_d, num_warps=4)
     return out
 
 
 def qk_norm_rope(q: torch.Tensor, k: torch.Tensor, q_weight: torch.Tensor, k_weight: torch.Tensor,
-                 cos: torch.Tensor, sin: torch.Tensor, eps: float = 1e-6) -> tuple[torch.Tensor, torch.Tensor]:
+                 cos: torch.Tensor, sin: torch.Tensor, eps: float = 1e-6
+                 ) -> tuple[torch.Tensor, torch.Tensor]:
     return _norm_rotate(q, q_weight, cos, sin, eps), _norm_rotate(k, k_weight, cos, sin, eps)

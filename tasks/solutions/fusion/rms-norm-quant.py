@@ -32,7 +32,8 @@ def rms_norm_quant_kernel(x_ptr, w_ptr, q_ptr, scale_ptr, M, N, eps, ROWS: tl.co
     tl.store(scale_ptr + rows, scale, mask=rows < M)
 
 
-def rms_norm_quant(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> tuple[torch.Tensor, torch.Tensor]:
+def rms_norm_quant(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6
+                   ) -> tuple[torch.Tensor, torch.Tensor]:
     m, n = x.shape
     q = torch.empty((m, n), dtype=torch.int8, device=x.device)
     scale = torch.empty((m,), dtype=torch.float32, device=x.device)

@@ -62,10 +62,10 @@ def rope_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cos: torch
     b, h, s, d = q.shape
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
     out = torch.empty_like(q)
-    block_m, block_n = (128, 64) if s >= 1024 else (64, 32)
+    block_m, block_n = (128, 64) if s >= 1024 else (64, 64)
     warps = 8 if d >= 128 and block_m >= 128 else 4
     grid = (triton.cdiv(s, block_m), b * h)
     rope_attention_kernel[grid](q, k, v, cos.contiguous(), sin.contiguous(), out, s,
-                                1.4426950408889634 / math.sqrt(d), HEAD_DIM=d, BLOCK_M=block_m, BLOCK_N=block_n,
-                                num_warps=warps, num_stages=3)
+                                1.4426950408889634 / math.sqrt(d), HEAD_DIM=d, BLOCK_M=block_m,
+                                BLOCK_N=block_n, num_warps=warps, num_stages=3)
     return out

@@ -1,9 +1,9 @@
-"""Reference solution for fusion/rope-interleaved: interleaved rotary embedding, a block of head-rows per program.
+"""Reference solution for fusion/rope-interleaved: interleaved rotary embedding, blocks of head-rows.
 
 q and k are viewed as rows of D features, one row per (token, head); the row's position is
-(row // heads) % S. A program rotates BLOCK_R rows: x1 = x[0::2] and x2 = x[1::2] are two strided (BLOCK_R, D/2)
-tiles and cos/sin are gathered per row (they stay in L1/L2). One launch for q, one for k; each element is
-read and written once.
+(row // heads) % S. A program rotates BLOCK_R rows: x1 = x[0::2] and x2 = x[1::2] are two strided
+(BLOCK_R, D/2) tiles and cos/sin are gathered per row (they stay in L1/L2). One launch for q, one for k;
+each element is read and written once.
 """
 
 import torch
@@ -12,7 +12,8 @@ import triton.language as tl
 
 
 @triton.jit
-def rope_interleaved_kernel(x_ptr, cos_ptr, sin_ptr, o_ptr, R, H, S, HALF, BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr):
+def rope_interleaved_kernel(x_ptr, cos_ptr, sin_ptr, o_ptr, R, H, S, HALF, BLOCK_R: tl.constexpr,
+                            BLOCK_D: tl.constexpr):
     rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     offs = tl.arange(0, BLOCK_D)
     mask = (rows < R)[:, None] & (offs < HALF)[None, :]

@@ -15,7 +15,8 @@ def scale_shift_silu_kernel(x_ptr, scale_ptr, shift_ptr, out_ptr, total, C, HW, 
     mask = offs < total
     channel = (offs // HW) % C
     x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-    z = x * tl.load(scale_ptr + channel, mask=mask, other=0.0) + tl.load(shift_ptr + channel, mask=mask, other=0.0)
+    scale = tl.load(scale_ptr + channel, mask=mask, other=0.0)
+    z = x * scale + tl.load(shift_ptr + channel, mask=mask, other=0.0)
     tl.store(out_ptr + offs, (z / (1.0 + tl.exp(-z))).to(out_ptr.dtype.element_ty), mask=mask)
 
 

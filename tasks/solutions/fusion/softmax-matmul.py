@@ -46,7 +46,7 @@ def softmax_matmul(scores: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     d = v.shape[-1]
     scores, v = scores.contiguous(), v.contiguous()
     out = torch.empty((b, h, sq, d), dtype=v.dtype, device=v.device)
-    block_m, block_n = (128, 64) if sq >= 1024 else (64, 32)
+    block_m, block_n = (128, 64) if sq >= 1024 else (64, 64)
     warps = 8 if block_m >= 128 else 4
     grid = (triton.cdiv(sq, block_m), b * h)
     softmax_matmul_kernel[grid](scores, v, out, sq, sk, HEAD_DIM=d, BLOCK_M=block_m, BLOCK_N=block_n,

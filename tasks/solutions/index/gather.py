@@ -9,7 +9,8 @@ import triton.language as tl
 
 
 @triton.jit
-def gather_kernel(x_ptr, idx_ptr, out_ptr, n_rows, n_cols, k_cols, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
+def gather_kernel(x_ptr, idx_ptr, out_ptr, n_rows, n_cols, k_cols, BLOCK_M: tl.constexpr,
+                  BLOCK_K: tl.constexpr):
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     cols = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
     mask = (rows[:, None] < n_rows) & (cols[None, :] < k_cols)

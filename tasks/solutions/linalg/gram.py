@@ -59,10 +59,10 @@ def gram(x: torch.Tensor) -> torch.Tensor:
     if n >= 128 and m >= 65536:
         block, block_k, warps, stages = 128, (32 if ieee else 64), 8, 3
     else:
-        block, block_k, warps, stages = 32, 64, 4, 2
+        block, block_k, warps, stages = max(16, min(64, triton.next_power_of_2(n))), 64, 4, 2
     tiles = triton.cdiv(n, block) ** 2
-    # About two programs per SM (132 on an H200), but no slice shorter than 1024 rows.
-    split = max(1, min(triton.cdiv(m, 1024), 264 // tiles))
+    # About two programs per SM (132 on an H200), but no slice shorter than 2048 rows.
+    split = max(1, min(triton.cdiv(m, 2048), 264 // tiles))
     rows_per_split = triton.cdiv(triton.cdiv(m, split), block_k) * block_k
     split = triton.cdiv(m, rows_per_split)
     ws = torch.empty((split, n, n), dtype=torch.float32, device=x.device)

@@ -45,8 +45,8 @@ def matvec_t(a: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     y = torch.empty((n,), dtype=a.dtype, device=a.device)
     block_m, block_n = 32, 256 if a.element_size() <= 2 else 128
     col_blocks = triton.cdiv(n, block_n)
-    # About four programs per SM (132 on an H200), but no slice shorter than 256 rows.
-    split = max(1, min(triton.cdiv(m, 256), 528 // col_blocks))
+    # About four programs per SM (132 on an H200), but no slice shorter than 1024 rows.
+    split = max(1, min(triton.cdiv(m, 1024), 528 // col_blocks))
     rows_per_split = triton.cdiv(triton.cdiv(m, split), block_m) * block_m
     split = triton.cdiv(m, rows_per_split)
     ws = torch.empty((split, n), dtype=torch.float32, device=a.device)

@@ -23,16 +23,17 @@ def qr_mgs_kernel(a_ptr, q_ptr, r_ptr, M, N, stride_ab, stride_am, stride_an, st
                 mask=(rm[:, None] < M) & (cn[None, :] < N), other=0.0)
     q = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     r = tl.zeros((BLOCK_N, BLOCK_N), dtype=tl.float32)
+    cn_2d = cn[None, :]
+    rn_2d = rn[:, None]
     for j in range(0, N):
-        col = tl.sum(tl.where(cn[None, :] == j, w, 0.0), axis=1)
+        is_j = cn_2d == j
+        col = tl.sum(tl.where(is_j, w, 0.0), axis=1)
         norm = tl.sqrt(tl.sum(col * col, axis=0))
-        q_j = col / norm
-        r_row = tl.sum(q_j[:, None] * w, axis=0)
-        r_row = tl.where(cn > j, r_row, 0.0)
-        w = w - q_j[:, None] * r_row[None, :]
-        r_row = tl.where(cn == j, norm, r_row)
-        q = tl.where(cn[None, :] == j, q_j[:, None], q)
-        r = tl.where(rn[:, None] == j, r_row[None, :], r)
+        q_j = (col / norm)[:, None]
+        r_row = tl.where(cn > j, tl.sum(q_j * w, axis=0), 0.0)
+        w -= q_j * r_row[None, :]
+        q = tl.where(is_j, q_j, q)
+        r = tl.where(rn_2d == j, tl.where(cn == j, norm, r_row)[None, :], r)
     tl.store(q_ptr + mat * stride_qb + rm[:, None] * stride_qm + cn[None, :] * stride_qn, q,
              mask=(rm[:, None] < M) & (cn[None, :] < N))
     tl.store(r_ptr + mat * stride_rb + rn[:, None] * stride_rm + cn[None, :] * stride_rn, r,

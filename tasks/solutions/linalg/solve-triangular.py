@@ -21,16 +21,21 @@ def trsv_rows_kernel(l_ptr, b_ptr, x_ptr, N, K, stride_lb, stride_lr, stride_lc,
     pid_k = tl.program_id(1)
     rows = tl.arange(0, BLOCK_N)
     cols = pid_k * BLOCK_K + tl.arange(0, BLOCK_K)
-    l_base = l_ptr + mat * stride_lb
-    b_base = b_ptr + mat * stride_bb
+    l_row_ptrs = l_ptr + mat * stride_lb + rows * stride_lc
+    l_diag_ptr = l_ptr + mat * stride_lb
+    b_row_ptrs = b_ptr + mat * stride_bb + cols * stride_bc
+    col_mask = cols < K
     x = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
     for r in range(0, N):
-        l_row = tl.load(l_base + r * stride_lr + rows * stride_lc, mask=rows < r, other=0.0)
-        b_row = tl.load(b_base + r * stride_br + cols * stride_bc, mask=cols < K, other=0.0)
+        l_row = tl.load(l_row_ptrs, mask=rows < r, other=0.0)
+        b_row = tl.load(b_row_ptrs, mask=col_mask, other=0.0)
         x_row = b_row - tl.sum(l_row[:, None] * x, axis=0)
         if not UNIT:
-            x_row = x_row / tl.load(l_base + r * stride_lr + r * stride_lc)
+            x_row = x_row / tl.load(l_diag_ptr)
         x = tl.where(rows[:, None] == r, x_row[None, :], x)
+        l_row_ptrs += stride_lr
+        l_diag_ptr += stride_lr + stride_lc
+        b_row_ptrs += stride_br
     out = x_ptr + mat * stride_xb + rows[:, None] * stride_xr + cols[None, :] * stride_xc
     tl.store(out, x, mask=(rows[:, None] < N) & (cols[None, :] < K))
 

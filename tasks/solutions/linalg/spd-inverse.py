@@ -17,25 +17,27 @@ def spd_inverse_kernel(a_ptr, out_ptr, N, stride_ab, stride_ar, stride_ac, strid
     mat = tl.program_id(0).to(tl.int64)
     rows = tl.arange(0, BLOCK)
     cols = tl.arange(0, BLOCK)
-    a_base = a_ptr + mat * stride_ab
-    # 1. A = L L^T.
+    rows_2d = rows[:, None]
+    cols_2d = cols[None, :]
+    row_mask = rows < N
+    a_col_ptrs = a_ptr + mat * stride_ab + rows * stride_ar
+    # 1. A = L L^T, column by column (A is symmetric; entries above the diagonal are discarded).
     L = tl.zeros((BLOCK, BLOCK), dtype=tl.float32)
     for j in range(0, N):
-        a_col = tl.load(a_base + rows * stride_ar + j * stride_ac, mask=(rows >= j) & (rows < N), other=0.0)
-        l_row = tl.sum(tl.where(rows[:, None] == j, L, 0.0), axis=0)
+        a_col = tl.load(a_col_ptrs, mask=row_mask, other=0.0)
+        l_row = tl.sum(tl.where(rows_2d == j, L, 0.0), axis=0)
         col = a_col - tl.sum(L * l_row[None, :], axis=1)
         d = tl.sqrt(tl.sum(tl.where(rows == j, col, 0.0), axis=0))
-        new_col = tl.where(rows > j, col / d, tl.where(rows == j, d, 0.0))
-        L = tl.where(cols[None, :] == j, new_col[:, None], L)
-    # 2. X = L^-1, row by row.
+        L = tl.where(cols_2d == j, tl.where(rows >= j, col / d, 0.0)[:, None], L)
+        a_col_ptrs += stride_ac
+    # 2. X = L^-1, row by row: X[i] = (e_i - L[i, :i] X[:i]) / L[i, i].
     X = tl.zeros((BLOCK, BLOCK), dtype=tl.float32)
     for i in range(0, N):
-        l_row = tl.sum(tl.where(rows[:, None] == i, L, 0.0), axis=0)
-        d = tl.sum(tl.where(cols == i, l_row, 0.0), axis=0)
-        l_strict = tl.where(cols < i, l_row, 0.0)
-        t = tl.sum(l_strict[:, None] * X, axis=0)
-        x_row = (tl.where(cols == i, 1.0, 0.0) - t) / d
-        X = tl.where(rows[:, None] == i, x_row[None, :], X)
+        l_row = tl.sum(tl.where(rows_2d == i, L, 0.0), axis=0)
+        is_i = cols == i
+        d = tl.sum(tl.where(is_i, l_row, 0.0), axis=0)
+        t = tl.sum(tl.where(cols < i, l_row, 0.0)[:, None] * X, axis=0)
+        X = tl.where(rows_2d == i, ((is_i.to(tl.float32) - t) / d)[None, :], X)
     # 3. A^-1 = X^T X.
     inv = tl.dot(tl.trans(X), X, input_precision="ieee")
     out = out_ptr + mat * stride_ob + rows[:, None] * stride_or + cols[None, :] * stride_oc

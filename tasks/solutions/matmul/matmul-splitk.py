@@ -57,7 +57,7 @@ def matmul_splitk(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     if m * n >= 256 * 256:
         bm, bn, bk, warps, stages = 128, 128, 64, 8, 3
     else:
-        bm, bn, bk, warps, stages = 64, 64, 32, 4, 3
+        bm, bn, bk, warps, stages = 64, 64, 64, 4, 3
     tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
     # About two programs per SM (132 on an H200), but no slice shorter than 512 along K.
     split = max(1, min(triton.cdiv(k, 512), 264 // tiles))

@@ -34,7 +34,8 @@ def instance_norm_kernel(x_ptr, w_ptr, b_ptr, out_ptr, hw, channels, eps, BLOCK:
         tl.store(out_ptr + base + offs, ((x - mean) * scale + shift).to(out_ptr.dtype.element_ty), mask=mask)
 
 
-def instance_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
+def instance_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
+                  eps: float = 1e-5) -> torch.Tensor:
     n, c, h, w = x.shape
     x = x.contiguous()
     out = torch.empty_like(x)

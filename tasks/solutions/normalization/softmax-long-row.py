@@ -70,5 +70,6 @@ def softmax_long_row(x: torch.Tensor) -> torch.Tensor:
     grid = (m, n_chunks)
     partial_kernel[grid](x, pmax, psum, n, n_chunks, CHUNK=chunk, BLOCK=block, num_warps=8)
     block_p = min(triton.next_power_of_2(n_chunks), 1024)
-    write_kernel[grid](x, out, pmax, psum, n, n_chunks, CHUNK=chunk, BLOCK=block, BLOCK_P=block_p, num_warps=8)
+    write_kernel[grid](x, out, pmax, psum, n, n_chunks, CHUNK=chunk, BLOCK=block, BLOCK_P=block_p,
+                       num_warps=8)
     return out

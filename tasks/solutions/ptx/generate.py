@@ -162,7 +162,7 @@ def main() -> None:
             started = time.perf_counter()
             entries[name] = {t: compile_variant(name, specs[name], t) for t in args.targets}
             print(f"{path.name}: {name} ({time.perf_counter() - started:.1f} s)", flush=True)
-        path.write_text(head.rstrip("\n") + "\n" + separator.lstrip("\n") + _literal(entries))
+        path.write_text(head.rstrip("\n") + "\n\n\n" + MARKER + "\n" + _literal(entries))
 
 
 if __name__ == "__main__":

@@ -21,7 +21,8 @@ def pad_reflect_kernel(x_ptr, out_ptr, H, W, OH, OW, pad_top, pad_left, BLOCK: t
     tl.store(out_ptr + plane * OH * OW + offs, v, mask=valid)
 
 
-def pad_reflect(x: torch.Tensor, pad_left: int, pad_right: int, pad_top: int, pad_bottom: int) -> torch.Tensor:
+def pad_reflect(x: torch.Tensor, pad_left: int, pad_right: int, pad_top: int,
+                pad_bottom: int) -> torch.Tensor:
     n, c, h, w = x.shape
     oh, ow = h + pad_top + pad_bottom, w + pad_left + pad_right
     x = x.contiguous()

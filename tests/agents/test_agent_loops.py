@@ -1,14 +1,13 @@
 """The LangGraph loops end to end: the replay provider answers, the real environment judges on CPU.
 
 Task math/add. Its reference solution is the right answer; breaking its mask makes a wrong one
-(the last element of every block is never written). One Evaluator (one worker process) serves
-every test in the module, because starting one costs seconds.
+(the last element of every block is never written). The session's CPU evaluator (one worker
+process, tests/conftest.py) serves every test, because starting one costs seconds.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,17 +28,12 @@ def answer(code: str, words: str = "Plan: one masked load-add-store per element.
     return f"{words}\n\n```python\n{code}```\n"
 
 
-@pytest.fixture(scope="module")
-def evaluator() -> Iterator[Evaluator]:
-    ev = Evaluator("cpu")
-    yield ev
-    ev.close()
-
-
 @pytest.fixture
-def env_factory(evaluator: Evaluator) -> Any:
+def env_factory(cpu_evaluator: Evaluator) -> Any:
+    """Environments sharing the session's CPU evaluator (tests/conftest.py): its worker stays warm."""
+
     def make(max_turns: int) -> KernelEnv:
-        return KernelEnv(TASK, device="cpu", max_turns=max_turns, evaluator=evaluator, timing=False)
+        return KernelEnv(TASK, device="cpu", max_turns=max_turns, evaluator=cpu_evaluator, timing=False)
 
     return make
 
@@ -55,6 +49,31 @@ def test_registry_has_the_loops() -> None:
     assert LOOPS["fix-retry"].defaults == {"optimise": True, "keep_optimising": False}
     with pytest.raises(KeyError, match="unknown loop"):
         LOOPS["no-such-loop"]
+
+
+def test_routing() -> None:
+    from kernelgym.agents.loops import Episode, next_phase
+
+    ep = Episode(task=get_task(TASK), loop="fix-retry", provider=None, env=None, context="none",  # type: ignore[arg-type]
+                 history="full", sample=0, max_turns=4, target="sm_90a")
+
+    def record(result: dict[str, Any] | None, terminated: bool = False) -> TurnRecord:
+        return TurnRecord(turn=1, phase="generate", messages=[], response="", candidate=None,
+                          extraction_problem=None, feedback="", result=result, terminated=terminated)
+
+    assert next_phase(ep, record(None), 1) == "fix"
+    assert next_phase(ep, record({"compiled": True, "correct": False}), 1) == "fix"
+    assert next_phase(ep, record({"compiled": True, "correct": True}, terminated=True), 1) == "done"
+    assert next_phase(ep, record({"compiled": True, "correct": True}), 1) == "optimise"  # correct, too slow
+    missing = {"compiled": True, "correct": True, "required_features_met": False}
+    assert next_phase(ep, record(missing), 1) == "fix"
+    assert next_phase(ep, record({"compiled": True, "correct": None, "violations": []}), 1) == "done"
+    assert next_phase(ep, record({"compiled": False, "correct": None}), 1) == "fix"
+    assert next_phase(ep, record({"compiled": True, "correct": False}), 4) == "done"  # the turn budget
+    ep.options["keep_optimising"] = True
+    assert next_phase(ep, record({"compiled": True, "correct": True}, terminated=True), 1) == "optimise"
+    ep.loop = "one-shot"
+    assert next_phase(ep, record({"compiled": True, "correct": False}), 1) == "done"
 
 
 def test_wrong_first_answer_fixed_at_turn_two(tmp_path: Path, env_factory: Any) -> None:

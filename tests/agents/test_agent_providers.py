@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from kernelgym.agents import Completion, ProviderConfigError, ProviderError, make_provider
+from kernelgym.agents.pricing import PriceTable
 from kernelgym.agents.providers import parse_spec
 from kernelgym.agents.replay import ReplayMissing, write_replay
 
@@ -265,6 +266,14 @@ def test_price_table_override(api: FakeAPI, tmp_path: Path) -> None:
                              **FAST)
     out = provider.complete(MESSAGES)
     assert out.cost_usd == pytest.approx((800 * 1.0 + 200 * 0.5 + 500 * 10.0) / 1e6)
+
+
+def test_prices_match_exact_names_and_dated_versions_only() -> None:
+    table = PriceTable({"my-model": (1.0, 2.0)})
+    assert table.lookup("gpt-5-mini-2025-08-07") == table.lookup("gpt-5-mini") != table.lookup("gpt-5")
+    assert table.lookup("gpt-5.4") is None and table.lookup("claude-opus-4-6") is None
+    assert table.cost("vendor/my-model", 1_000_000, 500_000) == (2.0, True)
+    assert table.cost("unknown", 10, 10) == (0.0, False)
 
 
 # -- replay and recording ----------------------------------------------------------------------------

@@ -38,6 +38,7 @@ def test_language_variants_differ() -> None:
     triton = system_prompt(language="triton", target="sm_90a", entrypoint="add")
     cuda = system_prompt(language="cuda", target="sm_90a", entrypoint="add")
     assert "@triton.jit" in triton and "kernelgym.env.loader" in cuda
+    assert "- `load_cuda(source: str" in cuda and "- `tensor_map(" in cuda  # the loader's real signatures
     opt_t = optimise_prompt(turn=2, max_turns=4, feedback="CORRECT", target="sm_90a", language="triton")
     opt_c = optimise_prompt(turn=2, max_turns=4, feedback="CORRECT", target="sm_100a", language="cuda")
     assert "num_stages" in opt_t and "tcgen05" in opt_c
@@ -52,6 +53,12 @@ def test_feedback_and_task_messages() -> None:
     assert "1 turn left" in problem
     task = task_prompt(statement="Task math/add\n\nAdd.", target="sm_90a", entrypoint="add")
     assert task.startswith("Task math/add") and "`add`" in task
+
+
+def test_levels_agree_with_the_agents_contract() -> None:
+    from kernelgym.agents import CONTEXT_LEVELS as AGENT_LEVELS
+
+    assert CONTEXT_LEVELS == AGENT_LEVELS
 
 
 def test_unknown_level_and_target() -> None:
