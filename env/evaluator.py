@@ -175,6 +175,10 @@ class Evaluator:
         started = time.perf_counter()
         try:
             self._evaluate(task, source, options, result)
+        except Exception as exc:  # noqa: BLE001 - hostile input must end in a verdict, never a crashed harness
+            result.runtime_error = f"the harness failed while judging this candidate ({type(exc).__name__}: " \
+                                   f"{str(exc)[:500]}); the verdict is incomplete"
+            result.correct = False if result.correct else result.correct
         finally:
             self._integrity(result)
             result.seconds["total"] = time.perf_counter() - started
@@ -331,7 +335,7 @@ class Evaluator:
         expected, meta = self.reference(task, case, seed, dist)
         poison_bytes = 2 * sum(_itemsize(m) for m in meta)
         msg = {"op": "run", "task": task.id, "case": case, "seed": seed, "distribution": dist,
-               "poison_bytes": max(poison_bytes, 1 << 20)}
+               "poison_bytes": max(poison_bytes, 1 << 20), "max_output_bytes": 2 * poison_bytes + (16 << 20)}
         try:
             reply = self.run_worker.request(msg, timeout=self._options.limits.run)
         except WorkerError as exc:
@@ -454,8 +458,8 @@ class Evaluator:
             try:
                 if worker.alive and worker.request({"op": "ping"}, timeout=30).get("tampered"):
                     worker.stop()  # patched by a candidate's import (the compile worker runs it too)
-            except WorkerError:
-                pass
+            except Exception:  # noqa: BLE001 - a worker that cannot answer a ping is replaced, not trusted
+                worker.stop()
             incidents = worker.take_incidents()
             for code, message in incidents:
                 if not any(v.code == code and v.message == message for v in result.violations):

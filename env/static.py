@@ -24,8 +24,7 @@ FORBIDDEN_MODULES = frozenset({
     "gc", "importlib", "ctypes", "cffi", "shutil", "urllib", "http", "ssl", "requests", "httpx", "pty",
     "resource", "sysconfig", "code", "codeop", "runpy", "builtins", "pickle", "marshal",
 })
-FORBIDDEN_MODULES = FORBIDDEN_MODULES | {"inspect", "traceback", "__main__", "mmap", "faulthandler",
-                                         "tracemalloc"}
+FORBIDDEN_MODULES = FORBIDDEN_MODULES | {"inspect", "traceback", "__main__", "mmap"}
 HARNESS_MODULES_ALLOWED = ("kernelgym.env.loader",)
 """The only part of kernelgym a candidate may import: the CUDA/PTX loader. The rest is the judge."""
 FORBIDDEN_BUILTINS = frozenset({"eval", "exec", "compile", "__import__", "globals", "breakpoint", "input"})
@@ -208,8 +207,13 @@ def check_source(source: str, entrypoint: str, params: list[str], language: str 
                                               + (f"\n    {text}" if text else ""), exc.lineno)])
     except ValueError as exc:  # null bytes and the like
         return StaticReport(False, [Violation("syntax", f"the source cannot be parsed: {exc}")])
+    except (RecursionError, MemoryError):
+        return StaticReport(False, [Violation("syntax", "the source is nested too deeply to parse")])
     scanner = _Scanner(language)
-    scanner.visit(tree)
+    try:
+        scanner.visit(tree)
+    except RecursionError:
+        return StaticReport(False, [Violation("syntax", "the source is nested too deeply to check")])
     violations = list(scanner.violations)
     entry = next((n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
                   and n.name == entrypoint), None)

@@ -194,6 +194,11 @@ def op_run(state: State, msg: dict[str, Any]) -> dict[str, Any]:
         return {"ok": False, "kind": "output", "forbidden_ops": mode.forbidden(),
                 "error": f"the entrypoint returned {', '.join(bad_types)}; it must return plain torch.Tensor "
                          "objects (no subclasses, no lazy wrappers)"}
+    size = sum(o.numel() * o.element_size() for o in outputs)
+    if size > msg.get("max_output_bytes", math.inf):
+        return {"ok": False, "kind": "runtime", "forbidden_ops": mode.forbidden(),
+                "error": f"the entrypoint returned {size} bytes of outputs, far more than the task's outputs "
+                         f"hold; they were not sent back"}
     return {
         "ok": True,
         "outputs": [o.detach().to("cpu", copy=True) for o in outputs],

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -186,7 +186,7 @@ class Experiment(Strict):
     budget: Budget = Field(default_factory=Budget)
     metrics: MetricSettings = Field(default_factory=MetricSettings)
 
-    # Filled in by ``resolve`` (saved with the run), never written by hand.
+    # Filled in by ``parse`` (and saved with the run), never written by hand.
     resolved_tasks: list[str] = Field(default_factory=list)
     source_path: str | None = None
 
@@ -204,13 +204,14 @@ class Experiment(Strict):
             raise ValueError(f"{value!r}: use letters, digits, '.', '_' and '-' (it names the run directory)")
         return value
 
-    @model_validator(mode="after")
-    def _unique_labels(self) -> Experiment:
-        labels = [m.label for m in self.models]
+    @field_validator("models", mode="after")
+    @classmethod
+    def _unique_labels(cls, models: list[ModelEntry]) -> list[ModelEntry]:
+        labels = [m.label for m in models]
         dup = sorted({x for x in labels if labels.count(x) > 1})
         if dup:
             raise ValueError(f"two models share the label {dup[0]!r}; give them distinct `name`s")
-        return self
+        return models
 
     def model(self, label: str) -> ModelEntry:
         return next(m for m in self.models if m.label == label)

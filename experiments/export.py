@@ -2,7 +2,9 @@
 
 One row per turn: the episode's keys (task, agent, model, context, sample), the metric
 columns, and the whole turn record (messages, response, candidate, feedback, verdict). With
-``what="episodes"``, one row per episode with its best turn and heldout verdict.
+``what="episodes"``, one row per episode with its best turn and heldout verdict. With
+``what="replay"``, one model's answers in the replay provider's format, so that the run can be
+played again offline (``replay:PATH`` in an experiment file) with the same answers.
 Parquet needs pyarrow (``pip install pyarrow``); nested fields are stored as JSON text there.
 """
 
@@ -39,11 +41,48 @@ def episodes(store: Store) -> Iterator[dict[str, Any]]:
         yield {"episode_id": e["id"], **{k: v for k, v in e.items() if k != "id"}}
 
 
-def export(run_dir: Path, store_path: Path, fmt: str, out: Path | None = None, what: str = "steps") -> Path:
+REPLAY_FIELDS = ("input_tokens", "output_tokens", "reasoning_tokens", "cost_usd", "latency_s", "model")
+
+
+def replay(store: Store, model: str | None) -> Iterator[dict[str, Any]]:
+    """Every stored answer of one model, keyed as the replay provider looks answers up."""
+    eps = {e["id"]: e for e in store.episodes()}
+    models = sorted({e["model"] for e in eps.values()})
+    if model is None and len(models) > 1:
+        raise ExportError(f"this run has several models ({', '.join(models)}); choose one with --model")
+    model = model or (models[0] if models else None)
+    if model not in models:
+        raise ExportError(f"no model {model!r} in this run; it has {', '.join(models)}")
+    for episode_id, record in store.all_turn_records():
+        e = eps[episode_id]
+        if e["model"] != model:
+            continue
+        yield {
+            "task": e["task"],
+            "sample": e["sample"],
+            "turn": record["turn"],
+            "loop": e["agent"],
+            "context": e["context"],
+            "text": record.get("response") or "",
+            **{k: record.get(k) for k in REPLAY_FIELDS if record.get(k) is not None},
+            "provenance": f"exported from run {store.get_meta('config', {}).get('name')}",
+        }
+
+
+def export(
+    run_dir: Path,
+    store_path: Path,
+    fmt: str,
+    out: Path | None = None,
+    what: str = "steps",
+    model: str | None = None,
+) -> Path:
     if fmt not in ("jsonl", "parquet"):
         raise ExportError(f"unknown format {fmt!r}; use jsonl or parquet")
-    if what not in ("steps", "episodes"):
-        raise ExportError(f"unknown rows {what!r}; use steps or episodes")
+    if what not in ("steps", "episodes", "replay"):
+        raise ExportError(f"unknown rows {what!r}; use steps, episodes or replay")
+    if what == "replay" and fmt != "jsonl":
+        raise ExportError("a replay file is JSON Lines: use --format jsonl")
     if fmt == "parquet":
         try:
             import pyarrow  # noqa: F401
@@ -55,7 +94,9 @@ def export(run_dir: Path, store_path: Path, fmt: str, out: Path | None = None, w
     out = out or run_dir / "export" / f"{what}.{fmt}"
     out.parent.mkdir(parents=True, exist_ok=True)
     with Store(store_path, readonly=True) as store:
-        rows = list(steps(store) if what == "steps" else episodes(store))
+        rows = list(
+            {"steps": steps, "episodes": episodes}[what](store) if what != "replay" else replay(store, model)
+        )
     if fmt == "jsonl":
         with open(out, "w") as f:
             for row in rows:

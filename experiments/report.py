@@ -73,6 +73,10 @@ class Doc:
     def img(self, path: str, alt: str) -> None:
         self.blocks.append(("img", (path, alt)))
 
+    def html_only(self, markup: str, markdown_note: str = "") -> None:
+        """Markup for the HTML page only (too bulky for Markdown); the note stands in for it there."""
+        self.blocks.append(("html", (markup, markdown_note)))
+
     def list(self, items: list[str]) -> None:
         self.blocks.append(("list", items))
 
@@ -88,6 +92,9 @@ class Doc:
                 out += [f"- {item}" for item in value] + [""]
             elif kind == "img":
                 out += [f"![{value[1]}]({value[0]})", ""]
+            elif kind == "html":
+                if value[1]:
+                    out += [value[1], ""]
             elif kind == "table":
                 t: Table = value
                 align = t.align or ("l" + "r" * (len(t.headers) - 1))
@@ -112,6 +119,8 @@ class Doc:
                     f'<figure><img alt="{html.escape(value[1])}" src="data:image/png;base64,{data}">'
                     f"<figcaption>{html.escape(value[1])}</figcaption></figure>"
                 )
+            elif kind == "html":
+                body.append(value[0])
             elif kind == "table":
                 t = value
                 align = t.align or ("l" + "r" * (len(t.headers) - 1))
@@ -156,6 +165,9 @@ tbody tr:nth-child(even) {{ background: #fafafa; }}
 code {{ background: #f3f3f3; padding: 0 0.2em; }}
 img {{ max-width: 100%; }}
 figcaption {{ color: #666; font-size: 0.85em; }}
+details {{ margin: 0.3em 0; }}
+details > summary {{ cursor: pointer; }}
+pre {{ background: #f7f7f7; padding: 0.5em; overflow-x: auto; font-size: 0.85em; }}
 </style></head><body>
 {body}
 </body></html>
@@ -530,6 +542,10 @@ def build(store: Store, run_dir: Path, plots: bool = True) -> tuple[Doc, dict[st
     if len(traj) > TRAJECTORY_ROWS:
         doc.p(f"... {len(traj) - TRAJECTORY_ROWS} more episodes: `kernelgym export {run_dir}` has them all.")
 
+    doc.h("Every turn")
+    note = "The answer and the judge's feedback at every turn are in `report.html` and `kernelgym export`."
+    doc.html_only(_turn_details(store), note)
+
     doc.h("Definitions")
     doc.list([line.strip("- ").strip() for line in _definitions()])
     return doc, m
@@ -588,6 +604,53 @@ def _trajectories(store: Store, m: dict[str, Any]) -> list[list[str]]:
             [e["task"], e["agent"], e["model"], e["context"], str(e["sample"]), e["status"], *cells, held]
         )
     return rows
+
+
+DETAIL_EPISODES = 300
+
+
+def _turn_details(store: Store) -> str:
+    """One collapsible block per episode: each turn's verdict, feedback and answer, as the model saw them."""
+    esc = html.escape
+    records: dict[int, list[dict[str, Any]]] = {}
+    for episode_id, record in store.all_turn_records():
+        records.setdefault(episode_id, []).append(record)
+    parts = []
+    episodes = store.episodes()
+    for e in episodes[:DETAIL_EPISODES]:
+        turns = records.get(e["id"], [])
+        verdicts = [_verdict(r) for r in turns]
+        title = (
+            f"{e['task']} · {e['agent']} · {e['model']} · context={e['context']} · "
+            f"sample {e['sample']}: " + (" → ".join(verdicts) or "no turn yet")
+        )
+        inner = []
+        for r, verdict in zip(turns, verdicts, strict=True):
+            feedback = (r.get("feedback") or r.get("extraction_problem") or "")[:6000]
+            inner.append(
+                f"<h4>Turn {r['turn']} ({esc(str(r.get('phase')))}): {esc(verdict)}</h4>"
+                f"<pre>{esc(feedback)}</pre>"
+                "<details><summary>the answer</summary>"
+                f"<pre>{esc((r.get('response') or '')[:20000])}</pre></details>"
+            )
+        parts.append(f"<details><summary>{esc(title)}</summary>{''.join(inner)}</details>")
+    if len(episodes) > DETAIL_EPISODES:
+        more = len(episodes) - DETAIL_EPISODES
+        parts.append(f"<p>... and {more} more episodes (see kernelgym export).</p>")
+    return "\n".join(parts)
+
+
+def _verdict(record: dict[str, Any]) -> str:
+    res = record.get("result") or {}
+    if res.get("correct"):
+        speedups = (res.get("speedup") or {}).items()
+        speedup = [f"{k} {v:.2f}x" for k, v in speedups if isinstance(v, int | float)]
+        return "correct" + (f" ({', '.join(speedup)})" if speedup else "")
+    if res.get("compiled"):
+        return "wrong"
+    if not res:
+        return "no code"
+    return f"failed at {res.get('stage', '?')}"
 
 
 def write(run_dir: Path, *, plots: bool = True) -> tuple[Path, Path]:

@@ -320,6 +320,11 @@ class JournalProvider:
         return self._after(key, metadata, await self.inner.acomplete(messages, metadata=metadata, **params))
 
 
+def response_cache_dir(exp: Experiment) -> Path | None:
+    """The configured response cache, or None for the agents' shared one."""
+    return Path(exp.run.cache_dir) if exp.run.cache_dir else None
+
+
 def build_providers(exp: Experiment, cache_dir: Path | None) -> dict[str, Any]:
     """One provider per model, built before any work starts (a missing key fails here)."""
     import kernelgym.agents as agents
@@ -458,16 +463,15 @@ class Runner:
         if not todo:
             self.display.log("every episode of this run is finished; nothing to play")
             return Outcome(self.run_dir, len(before), len(episodes), None, 0, 0.0)
-
-        cache_dir = Path(exp.run.cache_dir) if exp.run.cache_dir else None  # None: the agents' shared cache
         if self.providers is None:
-            self.providers = build_providers(exp, cache_dir)
+            self.providers = build_providers(exp, response_cache_dir(exp))
         if self.pool is None:
             self.pool = EvaluatorPool(resolve_devices(exp), cache=exp.run.eval_cache)
         self.store.event(
             "resumed" if before or any(e["n_turns"] for e in todo) else "started",
             {"episodes": len(todo), "devices": self.pool.devices, "pid": os.getpid()},
         )
+        self._check_budget()  # a cap already reached in an earlier session: play nothing
         work: queue.Queue[dict[str, Any]] = queue.Queue()
         for e in todo:
             work.put(e)

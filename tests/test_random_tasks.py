@@ -133,16 +133,16 @@ def test_the_reference_dropout_passes_end_to_end(cpu_evaluator):
 def test_a_kernel_that_ignores_the_seed_is_rejected(cpu_evaluator, task_id):
     source = _variant(task_id, SEED_CALL, r"tl.\1(12345,")
     result = cpu_evaluator.evaluate(get_task(task_id), source, DEV)
-    assert result.correct is False
+    assert result.compiled and result.correct is False
     assert any("identical outputs" in c.message for c in result.cases), result.feedback
 
 
 @pytest.mark.parametrize("label, old, new", [
     ("wrong keep rate", "keep = tl.rand(seed, offs) >= p", "keep = tl.rand(seed, offs) >= p * 0.8"),
     ("no rescale", "tl.where(keep, x * scale, 0.0)", "tl.where(keep, x, 0.0)"),
-    ("constant output", "tl.where(keep, x * scale, 0.0)", "x * 0.0 + keep.to(tl.float32) * 0.0"),
+    ("constant output", "tl.where(keep, x * scale, 0.0)", "(x * 0.0 + keep.to(tl.float32) * 0.0)"),
 ])
 def test_a_wrong_dropout_kernel_is_rejected(cpu_evaluator, label, old, new):
     result = cpu_evaluator.evaluate(get_task("random/dropout"), _variant("random/dropout", old, new), DEV)
-    assert result.correct is False, label
+    assert result.compiled and result.correct is False, label
     assert any(c.passed is False and c.message for c in result.cases), result.feedback

@@ -16,9 +16,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--what",
         default="steps",
-        choices=["steps", "episodes"],
-        help="one row per turn (steps, default) or per episode",
+        choices=["steps", "episodes", "replay"],
+        help="one row per turn (steps, default), per episode, or a replay file of one model's answers",
     )
+    parser.add_argument("--model", help="with --what replay: the model whose answers to export")
     parser.add_argument("-o", "--output", metavar="FILE", help="default: RUN/export/WHAT.FORMAT")
     parser.set_defaults(func=run)
 
@@ -34,6 +35,7 @@ def run(args: argparse.Namespace) -> int:
             args.format,
             Path(args.output) if args.output else None,
             args.what,
+            args.model,
         )
     except (runner.RunError, export.ExportError) as exc:
         raise UsageError(str(exc)) from None

@@ -95,8 +95,14 @@ def run(args: argparse.Namespace) -> int:
             run_dir = runner.new_run_dir(exp, root)
     except runner.RunError as exc:
         raise UsageError(str(exc)) from None
+    providers = None
     if exp is not None:
         _overrides(exp, args)
+        try:  # a missing key or GPU fails here, before the run directory exists
+            runner.resolve_devices(exp)
+            providers = runner.build_providers(exp, runner.response_cache_dir(exp))
+        except runner.RunError as exc:
+            raise UsageError(str(exc)) from None
     if args.check:
         assert exp is not None, "--check needs CONFIG"
         episodes = runner.grid(exp)
@@ -121,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(("Resuming" if resumed else "Starting") + f" run {run_dir}")
         try:
-            outcome = runner.Runner(exp, run_dir, store, display=display).run()
+            outcome = runner.Runner(exp, run_dir, store, display=display, providers=providers).run()
         except runner.RunError as exc:
             raise UsageError(str(exc)) from None
         if not args.quiet:

@@ -139,6 +139,10 @@ def _linear_inputs(case, s, residual: bool = False):
     return inputs
 
 
+_GELU_NOTE = ("The tanh form and the exact erf form of gelu differ by at most ~5e-4, below one "
+              "half-precision ulp of these outputs, so either passes (cuBLASLt uses the tanh form).")
+
+
 def _register_linear(name: str, act: str, formula: str, reference, vendor=None, vendor_name=None) -> None:
     residual = act == "residual"
     extra = ", residual: torch.Tensor" if residual else ""
@@ -167,6 +171,7 @@ The bench shapes are large GEMMs (up to 8192^3): use tl.dot on tiles big enough 
         distributions=("normal", "uniform", "outliers"),
         vendor=vendor,
         vendor_name=vendor_name,
+        notes=_GELU_NOTE if act == "gelu_tanh" else "",
     ))
 
 
@@ -305,6 +310,7 @@ Accumulate in float32; return a new contiguous (M, H) tensor of the input dtype.
     bytes=lambda c: (2 * c["m"] * c["h"] + 2 * c["f"] * c["h"] + c["f"] + c["h"]) * elem_size(c["dtype"]),
     # No outliers: x100 inputs make hidden values ~1e4 whose fp16 rounding (as in the eager chain) dominates.
     distributions=("normal", "uniform"),
+    notes=_GELU_NOTE,
 ))
 
 
@@ -339,8 +345,8 @@ register(Task(
 Layer norm followed by a linear layer, as F.linear(F.layer_norm(x, (K,), norm_weight, norm_bias, eps),
 weight, bias): x is a contiguous (M, K) tensor, norm_weight and norm_bias are (K,), weight is (N, K)
 (nn.Linear layout), bias (N,); all float16 or bfloat16. Layer norm uses the biased variance over the K
-features of each row, computed in float32; rows can have a large mean (about 50), where
-E[x^2] - E[x]^2 loses precision. Apply the normalisation while loading the GEMM's A tiles (or in a
+features of each row, computed in float32 (rows can have a mean of about 50; prefer a two-pass or Welford
+variance to E[x^2] - E[x]^2). Apply the normalisation while loading the GEMM's A tiles (or in a
 prologue kernel), accumulate in float32 and return a new contiguous (M, N) tensor of the input dtype.
 """,
     reference=lambda x, norm_weight, norm_bias, weight, bias, eps=1e-5: F.linear(
@@ -480,9 +486,20 @@ _ROW_SHAPES = {
 }
 
 
+# Layer-norm shapes: the fp32 cases shift x by +100 (mean/std ~ 70), where the one-pass E[x^2] - E[x]^2 loses
+# ~1e-3 of the variance in float32 and fails, while a two-pass or Welford kernel stays near 1e-5.
+_LN_SHAPES = {
+    "dev": [_row_case(4, 100, "float32") | {"offset": 100.0}, _row_case(16, 768, "float16"),
+            _row_case(8, 512, "bfloat16")],
+    "heldout": [_row_case(3, 1, "float32"), _row_case(33, 1537, "float16"), _row_case(64, 781, "bfloat16"),
+                _row_case(8, 300, "float32") | {"offset": 100.0}],
+    "bench": _ROW_SHAPES["bench"],
+}
+
+
 def _add_norm_inputs(case, s, rms: bool):
     m, n, dt = case["m"], case["n"], case["dtype"]
-    inputs = {"x": s.tensor((m, n), dt), "residual": s.tensor((m, n), dt),
+    inputs = {"x": s.tensor((m, n), dt, offset=case.get("offset", 0.0)), "residual": s.tensor((m, n), dt),
               "weight": s.normal((n,), dt, mean=1.0, std=0.5)}
     if not rms:
         inputs["bias"] = s.normal((n,), dt, std=0.5)
@@ -513,7 +530,7 @@ y is the bias).
 """,
     reference=_add_layer_norm_reference,
     make_inputs=lambda case, s: _add_norm_inputs(case, s, rms=False),
-    shapes=_ROW_SHAPES,
+    shapes=_LN_SHAPES,
     dtypes=_ALL,
     tolerances={
         "float32": _NORM_TOL["float32"],
@@ -558,7 +575,8 @@ are contiguous (M, N), weight (N,); all share one dtype, float32, float16 or bfl
 
 def _bias_residual_ln_inputs(case, s):
     m, n, dt = case["m"], case["n"], case["dtype"]
-    return {"x": s.tensor((m, n), dt), "bias": s.normal((n,), dt, std=0.5), "residual": s.tensor((m, n), dt),
+    return {"x": s.tensor((m, n), dt, offset=case.get("offset", 0.0)), "bias": s.normal((n,), dt, std=0.5),
+            "residual": s.tensor((m, n), dt),
             "norm_weight": s.normal((n,), dt, mean=1.0, std=0.5), "norm_bias": s.normal((n,), dt, std=0.5),
             "eps": 1e-5}
 
@@ -581,7 +599,7 @@ of the input dtype. N can be 1 (then y is norm_bias).
     reference=lambda x, bias, residual, norm_weight, norm_bias, eps=1e-5: F.layer_norm(
         x + bias + residual, (x.shape[-1],), norm_weight, norm_bias, eps),
     make_inputs=_bias_residual_ln_inputs,
-    shapes=_ROW_SHAPES,
+    shapes=_LN_SHAPES,
     dtypes=_ALL,
     tolerances=_NORM_TOL,
     flops=lambda c: 10 * c["m"] * c["n"],
@@ -639,7 +657,8 @@ def _gn_case(b: int, c: int, h: int, w: int, groups: int, dtype: str) -> dict:
 
 def _gn_inputs(case, s):
     c, dt = case["c"], case["dtype"]
-    return {"x": s.tensor((case["b"], c, case["h"], case["w"]), dt), "num_groups": case["groups"],
+    x = s.tensor((case["b"], c, case["h"], case["w"]), dt, offset=case.get("offset", 0.0))
+    return {"x": x, "num_groups": case["groups"],
             "weight": s.normal((c,), dt, mean=1.0, std=0.5), "bias": s.normal((c,), dt, std=0.5), "eps": 1e-5}
 
 
@@ -663,9 +682,10 @@ dtype. C is a multiple of num_groups.
         F.group_norm(x, num_groups, weight, bias, eps)),
     make_inputs=_gn_inputs,
     shapes={
-        "dev": [_gn_case(2, 16, 4, 4, 4, "float32"), _gn_case(2, 32, 8, 8, 8, "float16"),
+        "dev": [_gn_case(2, 16, 4, 4, 4, "float32") | {"offset": 100.0}, _gn_case(2, 32, 8, 8, 8, "float16"),
                 _gn_case(1, 8, 4, 4, 2, "bfloat16")],
-        "heldout": [_gn_case(1, 12, 5, 7, 3, "float32"), _gn_case(2, 64, 9, 9, 32, "float16"),
+        "heldout": [_gn_case(1, 12, 5, 7, 3, "float32") | {"offset": 100.0},
+                    _gn_case(2, 64, 9, 9, 32, "float16"),
                     _gn_case(3, 16, 6, 6, 4, "bfloat16")],
         "bench": [_gn_case(16, 512, 64, 64, 32, "bfloat16"), _gn_case(8, 256, 128, 128, 32, "float16")],
     },

@@ -148,7 +148,8 @@ negative. M, N and K are often not multiples of 16.
     dtypes=("float32", "float16", "bfloat16"),
     tolerances=GEMM_TOLERANCES,
     flops=lambda c: c["b"] * (2 * c["m"] * c["n"] * c["k"] + 3 * c["m"] * c["n"]),
-    bytes=lambda c: c["b"] * (c["m"] * c["k"] + c["k"] * c["n"] + 2 * c["m"] * c["n"]) * elem_size(c["dtype"]),
+    bytes=lambda c: c["b"] * (c["m"] * c["k"] + c["k"] * c["n"] + 2 * c["m"] * c["n"])
+    * elem_size(c["dtype"]),
     distributions=("normal", "uniform"),
     vendor=lambda c, a, b, beta=1.0, alpha=1.0: torch.baddbmm(c, a, b, beta=beta, alpha=alpha),
     vendor_name="cuBLAS (torch.baddbmm)",
@@ -167,7 +168,7 @@ def _triangular_inputs(case, s):
     diag = s.uniform((b, n), 1.0, 2.0)
     upper = s.normal((b, n, n), torch.float32)
     lower = torch.tril(off, -1) + torch.diag_embed(diag) + torch.triu(upper, 1)
-    return {"l": lower, "b": s.tensor((b, n, k), torch.float32), "unitriangular": case["unit"]}
+    return {"a": lower, "b": s.tensor((b, n, k), torch.float32), "unitriangular": case["unit"]}
 
 
 def _tri_case(b: int, n: int, k: int, unit: bool) -> dict[str, object]:
@@ -178,20 +179,20 @@ register(Task(
     id="linalg/solve-triangular",
     entrypoint="solve_triangular",
     signature=(
-        "def solve_triangular(l: torch.Tensor, b: torch.Tensor, unitriangular: bool = False) -> torch.Tensor"
+        "def solve_triangular(a: torch.Tensor, b: torch.Tensor, unitriangular: bool = False) -> torch.Tensor"
     ),
     description="""
-Batched lower-triangular solve, as torch.linalg.solve_triangular(l, b, upper=False,
+Batched lower-triangular solve, as torch.linalg.solve_triangular(a, b, upper=False,
 unitriangular=unitriangular): find X with L[i] @ X[i] = b[i], where L[i] is the lower triangle of
-l[i]. l is a contiguous float32 (B, n, n) tensor, b a contiguous float32 (B, n, k) tensor of
-right-hand sides, 1 <= n <= 128. Only the lower triangle of l may be read: its upper triangle holds
+a[i]. a is a contiguous float32 (B, n, n) tensor, b a contiguous float32 (B, n, k) tensor of
+right-hand sides, 1 <= n <= 128. Only the lower triangle of a may be read: its upper triangle holds
 unrelated values. With unitriangular=True the diagonal is taken as all ones and the stored diagonal
 (which is not 1) must be ignored. Return a new contiguous float32 (B, n, k) tensor. Forward
 substitution, row by row (x_r = (b_r - sum_{j<r} L[r, j] x_j) / L[r, r]) or in blocks, is stable for
 these well-conditioned matrices (cond <= ~3).
 """,
-    reference=lambda l, b, unitriangular=False: _row_major(torch.linalg.solve_triangular(
-        l, b, upper=False, unitriangular=unitriangular)),
+    reference=lambda a, b, unitriangular=False: _row_major(torch.linalg.solve_triangular(
+        a, b, upper=False, unitriangular=unitriangular)),
     make_inputs=_triangular_inputs,
     shapes={
         "dev": [
@@ -215,8 +216,8 @@ these well-conditioned matrices (cond <= ~3).
     flops=lambda c: c["b"] * c["k"] * (c["n"] * (c["n"] - 1) + (0 if c["unit"] else c["n"])),
     bytes=lambda c: 4 * c["b"] * (c["n"] * (c["n"] + 1) // 2 + 2 * c["n"] * c["k"]),
     distributions=("normal", "uniform"),
-    vendor=lambda l, b, unitriangular=False: torch.linalg.solve_triangular(
-        l, b, upper=False, unitriangular=unitriangular),
+    vendor=lambda a, b, unitriangular=False: torch.linalg.solve_triangular(
+        a, b, upper=False, unitriangular=unitriangular),
     vendor_name="cuBLAS batched TRSM (torch.linalg.solve_triangular)",
 ))
 
@@ -461,7 +462,7 @@ in its own 32-byte memory sector, so the byte count below charges a sector per d
     },
     dtypes=("float32", "float16", "bfloat16"),
     tolerances={
-        "float32": Tolerance(1e-4, 1e-4, 1e-5, "the diagonal is copied exactly; the trace sums <= 2048 values"),
+        "float32": Tolerance(1e-4, 1e-4, 1e-5, "the diagonal is copied exactly; a trace sums <= 2048 terms"),
         "float16": Tolerance(1e-3, 1e-2, 2e-3, "fp16 rounding of the fp32 trace dominates"),
         "bfloat16": Tolerance(8e-3, 3e-2, 1e-2, "bf16 rounding of the fp32 trace dominates"),
     },

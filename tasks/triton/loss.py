@@ -12,6 +12,7 @@ elements and the indices), the scalar written once.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +29,11 @@ TOLERANCES = {"float32": FP32_MEAN, "float16": FP16_OUT, "bfloat16": BF16_OUT}
 DTYPES = ("float32", "float16", "bfloat16")
 
 
+def _wrap(text: str) -> str:
+    """One paragraph re-flowed to 100 columns: the helpers below assemble descriptions from pieces."""
+    return textwrap.fill(" ".join(text.split()), 100)
+
+
 def _mn(m: int, n: int, dtype: str, **params: Any) -> dict[str, Any]:
     return {"m": m, "n": n, "dtype": dtype, **params}
 
@@ -37,7 +43,7 @@ def _pair_shapes(held: dict[str, Any] | None = None, **params: Any) -> dict[str,
     return {
         "dev": [_mn(8, 100, "float32", **params), _mn(33, 257, "float16", **params),
                 _mn(16, 512, "bfloat16", **params)],
-        "heldout": [_mn(1, 1, "float32", **hp), _mn(127, 1537, "float32", **hp),
+        "heldout": [_mn(1, 7, "float32", **hp), _mn(127, 1537, "float32", **hp),
                     _mn(7, 3001, "float16", **hp), _mn(65, 2049, "bfloat16", **hp)],
         "bench": [_mn(16384, 16384, "float32", **params), _mn(32768, 16384, "bfloat16", **params)],
     }
@@ -62,13 +68,13 @@ def pair_loss(
         id=f"loss/{name}",
         entrypoint=entry,
         signature=f"def {entry}({a}: torch.Tensor, {b}: torch.Tensor{sig_params}) -> torch.Tensor",
-        description=f"""
+        description=_wrap(f"""
 {formula}
 {a} and {b} are contiguous (M, N) tensors of one dtype, float32, float16 or bfloat16. Return the mean
 over all M * N elements as a new 0-d tensor (shape ()) of that dtype; leave the inputs unchanged.
 Accumulate in float32; M * N reaches hundreds of millions, so combine partial sums from many
 programs. {extra}
-""",
+"""),
         reference=reference,
         make_inputs=make_inputs or default_inputs,
         shapes=_pair_shapes(held, **params),

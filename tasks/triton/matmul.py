@@ -39,7 +39,8 @@ a and b are both float16 or both bfloat16; accumulate in float32 and return a ne
     },
     dtypes=("float16", "bfloat16"),
     tolerances={
-        "float16": Tolerance(1e-2, 1e-2, 2e-3, "fp32 accumulation is near exact; fp16 output rounding dominates"),
+        "float16": Tolerance(1e-2, 1e-2, 2e-3,
+                             "fp32 accumulation is near exact; fp16 output rounding dominates"),
         "bfloat16": Tolerance(2e-2, 2e-2, 1e-2, "bf16 output rounding (4e-3 relative) dominates"),
     },
     flops=lambda c: 2 * c["m"] * c["n"] * c["k"],
@@ -453,7 +454,7 @@ of your block sizes.
     },
     dtypes=("float32", "float16", "bfloat16"),
     tolerances={
-        "float32": Tolerance(1e-4, 1e-4, 1e-5, "fp32 dot products of length K; reordering costs ~1e-7 relative"),
+        "float32": Tolerance(1e-4, 1e-4, 1e-5, "fp32 dot products of length K; reordering costs ~1e-7"),
         **GEMM_TOLERANCES,
     },
     flops=lambda c: 2 * c["m"] * c["k"],

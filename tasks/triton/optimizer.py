@@ -10,6 +10,7 @@ corrections are not counted). Bytes: every input tensor read once and every outp
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable
 from typing import Any
 
@@ -24,6 +25,11 @@ BF16_STEP = Tolerance(8e-3, 3e-2, 1e-2, "computed in fp32, one rounding to bf16 
 FP16_STEP = Tolerance(1e-3, 1e-2, 2e-3, "computed in fp32, one rounding to fp16 (4.9e-4 relative)")
 FUNCTIONAL = ("Return new tensors; do not modify any input (the harness checks). All tensors are "
               "contiguous, 1-D, of n elements and one dtype; compute in float32.")
+
+
+def _wrap(text: str) -> str:
+    """One paragraph re-flowed to 100 columns: the helpers below assemble descriptions from pieces."""
+    return textwrap.fill(" ".join(text.split()), 100)
 
 
 def optimizer_task(
@@ -52,7 +58,7 @@ def optimizer_task(
         id=f"optimizer/{name}",
         entrypoint=entry,
         signature=signature,
-        description=description.strip() + "\n" + FUNCTIONAL,
+        description=_wrap(description + " " + FUNCTIONAL),
         reference=reference,
         make_inputs=make_inputs,
         shapes=shapes,

@@ -62,7 +62,7 @@ _2D_SHAPES = {
             _p2(2, 2, 16, 16, 3, 1, 1, "bfloat16")],
     "heldout": [_p2(1, 1, 3, 3, 3, 2, 1, "float32"), _p2(2, 5, 33, 17, 3, 2, 1, "float16"),
                 _p2(3, 3, 28, 31, 5, 3, 2, "float32"), _p2(1, 2, 9, 14, 2, 2, 1, "bfloat16")],
-    "bench": [_p2(128, 64, 112, 112, 3, 2, 1, "float16"), _p2(64, 128, 56, 56, 2, 2, 0, "float32")],
+    "bench": [_p2(128, 64, 112, 112, 3, 2, 1, "float16"), _p2(64, 128, 112, 112, 2, 2, 0, "float32")],
 }
 
 register(Task(
@@ -131,7 +131,7 @@ do tie), the smallest index wins."""
                 _p2(2, 2, 16, 16, 3, 1, 1, "float16")],
         "heldout": [_p2(1, 1, 3, 3, 3, 2, 1, "float32"), _p2(2, 5, 33, 17, 3, 2, 1, "float16"),
                     _p2(3, 3, 28, 31, 5, 3, 2, "float32")],
-        "bench": [_p2(128, 64, 112, 112, 3, 2, 1, "float16"), _p2(64, 128, 56, 56, 2, 2, 0, "float32")],
+        "bench": [_p2(128, 64, 112, 112, 3, 2, 1, "float16"), _p2(64, 128, 112, 112, 2, 2, 0, "float32")],
     },
     dtypes=("float32", "float16"),
     tolerances=_MAX_TOL,
@@ -204,7 +204,7 @@ Accumulate in float32; return a new contiguous (N, C, out_h, out_w) tensor of x'
                 _ad(2, 4, 16, 12, 4, 4, "bfloat16")],
         "heldout": [_ad(1, 1, 1, 1, 1, 1, "float32"), _ad(2, 5, 33, 17, 6, 6, "float16"),
                     _ad(3, 3, 7, 9, 10, 4, "float32"), _ad(1, 2, 50, 50, 7, 7, "bfloat16")],
-        "bench": [_ad(128, 256, 56, 56, 7, 7, "float16"), _ad(64, 512, 33, 33, 6, 6, "float32")],
+        "bench": [_ad(128, 256, 56, 56, 7, 7, "float16"), _ad(128, 512, 33, 33, 6, 6, "float32")],
     },
     dtypes=("float32", "float16", "bfloat16"),
     tolerances=_AVG_TOL,
@@ -296,7 +296,7 @@ x's dtype.
                 _lp(2, 2, 16, 16, 3, 1, 2.0, "float16")],
         "heldout": [_lp(1, 1, 3, 3, 3, 2, 2.0, "float32"), _lp(2, 5, 33, 17, 3, 2, 4.0, "float32"),
                     _lp(3, 3, 28, 31, 5, 3, 2.0, "float16")],
-        "bench": [_lp(128, 64, 112, 112, 3, 2, 2.0, "float16"), _lp(64, 128, 56, 56, 2, 2, 4.0, "float32")],
+        "bench": [_lp(128, 64, 112, 112, 3, 2, 2.0, "float16"), _lp(64, 128, 112, 112, 2, 2, 4.0, "float32")],
     },
     dtypes=("float32", "float16"),
     tolerances={

@@ -96,7 +96,9 @@ def quantize_per_tensor_ref(x: torch.Tensor, scale: torch.Tensor, qdtype: torch.
 register(Task(
     id="quantization/quantize-per-tensor",
     entrypoint="quantize_per_tensor",
-    signature="def quantize_per_tensor(x: torch.Tensor, scale: torch.Tensor, qdtype: torch.dtype) -> torch.Tensor",
+    signature=(
+        "def quantize_per_tensor(x: torch.Tensor, scale: torch.Tensor, qdtype: torch.dtype) -> torch.Tensor"
+    ),
     description="""
 Symmetric per-tensor quantization with a given scale: x is a contiguous (M, K) tensor of float32,
 float16 or bfloat16, scale a float32 tensor of shape (1,), and qdtype torch.int8 or
@@ -143,7 +145,9 @@ def quantize_per_channel_ref(x: torch.Tensor, scale: torch.Tensor, qdtype: torch
 register(Task(
     id="quantization/quantize-per-channel",
     entrypoint="quantize_per_channel",
-    signature="def quantize_per_channel(x: torch.Tensor, scale: torch.Tensor, qdtype: torch.dtype) -> torch.Tensor",
+    signature=(
+        "def quantize_per_channel(x: torch.Tensor, scale: torch.Tensor, qdtype: torch.dtype) -> torch.Tensor"
+    ),
     description="""
 Symmetric per-channel (per-row) quantization with given scales, as for the output channels of a
 weight: x is a contiguous (M, K) tensor of float32, float16 or bfloat16, scale a contiguous float32
@@ -288,7 +292,8 @@ register(Task(
     id="quantization/dequantize-per-tensor",
     entrypoint="dequantize_per_tensor",
     signature=(
-        "def dequantize_per_tensor(q: torch.Tensor, scale: torch.Tensor, out_dtype: torch.dtype) -> torch.Tensor"
+        "def dequantize_per_tensor(q: torch.Tensor, scale: torch.Tensor, out_dtype: torch.dtype) "
+        "-> torch.Tensor"
     ),
     description="""
 Per-tensor dequantization: q is a contiguous (M, K) tensor of int8 or float8_e4m3fn codes, scale a
@@ -318,7 +323,8 @@ register(Task(
     id="quantization/dequantize-per-channel",
     entrypoint="dequantize_per_channel",
     signature=(
-        "def dequantize_per_channel(q: torch.Tensor, scale: torch.Tensor, out_dtype: torch.dtype) -> torch.Tensor"
+        "def dequantize_per_channel(q: torch.Tensor, scale: torch.Tensor, out_dtype: torch.dtype) "
+        "-> torch.Tensor"
     ),
     description="""
 Per-channel (per-row) dequantization: q is a contiguous (M, K) tensor of int8 or float8_e4m3fn codes,
@@ -425,7 +431,8 @@ register(Task(
     id="quantization/quantize-dynamic-per-token",
     entrypoint="quantize_dynamic_per_token",
     signature=(
-        "def quantize_dynamic_per_token(x: torch.Tensor, qdtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]"
+        "def quantize_dynamic_per_token(x: torch.Tensor, qdtype: torch.dtype) "
+        "-> tuple[torch.Tensor, torch.Tensor]"
     ),
     description="""
 Dynamic per-token (per-row) symmetric quantization of activations, as run before an int8 or fp8 GEMM:
@@ -609,8 +616,8 @@ def _fp8_values(s, shape) -> torch.Tensor:
 def _fp8_gemm_vendor(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor,
                      out_dtype: torch.dtype) -> torch.Tensor:
     """cuBLASLt fp8 GEMM with row-wise scales (torch._scaled_mm; bf16 output for row-wise scaling)."""
-    return torch._scaled_mm(a, b.t(), scale_a=scale_a[:, None].contiguous(), scale_b=scale_b[None, :].contiguous(),
-                            out_dtype=out_dtype)
+    return torch._scaled_mm(a, b.t(), scale_a=scale_a[:, None].contiguous(),
+                            scale_b=scale_b[None, :].contiguous(), out_dtype=out_dtype)
 
 
 register(Task(
@@ -657,7 +664,7 @@ at least every 128 elements of K, or the error grows past the tolerance at large
     tolerances={
         "float32": Tolerance(
             1e-3, 1e-3, 5e-4,
-            "fp8 products are exact; fp8 tensor cores keep ~14 bits between fp32 promotions (~1e-4 relative)"),
+            "fp8 products are exact; fp8 tensor cores keep ~14 bits between fp32 promotions (~1e-4)"),
         **GEMM_OUT_TOLERANCES,
     },
     flops=lambda c: 2 * c["m"] * c["n"] * c["k"] + 2 * c["m"] * c["n"],
@@ -742,7 +749,8 @@ tensor of packed codes, checked exactly.
     dtypes=("uint8", "float32", "float16", "bfloat16"),
     tolerances={"uint8": EXACT},
     flops=lambda c: c["n"] * c["k"],
-    bytes=lambda c: c["n"] * c["k"] * elem_size(c["dtype"]) + c["n"] * c["k"] // 2 + 4 * c["n"] * (c["k"] // c["g"]),
+    bytes=lambda c: c["n"] * c["k"] * elem_size(c["dtype"]) + c["n"] * c["k"] // 2
+    + 4 * c["n"] * (c["k"] // c["g"]),
     distributions=("normal", "uniform", "outliers"),
 ))
 
@@ -765,7 +773,9 @@ def _int4_inputs(case, s):
 register(Task(
     id="quantization/int4-dequantize",
     entrypoint="int4_dequantize",
-    signature="def int4_dequantize(packed: torch.Tensor, scale: torch.Tensor, group_size: int) -> torch.Tensor",
+    signature=(
+        "def int4_dequantize(packed: torch.Tensor, scale: torch.Tensor, group_size: int) -> torch.Tensor"
+    ),
     description="""
 Unpack and dequantize int4 weights with per-group scales: packed is a contiguous uint8 (N, K // 2)
 tensor of packed codes, scale a contiguous (N, K // group_size) tensor of float32, float16 or bfloat16
@@ -795,12 +805,14 @@ the signed 4-bit code of element j of row i.
     dtypes=("float32", "float16", "bfloat16", "uint8"),
     tolerances=DEQUANT_TOLERANCES,
     flops=lambda c: c["n"] * c["k"],
-    bytes=lambda c: c["n"] * c["k"] // 2 + (c["n"] * c["k"] + c["n"] * (c["k"] // c["g"])) * elem_size(c["dtype"]),
+    bytes=lambda c: c["n"] * c["k"] // 2
+    + (c["n"] * c["k"] + c["n"] * (c["k"] // c["g"])) * elem_size(c["dtype"]),
     distributions=("normal",),
 ))
 
 
-def w4a16_gemm_ref(x: torch.Tensor, packed: torch.Tensor, scale: torch.Tensor, group_size: int) -> torch.Tensor:
+def w4a16_gemm_ref(x: torch.Tensor, packed: torch.Tensor, scale: torch.Tensor,
+                   group_size: int) -> torch.Tensor:
     return x @ int4_dequantize_ref(packed, scale, group_size).transpose(0, 1)
 
 

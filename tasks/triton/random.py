@@ -13,6 +13,7 @@ under both seeds: a kernel that ignores ``seed`` then returns identical outputs 
 from __future__ import annotations
 
 import math
+import textwrap
 
 import torch
 
@@ -35,13 +36,20 @@ _ULP = {torch.float32: 2.0**-21, torch.float16: 2.0**-10, torch.bfloat16: 2.0**-
 """Relative slack for a value computed in fp32 and rounded once to the output dtype (two ulps for fp32)."""
 
 _JUDGED = """
-How it is judged (no element-by-element reference exists): the same seed must give the same output,
-another seed another output (the evaluator runs each case twice and under two seeds); {what}; and
-elements a power of two apart (1, 2, 4, ...) or one row apart must be uncorrelated. Counts and moments
-must lie within 6 standard deviations of their expectation. Triton's counter-based generator does this
-when every element gets its own offset: tl.rand(seed, offsets) / tl.randn / tl.randint with offsets
-unique over the whole tensor (not restarting per program or per row).
+How it is judged (no element-by-element reference exists):
+- the same seed must give the same output, and another seed another output (the evaluator runs each case
+  twice, and under two seeds);
+{what}
+- elements a power of two apart (1, 2, 4, ...) or one row apart must be uncorrelated.
+Counts and moments must lie within 6 standard deviations of their expectation. Triton's counter-based
+generator does all this when every element gets its own offset: tl.rand(seed, offsets) / tl.randn /
+tl.randint with offsets unique over the whole tensor (not restarting per program or per row).
 """
+
+
+def _judged(what: str) -> str:
+    bullet = textwrap.fill(what + ";", width=104, initial_indent="- ", subsequent_indent="  ")
+    return _JUDGED.format(what=bullet)
 
 
 def _fixed(s: Sampler) -> Sampler:
@@ -166,7 +174,7 @@ Dropout in training mode: x is a contiguous (M, N) tensor (float32, float16 or b
 (out = 0) or kept with probability 1 - p (out = x / (1 - p), computed in float32 and rounded to x's
 dtype). The draw depends only on (seed, element index): the same seed gives the same output. Return a
 new tensor of x's shape and dtype.
-""" + _JUDGED.format(what="every element must be 0 or x / (1 - p) (to rounding), and the fraction kept "
+""" + _judged("every element must be 0 or x / (1 - p) (to rounding), and the fraction kept "
                      "must match 1 - p"),
     reference=lambda x, p, seed: torch.empty_like(x),
     make_inputs=_dropout_inputs,
@@ -221,7 +229,7 @@ Dropout fused with a residual add (the end of a transformer sub-block): x and re
 [1, 2^31). out = residual + dropout(x): each element of x is independently dropped with probability p
 (out = residual exactly) or kept (out = residual + x / (1 - p), computed in float32 and rounded once to
 the dtype). The draw depends only on (seed, element index). Return a new (M, N) tensor.
-""" + _JUDGED.format(what="every element must be residual or residual + x / (1 - p) (to rounding), and "
+""" + _judged("every element must be residual or residual + x / (1 - p) (to rounding), and "
                      "the fraction kept must match 1 - p"),
     reference=lambda x, residual, p, seed: torch.empty_like(x),
     make_inputs=_dropout_add_inputs,
@@ -282,7 +290,7 @@ Bernoulli sampling, like torch.bernoulli(probs): probs is a contiguous (M, N) te
 of probabilities in [0, 1] (some exactly 0 or 1) and seed an int in [1, 2^31). out[i, j] = 1 with
 probability probs[i, j], else 0, independently per element; an element of probability 0 is always 0 and
 one of probability 1 always 1. Return a new tensor of probs' shape and dtype holding exactly 0.0 and 1.0.
-""" + _JUDGED.format(what="the number of ones must match the sum of the probabilities, overall and within "
+""" + _judged("the number of ones must match the sum of the probabilities, overall and within "
                      "each tenth of [0, 1]"),
     reference=lambda probs, seed: torch.empty_like(probs),
     make_inputs=_bernoulli_inputs,
@@ -354,7 +362,7 @@ Uniform random fill, like torch.empty_like(x).uniform_(low, high): x is a contig
 NaN), low < high are floats and seed an int in [1, 2^31). Every element is an independent draw from
 U(low, high), computed in float32 and rounded to x's dtype (so high itself may appear through rounding).
 Return a new tensor of x's shape and dtype; do not modify x.
-""" + _JUDGED.format(what="every value must lie in [low, high], their mean must be (low + high) / 2 and each "
+""" + _judged("every value must lie in [low, high], their mean must be (low + high) / 2 and each "
                      "of 16 equal bins of [low, high] must hold 1/16 of them"),
     reference=lambda x, low, high, seed: torch.empty_like(x),
     make_inputs=_like_inputs,
@@ -427,7 +435,7 @@ Gaussian random fill, like torch.empty_like(x).normal_(mean, std): x is a contig
 NaN), mean and std > 0 are floats and seed an int in [1, 2^31). Every element is an independent draw
 from N(mean, std^2) (Box-Muller or tl.randn), computed in float32 and rounded to x's dtype. Return a new
 tensor of x's shape and dtype; do not modify x.
-""" + _JUDGED.format(what="the sample mean and variance must match, and so must the fractions of values "
+""" + _judged("the sample mean and variance must match, and so must the fractions of values "
                      "above the mean and within 1, 2 and 3 standard deviations"),
     reference=lambda x, mean, std, seed: torch.empty_like(x),
     make_inputs=_normal_inputs,
@@ -507,7 +515,7 @@ x is a contiguous float32 (M, N) tensor, scale > 0 a float (the grid step) and s
 With t = x / scale, out = scale * floor(t) with probability 1 - frac(t) and scale * (floor(t) + 1) with
 probability frac(t), independently per element (e.g. out = scale * floor(t + u) with u ~ U[0, 1)), so
 E[out] = x. Return a new float32 (M, N) tensor.
-""" + _JUDGED.format(what="every output must be a multiple of scale next to x, the rounding must be "
+""" + _judged("every output must be a multiple of scale next to x, the rounding must be "
                      "unbiased, and the fraction rounded up must match frac(x / scale)"),
     reference=lambda x, scale, seed: torch.empty_like(x),
     make_inputs=_sround_inputs,
@@ -569,7 +577,7 @@ Random integer fill, like torch.randint_like(x, low, high, dtype=torch.int64): x
 tensor whose values are ignored (it gives the shape and device; it holds NaN), low < high are ints with
 high - low <= 2^20, and seed an int in [1, 2^31). Every element is an independent draw, uniform over the
 integers low, low + 1, ..., high - 1. Return a new int64 (M, N) tensor.
-""" + _JUDGED.format(what="every value must lie in [low, high) and equal sub-ranges of [low, high) must hold "
+""" + _judged("every value must lie in [low, high) and equal sub-ranges of [low, high) must hold "
                      "equal shares"),
     reference=lambda x, low, high, seed: torch.empty_like(x, dtype=torch.int64),
     make_inputs=_like_inputs,

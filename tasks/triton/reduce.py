@@ -8,6 +8,7 @@ finishing step; bytes are the input read once and the output written once.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +21,11 @@ EXACT = Tolerance(0.0, 0.0, 0.0, "the result is one of the inputs (or its index)
 FP16_SUM = Tolerance(1e-3, 1e-2, 2e-3, "fp32 accumulation, then one rounding to fp16 (4.9e-4 relative)")
 BF16_SUM = Tolerance(8e-3, 3e-2, 1e-2, "fp32 accumulation, then one rounding to bf16 (3.9e-3 relative)")
 TWO_PASS = Tolerance(1e-5, 1e-5, 1e-5, "two-pass variance in fp32: relative error ~1e-6 even with mean 50")
+
+
+def _wrap(text: str) -> str:
+    """One paragraph re-flowed to 100 columns: the helpers below assemble descriptions from pieces."""
+    return textwrap.fill(" ".join(text.split()), 100)
 
 
 def _case(m: int, n: int, dtype: str) -> dict[str, Any]:
@@ -53,12 +59,12 @@ def row_reduce(
         id=f"reduce/{name}",
         entrypoint=entry,
         signature=f"def {entry}(x: torch.Tensor) -> torch.Tensor",
-        description=f"""
+        description=_wrap(f"""
 {what} over the last dimension of a contiguous (M, N) tensor x of float32, float16 or bfloat16:
 out[i] = {what.split(',')[0].lower()} of x[i, :]. Return a new contiguous (M,) tensor of {out}; leave
 x unchanged. Accumulate in float32. Rows range from a few elements to tens of thousands (a row
 may not fit in one block), and N is often not a power of two. {extra}
-""",
+"""),
         reference=reference,
         make_inputs=_rows,
         shapes=_row_shapes(min_n),
@@ -80,12 +86,12 @@ row_reduce("amax", "amax", "Maximum, as torch.amax(x, dim=-1)", lambda x: torch.
 row_reduce("amin", "amin", "Minimum, as torch.amin(x, dim=-1)", lambda x: torch.amin(x, dim=-1),
            fp32=EXACT, fp16=EXACT, bf16=EXACT, extra="The result is exactly one of the inputs.")
 row_reduce("argmax", "argmax", "Index of the maximum, as torch.argmax(x, dim=-1)",
-           lambda x: torch.argmax(x, dim=-1), fp32=EXACT, out_dtype="int64",
+           lambda x: torch.argmax(x, dim=-1), fp32=EXACT, fp16=EXACT, bf16=EXACT, out_dtype="int64",
            distributions=("normal", "uniform", "outliers"),
            extra="When several elements equal the maximum, return the smallest index (half-precision rows "
                  "have ties).")
 row_reduce("argmin", "argmin", "Index of the minimum, as torch.argmin(x, dim=-1)",
-           lambda x: torch.argmin(x, dim=-1), fp32=EXACT, out_dtype="int64",
+           lambda x: torch.argmin(x, dim=-1), fp32=EXACT, fp16=EXACT, bf16=EXACT, out_dtype="int64",
            distributions=("normal", "uniform", "outliers"),
            extra="When several elements equal the minimum, return the smallest index (half-precision rows "
                  "have ties).")

@@ -13,7 +13,7 @@ from typing import Any
 import kernelgym.agents as agents
 import pytest
 from exp_helpers import NO_CODE, TORCH_OP, fenced, write_experiment, write_replay
-from kernelgym.experiments import config, runner
+from kernelgym.experiments import config, export, report, runner
 from kernelgym.experiments.cli import main
 from kernelgym.experiments.store import Store
 
@@ -73,6 +73,12 @@ def test_a_token_budget_stops_the_run_and_a_resume_with_a_higher_cap_finishes_it
         assert len(store.turns()) == 3
         assert store.spent() == (3000, pytest.approx(0.03))
         assert [e["kind"] for e in store.events()][-2:] == ["stopping", "stopped"]
+    md, _ = report.write(run_dir, plots=False)  # a stopped run still reports what it has
+    assert "stopped before the end: token budget reached" in md.read_text()
+    assert "| 1 | 0.0% | 0.0% |" in md.read_text()  # one episode played: nothing compiled, nothing correct
+
+    again = _replay(exp)  # resumed with the same cap: nothing to spend, nothing asked
+    assert "token budget" in (_play(exp, run_dir, again).stopped or "") and again.calls == []
 
     exp.budget.max_tokens = 100_000
     second = _replay(exp)
@@ -134,11 +140,23 @@ def test_a_missing_api_key_fails_before_any_work_and_names_the_model(
     err = capsys.readouterr().err
     assert code == 2
     assert "line 6" in err and "gpt-5-mini" in err and "OPENAI_API_KEY" in err
-    with Store(tmp_path / "run" / "store.sqlite", readonly=True) as store:
-        assert store.turns() == [] and store.calls() == []
+    assert not (tmp_path / "run").exists()  # nothing was started
 
 
 def test_run_check_prints_the_grid(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     exp, _ = _setup(tmp_path, samples=2)
     assert main(["run", str(tmp_path / "exp.toml"), "--check"]) == 0
     assert "1 tasks x 1 agents x 1 models x 1 contexts x 2 samples = 2 episodes" in capsys.readouterr().out
+
+
+def test_a_run_exported_as_replay_plays_again_with_the_same_answers(tmp_path: Path) -> None:
+    exp, run_dir = _setup(tmp_path, samples=2)
+    _play(exp, run_dir, _replay(exp))
+    replay = export.export(run_dir, run_dir / "store.sqlite", "jsonl", tmp_path / "again.jsonl", "replay")
+    again = config.load(write_experiment(tmp_path / "again.toml", replay, samples=2))
+    _play(again, tmp_path / "run2", None)  # built from the file, like `kernelgym run`
+    with Store(run_dir / "store.sqlite", readonly=True) as a, Store(tmp_path / "run2" / "store.sqlite") as b:
+        first = [(r["turn"], r["response"], r["result"]) for _, r in a.all_turn_records()]
+        second = [(r["turn"], r["response"], r["result"]) for _, r in b.all_turn_records()]
+    assert len(first) == 6 and [x[:2] for x in first] == [x[:2] for x in second]
+    assert [(x[2] or {}).get("stage") for x in first] == [(x[2] or {}).get("stage") for x in second]

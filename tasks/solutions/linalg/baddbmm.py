@@ -42,8 +42,8 @@ def baddbmm_kernel(c_ptr, a_ptr, b_ptr, out_ptr, M, N, K, alpha, beta, stride_cb
         a_tile += BLOCK_K * stride_ak
         b_tile += BLOCK_K * stride_bk
     mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
-    c = tl.load(c_ptr + batch * stride_cb + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn, mask=mask,
-                other=0.0).to(tl.float32)
+    c_tile = c_ptr + batch * stride_cb + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
+    c = tl.load(c_tile, mask=mask, other=0.0).to(tl.float32)
     out = alpha * acc + beta * c
     out_tile = out_ptr + batch * stride_ob + offs_m[:, None] * stride_om + offs_n[None, :] * stride_on
     tl.store(out_tile, out.to(out_ptr.dtype.element_ty), mask=mask)
@@ -62,8 +62,8 @@ def baddbmm(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor, beta: float = 1.0
     else:
         bm, bn, bk, warps, stages = 64, 64, 32, 4, 3
     grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn), batch)
-    baddbmm_kernel[grid](c, a, b, out, m, n, k, float(alpha), float(beta), c.stride(0), c.stride(1), c.stride(2),
-                         a.stride(0), a.stride(1), a.stride(2), b.stride(0), b.stride(1), b.stride(2),
-                         out.stride(0), out.stride(1), out.stride(2), IEEE=ieee, BLOCK_M=bm, BLOCK_N=bn,
-                         BLOCK_K=bk, GROUP_M=8, num_warps=warps, num_stages=stages)
+    baddbmm_kernel[grid](c, a, b, out, m, n, k, float(alpha), float(beta), c.stride(0), c.stride(1),
+                         c.stride(2), a.stride(0), a.stride(1), a.stride(2), b.stride(0), b.stride(1),
+                         b.stride(2), out.stride(0), out.stride(1), out.stride(2), IEEE=ieee, BLOCK_M=bm,
+                         BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, num_warps=warps, num_stages=stages)
     return out

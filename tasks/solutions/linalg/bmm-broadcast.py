@@ -31,7 +31,8 @@ def bmm_broadcast_kernel(a_ptr, b_ptr, c_ptr, H, M, N, K, stride_ab, stride_ah, 
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
-    a_tile = a_ptr + batch * stride_ab + head * stride_ah + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak
+    a_tile = (a_ptr + batch * stride_ab + head * stride_ah + offs_m[:, None] * stride_am
+              + offs_k[None, :] * stride_ak)
     b_tile = b_ptr + batch * stride_bb + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k in range(0, K, BLOCK_K):
@@ -41,7 +42,8 @@ def bmm_broadcast_kernel(a_ptr, b_ptr, c_ptr, H, M, N, K, stride_ab, stride_ah, 
         acc = tl.dot(a, b, acc)
         a_tile += BLOCK_K * stride_ak
         b_tile += BLOCK_K * stride_bk
-    c_tile = c_ptr + batch * stride_cb + head * stride_ch + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
+    c_tile = (c_ptr + batch * stride_cb + head * stride_ch + offs_m[:, None] * stride_cm
+              + offs_n[None, :] * stride_cn)
     tl.store(c_tile, acc.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 

@@ -2,10 +2,10 @@
 
 The factor L (n x n, n <= 64) lives in registers. Column j is A[:, j] - L @ L[j, :]^T (columns >= j
 of L are still zero, so the product only sums k < j); its diagonal entry c_jj gives d = sqrt(c_jj),
-and the entries on and below the diagonal are divided by d (c_jj / d = d). Rows and columns are picked out with masks and reductions, since
-registers cannot be indexed dynamically. n steps of O(n^2) each; A is read one column at a time
-(its entries above the diagonal are masked off) and L is written once, with exact zeros above the
-diagonal.
+and the entries on and below the diagonal are divided by d (c_jj / d = d). Rows and columns are
+picked out with masks and reductions, since registers cannot be indexed dynamically. n steps of
+O(n^2) each; A is read one column at a time (its entries above the diagonal are masked off) and L
+is written once, with exact zeros above the diagonal.
 """
 
 import torch

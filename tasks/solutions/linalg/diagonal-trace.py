@@ -18,7 +18,8 @@ def diagonal_trace_kernel(x_ptr, diag_ptr, trace_ptr, N, stride_xb, stride_xr, s
     acc = tl.zeros((BLOCK,), dtype=tl.float32)
     for j in range(0, N, BLOCK):
         idx = j + offs
-        d = tl.load(x_ptr + mat * stride_xb + idx.to(tl.int64) * (stride_xr + stride_xc), mask=idx < N, other=0.0)
+        d = tl.load(x_ptr + mat * stride_xb + idx.to(tl.int64) * (stride_xr + stride_xc), mask=idx < N,
+                    other=0.0)
         tl.store(diag_ptr + mat * stride_db + idx, d, mask=idx < N)
         acc += d.to(tl.float32)
     tl.store(trace_ptr + mat, tl.sum(acc, axis=0).to(trace_ptr.dtype.element_ty))

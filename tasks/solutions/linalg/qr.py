@@ -48,6 +48,6 @@ def qr(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     block_n = triton.next_power_of_2(n)
     warps = 4 if block_m * block_n <= 2048 else 8
     qr_mgs_kernel[(batch,)](a, q, r, m, n, a.stride(0), a.stride(1), a.stride(2), q.stride(0), q.stride(1),
-                            q.stride(2), r.stride(0), r.stride(1), r.stride(2), BLOCK_M=block_m, BLOCK_N=block_n,
-                            num_warps=warps)
+                            q.stride(2), r.stride(0), r.stride(1), r.stride(2), BLOCK_M=block_m,
+                            BLOCK_N=block_n, num_warps=warps)
     return q, r

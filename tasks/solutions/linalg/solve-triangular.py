@@ -40,14 +40,14 @@ def trsv_rows_kernel(l_ptr, b_ptr, x_ptr, N, K, stride_lb, stride_lr, stride_lc,
     tl.store(out, x, mask=(rows[:, None] < N) & (cols[None, :] < K))
 
 
-def solve_triangular(l: torch.Tensor, b: torch.Tensor, unitriangular: bool = False) -> torch.Tensor:
-    batch, n, _ = l.shape
+def solve_triangular(a: torch.Tensor, b: torch.Tensor, unitriangular: bool = False) -> torch.Tensor:
+    batch, n, _ = a.shape
     k = b.shape[2]
     x = torch.empty((batch, n, k), dtype=torch.float32, device=b.device)
     block_n = triton.next_power_of_2(n)
     block_k = min(32, triton.next_power_of_2(k))
     grid = (batch, triton.cdiv(k, block_k))
-    trsv_rows_kernel[grid](l, b, x, n, k, l.stride(0), l.stride(1), l.stride(2), b.stride(0), b.stride(1),
+    trsv_rows_kernel[grid](a, b, x, n, k, a.stride(0), a.stride(1), a.stride(2), b.stride(0), b.stride(1),
                            b.stride(2), x.stride(0), x.stride(1), x.stride(2), UNIT=bool(unitriangular),
                            BLOCK_N=block_n, BLOCK_K=block_k, num_warps=4 if block_n <= 64 else 8)
     return x

@@ -48,6 +48,6 @@ def spd_inverse(a: torch.Tensor) -> torch.Tensor:
     batch, n, _ = a.shape
     out = torch.empty((batch, n, n), dtype=torch.float32, device=a.device)
     block = max(16, triton.next_power_of_2(n))
-    spd_inverse_kernel[(batch,)](a, out, n, a.stride(0), a.stride(1), a.stride(2), out.stride(0), out.stride(1),
-                                 out.stride(2), BLOCK=block, num_warps=4 if block <= 32 else 8)
+    spd_inverse_kernel[(batch,)](a, out, n, a.stride(0), a.stride(1), a.stride(2), out.stride(0),
+                                 out.stride(1), out.stride(2), BLOCK=block, num_warps=4 if block <= 32 else 8)
     return out

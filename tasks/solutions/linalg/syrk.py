@@ -13,8 +13,8 @@ import triton.language as tl
 
 
 @triton.jit
-def syrk_kernel(c_ptr, a_ptr, out_ptr, N, K, alpha, beta, stride_cm, stride_cn, stride_an, stride_ak, stride_om,
-                stride_on, IEEE: tl.constexpr, BLOCK: tl.constexpr, BLOCK_K: tl.constexpr):
+def syrk_kernel(c_ptr, a_ptr, out_ptr, N, K, alpha, beta, stride_cm, stride_cn, stride_an, stride_ak,
+                stride_om, stride_on, IEEE: tl.constexpr, BLOCK: tl.constexpr, BLOCK_K: tl.constexpr):
     pid = tl.program_id(0)
     # Tile pair (i, j) with i >= j from the linear index pid = i (i + 1) / 2 + j.
     i = ((tl.sqrt(8.0 * pid.to(tl.float32) + 1.0) - 1.0) * 0.5).to(tl.int32)
@@ -41,11 +41,12 @@ def syrk_kernel(c_ptr, a_ptr, out_ptr, N, K, alpha, beta, stride_cm, stride_cn, 
     mask = (offs_i[:, None] < N) & (offs_j[None, :] < N)
     c = tl.load(c_ptr + offs_i[:, None] * stride_cm + offs_j[None, :] * stride_cn, mask=mask, other=0.0)
     out = alpha * acc + beta * c.to(tl.float32)
-    tl.store(out_ptr + offs_i[:, None] * stride_om + offs_j[None, :] * stride_on, out.to(out_ptr.dtype.element_ty),
-             mask=mask)
+    out_tile = out_ptr + offs_i[:, None] * stride_om + offs_j[None, :] * stride_on
+    tl.store(out_tile, out.to(out_ptr.dtype.element_ty), mask=mask)
     if i != j:
         mask_t = (offs_j[:, None] < N) & (offs_i[None, :] < N)
-        c_t = tl.load(c_ptr + offs_j[:, None] * stride_cm + offs_i[None, :] * stride_cn, mask=mask_t, other=0.0)
+        c_t = tl.load(c_ptr + offs_j[:, None] * stride_cm + offs_i[None, :] * stride_cn, mask=mask_t,
+                      other=0.0)
         out_t = alpha * tl.trans(acc) + beta * c_t.to(tl.float32)
         tl.store(out_ptr + offs_j[:, None] * stride_om + offs_i[None, :] * stride_on,
                  out_t.to(out_ptr.dtype.element_ty), mask=mask_t)

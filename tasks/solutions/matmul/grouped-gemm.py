@@ -38,7 +38,8 @@ def grouped_gemm_kernel(a_ptr, b_ptr, c_ptr, offs_ptr, G, N, K, stride_am, strid
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
     a_tile = a_ptr + offs_m[:, None].to(tl.int64) * stride_am + offs_k[None, :] * stride_ak
-    b_tile = b_ptr + group.to(tl.int64) * stride_bg + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn
+    b_tile = (b_ptr + group.to(tl.int64) * stride_bg + offs_k[:, None] * stride_bk
+              + offs_n[None, :] * stride_bn)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k in range(0, k_stop, BLOCK_K):
         k_left = K - k

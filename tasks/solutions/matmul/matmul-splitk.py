@@ -64,9 +64,9 @@ def matmul_splitk(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     k_per_split = triton.cdiv(triton.cdiv(k, split), bk) * bk
     split = triton.cdiv(k, k_per_split)
     ws = torch.empty((split, m, n), dtype=torch.float32, device=a.device)
-    splitk_partial_kernel[(tiles, split)](a, b, ws, m, n, k, k_per_split, a.stride(0), a.stride(1), b.stride(0),
-                                          b.stride(1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=warps,
-                                          num_stages=stages)
+    splitk_partial_kernel[(tiles, split)](a, b, ws, m, n, k, k_per_split, a.stride(0), a.stride(1),
+                                          b.stride(0), b.stride(1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+                                          num_warps=warps, num_stages=stages)
     block = 1024
     splitk_reduce_kernel[(triton.cdiv(m * n, block),)](ws, c, m * n, split, BLOCK=block, num_warps=4)
     return c

@@ -40,7 +40,7 @@ def softmax_dim0(x: torch.Tensor) -> torch.Tensor:
     x = x.contiguous()
     out = torch.empty_like(x)
     block_n = 64 if triton.cdiv(n, 64) >= 264 else 32 if triton.cdiv(n, 32) >= 132 else 16
-    block_m = 64
+    block_m = 4096 // block_n  # tiles of 4096 elements: long columns take few iterations
     softmax_dim0_kernel[(triton.cdiv(n, block_n),)](x, out, m, n, BLOCK_M=block_m, BLOCK_N=block_n,
-                                                    num_warps=4)
+                                                    num_warps=8)
     return out

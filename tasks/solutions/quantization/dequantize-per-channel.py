@@ -15,11 +15,11 @@ def dequantize_channel_kernel(q_ptr, scale_ptr, out_ptr, M, K, stride_qm, stride
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     cols = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
     mask = (rows[:, None] < M) & (cols[None, :] < K)
-    q = tl.load(q_ptr + rows[:, None].to(tl.int64) * stride_qm + cols[None, :], mask=mask, other=0)
+    q = tl.load(q_ptr + rows[:, None].to(tl.int64) * stride_qm + cols[None, :], mask=mask)
     scale = tl.load(scale_ptr + rows, mask=rows < M, other=0.0)
     out = q.to(tl.float32) * scale[:, None]
-    tl.store(out_ptr + rows[:, None].to(tl.int64) * stride_om + cols[None, :], out.to(out_ptr.dtype.element_ty),
-             mask=mask)
+    out_tile = out_ptr + rows[:, None].to(tl.int64) * stride_om + cols[None, :]
+    tl.store(out_tile, out.to(out_ptr.dtype.element_ty), mask=mask)
 
 
 def dequantize_per_channel(q: torch.Tensor, scale: torch.Tensor, out_dtype: torch.dtype) -> torch.Tensor:

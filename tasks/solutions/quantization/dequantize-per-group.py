@@ -16,12 +16,12 @@ def dequantize_group_kernel(q_ptr, scale_ptr, out_ptr, M, K, GROUP, stride_qm, s
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     cols = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
     mask = (rows[:, None] < M) & (cols[None, :] < K)
-    q = tl.load(q_ptr + rows[:, None].to(tl.int64) * stride_qm + cols[None, :], mask=mask, other=0)
+    q = tl.load(q_ptr + rows[:, None].to(tl.int64) * stride_qm + cols[None, :], mask=mask)
     scale = tl.load(scale_ptr + rows[:, None].to(tl.int64) * stride_sm + cols[None, :] // GROUP, mask=mask,
                     other=0.0)
     out = q.to(tl.float32) * scale
-    tl.store(out_ptr + rows[:, None].to(tl.int64) * stride_om + cols[None, :], out.to(out_ptr.dtype.element_ty),
-             mask=mask)
+    out_tile = out_ptr + rows[:, None].to(tl.int64) * stride_om + cols[None, :]
+    tl.store(out_tile, out.to(out_ptr.dtype.element_ty), mask=mask)
 
 
 def dequantize_per_group(q: torch.Tensor, scale: torch.Tensor, group_size: int,
@@ -30,6 +30,6 @@ def dequantize_per_group(q: torch.Tensor, scale: torch.Tensor, group_size: int,
     out = torch.empty((m, k), dtype=out_dtype, device=q.device)
     block_m, block_k = 16, 256
     grid = (triton.cdiv(m, block_m), triton.cdiv(k, block_k))
-    dequantize_group_kernel[grid](q, scale, out, m, k, group_size, q.stride(0), scale.stride(0), out.stride(0),
-                                  BLOCK_M=block_m, BLOCK_K=block_k, num_warps=4)
+    dequantize_group_kernel[grid](q, scale, out, m, k, group_size, q.stride(0), scale.stride(0),
+                                  out.stride(0), BLOCK_M=block_m, BLOCK_K=block_k, num_warps=4)
     return out

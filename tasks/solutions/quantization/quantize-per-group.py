@@ -51,7 +51,8 @@ def quantize_group_kernel(x_ptr, scale_ptr, q_ptr, M, K, GROUP, stride_xm, strid
     tl.store(q_ptr + rows[:, None].to(tl.int64) * stride_qm + cols[None, :], q, mask=mask)
 
 
-def quantize_per_group(x: torch.Tensor, scale: torch.Tensor, group_size: int, qdtype: torch.dtype) -> torch.Tensor:
+def quantize_per_group(x: torch.Tensor, scale: torch.Tensor, group_size: int,
+                       qdtype: torch.dtype) -> torch.Tensor:
     m, k = x.shape
     q = torch.empty((m, k), dtype=qdtype, device=x.device)
     fp8 = qdtype == torch.float8_e4m3fn
