@@ -23,7 +23,7 @@ from kernelgym.tasks.spec import dtype_of, sequence
 
 from . import feedback as feedback_mod
 from .cache import JsonCache, code_fingerprint, environment_fingerprint, fingerprint
-from .compare import compare_outputs
+from .compare import compare_outputs, raw_bytes, same_bits
 from .device import ceilings_for, device_name, resolve_device, roofline_ms
 from .instructions import FAMILIES, FEATURES, count_cubin, count_ptx
 from .pool import Worker, WorkerError
@@ -31,6 +31,10 @@ from .result import CaseResult, EvalResult, KernelReport, Timing, Violation
 from .static import check_source
 from .triton_support import TARGETS
 
+INTERPRETER_FP8 = (
+    "float8 outputs: Triton's interpreter rounds and saturates fp8 conversions wrongly (triton 3.9), so this "
+    "case was not run on the CPU; run on a GPU to check it"
+)
 INTERPRETER_BF16 = (
     "bfloat16 inputs: Triton's interpreter computes bf16 wrongly (triton 3.9, silently) or not at all "
     "(3.6), so this case was not run on the CPU; run on a GPU to check it"
@@ -91,8 +95,7 @@ def _has_bf16(inputs: dict[str, Any]) -> bool:
 
 def _same(a: Any, b: Any) -> bool:
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
-        return a.shape == b.shape and a.dtype == b.dtype and bool(
-            torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8)))
+        return same_bits(a, b)
     return a == b
 
 
@@ -105,9 +108,9 @@ def _digest(outputs: list[Any]) -> str:
     h = hashlib.blake2b(digest_size=16)
     for o in outputs:
         if isinstance(o, torch.Tensor):
-            t = o.detach().to("cpu").contiguous()
+            t = o.detach().to("cpu")
             h.update(f"{t.dtype}{tuple(t.shape)}".encode())
-            h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+            h.update(raw_bytes(t).numpy().tobytes() if t.numel() else b"")
         else:
             h.update(repr(o).encode())
     return h.hexdigest()
@@ -219,11 +222,11 @@ class Evaluator:
         digests: dict[tuple[Any, ...], list[tuple[str, str, int]]] = {}
         launched = loader_launched = 0
         for index, item in enumerate(plan):
-            shape_set, case, seed, dist, bf16 = item
+            shape_set, case, seed, dist, fault = item
             if shape_set in failed_sets:
                 continue
-            if self.device == "cpu" and (bf16 or task.language == "cuda"):
-                why = NO_GPU_CUDA if task.language == "cuda" else INTERPRETER_BF16
+            if self.device == "cpu" and (fault or task.language == "cuda"):
+                why = NO_GPU_CUDA if task.language == "cuda" else fault
                 result.cases.append(CaseResult(shape_set, case, seed, dist, None, skipped=why))
                 continue
             reply = probe_reply if index == probe_index else self._run(task, item, result)
@@ -289,7 +292,7 @@ class Evaluator:
             result.stage = "done"
 
     def _plan(self, task: Task, options: EvalOptions) -> list[tuple[str, dict[str, Any], int, str, bool]]:
-        """(shape set, case, seed, distribution, has bf16 inputs) for every check to run."""
+        """(shape set, case, seed, distribution, why the CPU cannot check it or None) for every check."""
         plan = []
         for shape_set in options.shape_sets:
             for i, case in enumerate(task.cases(shape_set)):
@@ -297,10 +300,34 @@ class Evaluator:
                 for r in range(runs):
                     seed = task.seeds[r % len(task.seeds)]
                     dist = task.distributions[(i + r) % len(task.distributions)]
-                    bf16 = shape_set != "bench" and "bfloat16" in task.dtypes and \
-                        _has_bf16(task.make_inputs(case, Sampler(seed, dist, "cpu")))
-                    plan.append((shape_set, case, seed, dist, bf16))
+                    skip = self._interpreter_fault(task, case, seed, dist) if shape_set != "bench" else None
+                    plan.append((shape_set, case, seed, dist, skip))
         return plan
+
+    def _interpreter_fault(self, task: Task, case: dict[str, Any], seed: int, dist: str) -> str | None:
+        """Why Triton's interpreter cannot be trusted with this case on a CPU, or None.
+
+        bf16 is wrong in the interpreter whether read or written; fp8 reads are exact but writes
+        round and saturate wrongly (shared/HARDWARE.md), so the outputs' dtypes matter too.
+        """
+        if self.device != "cpu" or task.language != "triton":
+            return None
+        try:
+            inputs = task.make_inputs(case, Sampler(seed, dist, "meta"))
+        except Exception:  # noqa: BLE001 - builders that compute on their tensors need real ones
+            inputs = task.make_inputs(case, Sampler(seed, dist, "cpu"))
+        if _has_bf16(inputs):
+            return INTERPRETER_BF16
+        try:
+            outputs = sequence(task.reference(**inputs))
+        except Exception:  # noqa: BLE001 - no meta kernel: the output dtypes are found at run time
+            return None
+        dtypes = {o.dtype for o in outputs if isinstance(o, torch.Tensor)}
+        if torch.bfloat16 in dtypes:
+            return INTERPRETER_BF16.replace("bfloat16 inputs", "bfloat16 outputs")
+        if dtypes & {torch.float8_e4m3fn, torch.float8_e5m2}:
+            return INTERPRETER_FP8
+        return None
 
     def _load(self, task: Task, source: str, params: list[str], result: EvalResult) -> bool:
         msg = {"op": "load", "source": source, "entrypoint": task.entrypoint, "params": params,
@@ -376,6 +403,8 @@ class Evaluator:
                        f"{HOST_ELEMENT_LIMIT} elements per call means the host, not a kernel, computed the answer")
         if reply.get("kind") == "output":
             self._flag(result, "output-type", reply.get("error", "the outputs are not plain tensors"))
+        if reply.get("scrub_error") and reply["scrub_error"] not in result.skipped_checks:
+            result.skipped_checks.append(reply["scrub_error"])
         if reply.get("out_of_bounds"):
             self._flag(result, "out-of-bounds", "the candidate wrote past the end (or before the start) of its "
                        "input(s) " + ", ".join(reply["out_of_bounds"]) + ": an unmasked store or wrong offsets "

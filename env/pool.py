@@ -73,7 +73,8 @@ def _create_gpu_locks(env: dict[str, str]) -> None:
         [str(i) for i in range(torch.cuda.device_count())]
     for physical in ids:
         try:
-            open(os.path.join(env["KERNELGYM_LOCK_DIR"], f"kernelgym-gpu-{physical}.lock"), "a").close()  # noqa: SIM115
+            path = os.path.join(env["KERNELGYM_LOCK_DIR"], f"kernelgym-gpu-{physical}.lock")
+            open(path, "a").close()  # noqa: SIM115
         except (OSError, KeyError):
             pass
 
@@ -81,9 +82,12 @@ def _create_gpu_locks(env: dict[str, str]) -> None:
 class Worker:
     """One worker process. ``request`` sends a message and waits at most ``timeout`` seconds."""
 
-    def __init__(self, device: str = "cpu", mode: str = "run", sandbox: bool | dict[str, Any] = True) -> None:
+    def __init__(self, device: str = "cpu", mode: str = "run",
+                 sandbox: bool | dict[str, Any] | None = None) -> None:
         self.device = device
         self.mode = mode
+        if sandbox is None:  # KERNELGYM_NO_SANDBOX=1: off, for a machine where it misbehaves (results say so)
+            sandbox = os.environ.get("KERNELGYM_NO_SANDBOX", "") not in ("1", "true", "yes")
         self.sandbox = sandbox
         """False: no sandbox; True: the defaults (``sandbox.defaults``); a dict: overrides of them."""
         self.sandbox_report: dict[str, Any] | None = None

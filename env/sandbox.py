@@ -74,13 +74,27 @@ def launch_command(fd: int) -> list[str]:
     return [sys.executable, os.path.join(HERE, "sandbox.py"), str(fd)]
 
 
-def configure(env: dict[str, str], workdir: str, device: str, mode: str, removed: int,
-              overrides: dict[str, Any] | None = None) -> dict[str, str]:
+def configure(
+    env: dict[str, str],
+    workdir: str,
+    device: str,
+    mode: str,
+    removed: int,
+    overrides: dict[str, Any] | None = None,
+) -> dict[str, str]:
     """Put the sandbox's settings into the worker's environment."""
     config = defaults(device, mode)
     config.update(overrides or {})
-    config.update({"workdir": workdir, "device": device, "mode": mode, "removed_env": removed,
-                   "home": os.path.expanduser("~"), "parent": os.getpid()})
+    config.update(
+        {
+            "workdir": workdir,
+            "device": device,
+            "mode": mode,
+            "removed_env": removed,
+            "home": os.path.expanduser("~"),
+            "parent": os.getpid(),
+        }
+    )
     env = dict(env)
     env[ENV_VAR] = json.dumps(config)
     return env
@@ -90,7 +104,9 @@ def not_applied(report: dict[str, Any] | None) -> list[str]:
     """One line per protection that could not be applied here, for a reader of the verdict."""
     if not report:
         return ["sandbox: the worker ran without a sandbox"]
-    return [f"sandbox: {name} not applied ({why})" for name, why in sorted(report.get("not_applied", {}).items())]
+    return [
+        f"sandbox: {name} not applied ({why})" for name, why in sorted(report.get("not_applied", {}).items())
+    ]
 
 
 def cgroup_pids(report: dict[str, Any] | None) -> list[int]:
@@ -118,7 +134,15 @@ def remove_cgroup(report: dict[str, Any] | None) -> None:
 _CLONE_NEWNS = 0x00020000
 _CLONE_NEWUSER = 0x10000000
 _CLONE_NEWNET = 0x40000000
-_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 1, 2, 4, 32, 4096, 16384, 1 << 18
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = (
+    1,
+    2,
+    4,
+    32,
+    4096,
+    16384,
+    1 << 18,
+)
 _PR_SET_NO_NEW_PRIVS = 38
 
 # Landlock (linux/landlock.h). Syscall numbers are the same on x86-64 and arm64.
@@ -126,13 +150,44 @@ _LL_CREATE, _LL_ADD_RULE, _LL_RESTRICT = 444, 445, 446
 _LL_VERSION = 1
 _FS_EXECUTE, _FS_WRITE_FILE, _FS_READ_FILE, _FS_READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
 _FS_REMOVE_DIR, _FS_REMOVE_FILE, _FS_MAKE_CHAR, _FS_MAKE_DIR = 1 << 4, 1 << 5, 1 << 6, 1 << 7
-_FS_MAKE_REG, _FS_MAKE_SOCK, _FS_MAKE_FIFO, _FS_MAKE_BLOCK, _FS_MAKE_SYM = 1 << 8, 1 << 9, 1 << 10, 1 << 11, 1 << 12
+_FS_MAKE_REG, _FS_MAKE_SOCK, _FS_MAKE_FIFO, _FS_MAKE_BLOCK, _FS_MAKE_SYM = (
+    1 << 8,
+    1 << 9,
+    1 << 10,
+    1 << 11,
+    1 << 12,
+)
 _FS_REFER, _FS_TRUNCATE = 1 << 13, 1 << 14
 _NET_BIND_TCP, _NET_CONNECT_TCP = 1 << 0, 1 << 1
 _SCOPE_ABSTRACT_UNIX, _SCOPE_SIGNAL = 1 << 0, 1 << 1
 _FILE_RIGHTS = _FS_EXECUTE | _FS_WRITE_FILE | _FS_READ_FILE | _FS_TRUNCATE
 _READ = _FS_READ_FILE | _FS_READ_DIR
-_MAKE = _FS_MAKE_CHAR | _FS_MAKE_DIR | _FS_MAKE_REG | _FS_MAKE_SOCK | _FS_MAKE_FIFO | _FS_MAKE_BLOCK | _FS_MAKE_SYM
+_MAKE = (
+    _FS_MAKE_CHAR
+    | _FS_MAKE_DIR
+    | _FS_MAKE_REG
+    | _FS_MAKE_SOCK
+    | _FS_MAKE_FIFO
+    | _FS_MAKE_BLOCK
+    | _FS_MAKE_SYM
+)
+
+PROTECTIONS = (
+    "no-new-privileges",
+    "network",
+    "disk",
+    "processes",
+    "file-size",
+    "cpu-time",
+    "core-dumps",
+    "open-files",
+    "memory",
+    "filesystem",
+    "signals",
+    "user",
+    "environment",
+)
+"""Every protection the report speaks of (plus ``audit``, added when the hook is installed)."""
 
 SECRET_DIRS = ("/root", "/home", "/run/secrets", "/var/run/secrets")
 """Never readable by a candidate (plus the harness user's home, wherever it is)."""
@@ -181,18 +236,36 @@ class Sandbox:
 
         # A file past RLIMIT_FSIZE then fails with EFBIG (an error the candidate sees) instead of killing us.
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        steps = (self.no_new_privs, self.namespaces, self.cgroups, self.limits, self.landlock,
-                 self.drop_privileges)
+        steps = (
+            self.no_new_privs,
+            self.namespaces,
+            self.cgroups,
+            self.limits,
+            self.landlock,
+            self.drop_privileges,
+        )
         for step in steps:
             try:
                 step()
             except Exception as exc:  # noqa: BLE001 - one protection failing must not stop the others
                 self._no(step.__name__.replace("_", "-"), f"{type(exc).__name__}: {exc}")
         removed = self.config.get("removed_env", 0)
-        self._ok("environment", f"secrets removed from the environment ({removed} variables); "
-                 "HOME and TMPDIR point into the private directory")
-        return {"applied": self.applied, "not_applied": self.skipped, "cgroup": self.cgroup, "uid": os.getuid(),
-                "workdir": self.workdir}
+        self._ok(
+            "environment",
+            f"secrets removed from the environment ({removed} variables); "
+            "HOME and TMPDIR point into the private directory",
+        )
+        failed_steps = {k: v for k, v in self.skipped.items() if k not in PROTECTIONS}
+        for name in PROTECTIONS:
+            if name not in self.applied and name not in self.skipped:
+                self.skipped[name] = "not attempted" + (f" ({failed_steps})" if failed_steps else "")
+        return {
+            "applied": self.applied,
+            "not_applied": self.skipped,
+            "cgroup": self.cgroup,
+            "uid": os.getuid(),
+            "workdir": self.workdir,
+        }
 
     def no_new_privs(self) -> None:
         if self.libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0:
@@ -203,14 +276,21 @@ class Sandbox:
     def namespaces(self) -> None:
         """A network namespace, and a mount namespace for the disk quota (root, or a user namespace)."""
         want_net, want_mount = self.config.get("network", True), self.config.get("mount", True)
-        if not (want_net or want_mount):
+        if not want_net:
             self._no("network", "turned off by the caller")
+        if not want_mount:
+            self._no("disk", "turned off by the caller; only RLIMIT_FSIZE per file")
+        if not (want_net or want_mount):
             return
         flags = (_CLONE_NEWNET if want_net else 0) | (_CLONE_NEWNS if want_mount else 0)
         how = ""
-        if os.geteuid() == 0 and self._unshare(flags):
-            how = "as root"
-        elif os.geteuid() != 0 and self._probe_user_namespace(flags):
+        root_error = ""
+        if os.geteuid() == 0:
+            if self._unshare(flags):
+                how = "as root"
+            else:
+                root_error = f"unshare as root: {self._errno()}; "
+        if not how and self._probe_user_namespace(flags):  # unprivileged, or root without CAP_SYS_ADMIN
             uid, gid = os.getuid(), os.getgid()
             if not self._unshare(_CLONE_NEWUSER | flags):
                 self._no("network", f"unshare: {self._errno()}")
@@ -219,10 +299,10 @@ class Sandbox:
             self._write("/proc/self/uid_map", f"{uid} {uid} 1")
             self._write("/proc/self/gid_map", f"{gid} {gid} 1")
             how = "in a user namespace"
-        else:
-            why = self._errno() if os.geteuid() == 0 else "unprivileged user namespaces are not allowed here"
-            self._no("network", f"no network namespace: {why}")
-            self._no("disk", f"no mount namespace: {why}; only RLIMIT_FSIZE per file")
+        if not how:
+            why = root_error + "user namespaces are not allowed here"
+            self._no("network", f"no network namespace ({why})")
+            self._no("disk", f"no mount namespace ({why}); only RLIMIT_FSIZE per file")
             return
         if want_net:
             self._ok("network", f"own network namespace {how}: no interfaces, loopback down")
@@ -248,8 +328,10 @@ class Sandbox:
         with open(path, "w") as f:
             f.write(text)
 
-    def _mount(self, source: str | None, target: str, fstype: str | None, flags: int, data: str | None) -> bool:
-        enc = (lambda s: s.encode() if s is not None else None)
+    def _mount(
+        self, source: str | None, target: str, fstype: str | None, flags: int, data: str | None
+    ) -> bool:
+        enc = lambda s: s.encode() if s is not None else None
         return self.libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)) == 0
 
     def _mounts(self, how: str) -> None:
@@ -262,8 +344,11 @@ class Sandbox:
         options = f"size={size},mode=0700,uid={uid},gid={gid}"
         if size and self._mount("kernelgym", self.workdir, "tmpfs", _MS_NOSUID | _MS_NODEV, options):
             os.chdir(self.workdir)  # the old directory is now underneath the tmpfs
-            self._ok("disk", f"the private directory is a {size >> 20} MiB tmpfs ({how}); "
-                     f"RLIMIT_FSIZE {int(self.config['file_bytes']) >> 20} MiB per file")
+            self._ok(
+                "disk",
+                f"the private directory is a {size >> 20} MiB tmpfs ({how}); "
+                f"RLIMIT_FSIZE {int(self.config['file_bytes']) >> 20} MiB per file",
+            )
         else:
             self._no("disk", f"tmpfs over the private directory: {self._errno()}")
         self.mount_namespace = True
@@ -279,7 +364,9 @@ class Sandbox:
                 point = line.split()[4].replace("\\040", " ")
                 if not any(point == k or point.startswith(k + "/") for k in keep):
                     points.append(point)
-        failed = [p for p in points if not self._mount(None, p, None, _MS_BIND | _MS_REMOUNT | _MS_RDONLY, None)]
+        failed = [
+            p for p in points if not self._mount(None, p, None, _MS_BIND | _MS_REMOUNT | _MS_RDONLY, None)
+        ]
         return not failed or len(failed) < len(points) and "/" not in failed
 
     def cgroups(self) -> None:
@@ -310,8 +397,11 @@ class Sandbox:
                 self._no("processes", f"pids cgroup under {root}: {exc.strerror}")
                 continue
             self.cgroup = path
-            self._ok("processes", f"pids cgroup {path}: at most {limit} processes and threads; the harness kills "
-                     "every process in it when the worker is stopped")
+            self._ok(
+                "processes",
+                f"pids cgroup {path}: at most {limit} processes and threads; the harness kills "
+                "every process in it when the worker is stopped",
+            )
             return
 
     def limits(self) -> None:
@@ -326,26 +416,45 @@ class Sandbox:
             except (ValueError, OSError) as exc:
                 self._no(name, f"setrlimit: {exc}")
 
-        cap("file-size", resource.RLIMIT_FSIZE, int(self.config["file_bytes"]),
-            "RLIMIT_FSIZE: no file over {} bytes (writing past it fails with EFBIG)")
-        cap("cpu-time", resource.RLIMIT_CPU, int(self.config["cpu_seconds"]),
-            "RLIMIT_CPU: {} CPU seconds over the worker's life (wall-clock limits per request come first)")
+        cap(
+            "file-size",
+            resource.RLIMIT_FSIZE,
+            int(self.config["file_bytes"]),
+            "RLIMIT_FSIZE: no file over {} bytes (writing past it fails with EFBIG)",
+        )
+        cap(
+            "cpu-time",
+            resource.RLIMIT_CPU,
+            int(self.config["cpu_seconds"]),
+            "RLIMIT_CPU: {} CPU seconds over the worker's life (wall-clock limits per request come first)",
+        )
         cap("core-dumps", resource.RLIMIT_CORE, 0, "RLIMIT_CORE = {}: no core files")
-        cap("open-files", resource.RLIMIT_NOFILE, int(self.config["open_files"]), "RLIMIT_NOFILE: {} descriptors")
+        cap(
+            "open-files",
+            resource.RLIMIT_NOFILE,
+            int(self.config["open_files"]),
+            "RLIMIT_NOFILE: {} descriptors",
+        )
         memory = self.config.get("memory_bytes")
         if memory:
             cap("memory", resource.RLIMIT_AS, int(memory), "RLIMIT_AS: {} bytes of address space")
         else:
-            self._no("memory", "no RLIMIT_AS on a CUDA worker: the driver reserves terabytes of virtual address "
-                     "space; device memory is bounded by the GPU, host memory is not limited")
+            self._no(
+                "memory",
+                "no RLIMIT_AS on a CUDA worker: the driver reserves terabytes of virtual address "
+                "space; device memory is bounded by the GPU, host memory is not limited",
+            )
         if self.cgroup is None and self.config.get("cgroup", True):
             self._nproc(resource)
 
     def _nproc(self, resource: Any) -> None:
         budget = int(self.config.get("tasks") or 0)
         if os.geteuid() == 0 and not (self.config.get("drop_uid", True) and self._can_drop()):
-            self._no("processes", "no pids cgroup, and RLIMIT_NPROC never binds for root; the audit layer still "
-                     "refuses fork and subprocess")
+            self._no(
+                "processes",
+                "no pids cgroup, and RLIMIT_NPROC never binds for root; the audit layer still "
+                "refuses fork and subprocess",
+            )
             return
         current = 0 if os.geteuid() == 0 else _tasks_of_uid(os.getuid())
         value = current + budget
@@ -354,10 +463,13 @@ class Sandbox:
         except (ValueError, OSError) as exc:
             self._no("processes", f"setrlimit(RLIMIT_NPROC): {exc}")
             return
-        self._ok("processes", f"RLIMIT_NPROC: {budget} more processes and threads for this uid ({value} in all)")
+        self._ok(
+            "processes", f"RLIMIT_NPROC: {budget} more processes and threads for this uid ({value} in all)"
+        )
 
     # .................................................................. Landlock
     def landlock(self) -> None:
+        self._no("signals", "needs Landlock ABI 6 (signal scoping); the audit layer refuses os.kill")
         if not self.config.get("landlock", True):
             self._no("filesystem", "Landlock turned off by the caller")
             self._fallback_filesystem()
@@ -393,18 +505,27 @@ class Sandbox:
         finally:
             os.close(ruleset)
         note = f" ({len(failed)} paths could not be added: {', '.join(failed[:3])})" if failed else ""
-        self._ok("filesystem", f"Landlock ABI {abi}: writes only in {self.workdir} and to device files; no "
-                 f"reads in {', '.join(self.protected())} or other processes' /proc entries{note}")
-        if net:
-            self.applied.setdefault("network", "Landlock: no TCP bind or connect")
-            if "network" in self.skipped:
-                self._ok("network", "Landlock: no TCP bind or connect (no network namespace: "
-                         + self.skipped["network"] + ")")
+        self._ok(
+            "filesystem",
+            f"Landlock ABI {abi}: writes only in {self.workdir} and to device files; no "
+            f"reads in {', '.join(self.protected())} or other processes' /proc entries{note}",
+        )
+        if net and "network" in self.applied:
+            self.applied["network"] += "; and Landlock: no TCP bind or connect"
+        elif net:
+            why = self.skipped.get("network", "")
+            self._ok("network", f"Landlock: no TCP bind or connect (UDP is not covered; {why})")
         if scoped:
-            self._ok("signals", "Landlock scope: no signals to processes outside the sandbox (the harness), no "
-                     "abstract unix sockets")
+            self._ok(
+                "signals",
+                "Landlock scope: no signals to processes outside the sandbox (the harness), no "
+                "abstract unix sockets",
+            )
         else:
-            self._no("signals", f"Landlock ABI {abi} has no signal scoping (needs 6); the audit layer refuses os.kill")
+            self._no(
+                "signals",
+                f"Landlock ABI {abi} has no signal scoping (needs 6); the audit layer refuses os.kill",
+            )
 
     def _rule(self, ruleset: int, path: str, access: int, failed: list[str]) -> None:
         try:
@@ -435,11 +556,17 @@ class Sandbox:
 
     def _fallback_filesystem(self) -> None:
         if self._read_only_rest():
-            self._ok("filesystem", "mount namespace: every filesystem but the private directory, /dev, /proc and "
-                     "/sys is read-only (reads are not confined without Landlock)")
+            self._ok(
+                "filesystem",
+                "mount namespace: every filesystem but the private directory, /dev, /proc and "
+                "/sys is read-only (reads are not confined without Landlock)",
+            )
         else:
-            self._no("filesystem", self.skipped.get("filesystem", "no Landlock and no mount namespace")
-                     + "; writes elsewhere are refused only by the audit layer")
+            self._no(
+                "filesystem",
+                self.skipped.get("filesystem", "no Landlock and no mount namespace")
+                + "; writes elsewhere are refused only by the audit layer",
+            )
 
     # .................................................................. identity
     def _target_uid(self) -> int:
@@ -478,7 +605,9 @@ class Sandbox:
             return
         bad = self._unreadable()
         if bad:
-            self._no("user", f"runs as root: the Python installation is not readable by another user ({bad[0]})")
+            self._no(
+                "user", f"runs as root: the Python installation is not readable by another user ({bad[0]})"
+            )
             return
         uid = self._target_uid()
         groups: list[int] = []
@@ -614,8 +743,22 @@ _IMMEDIATE = {
     "code.__new__": ("dynamic-code", "building a code object"),
     "function.__new__": ("dynamic-code", "building a function from a code object"),
 }
-_PATH_EVENTS = {"open", "os.remove", "os.rename", "os.rmdir", "os.symlink", "os.link", "os.truncate", "os.chmod",
-                "os.chown", "os.mkdir", "shutil.rmtree", "os.listdir", "os.scandir", "os.utime"}
+_PATH_EVENTS = {
+    "open",
+    "os.remove",
+    "os.rename",
+    "os.rmdir",
+    "os.symlink",
+    "os.link",
+    "os.truncate",
+    "os.chmod",
+    "os.chown",
+    "os.mkdir",
+    "shutil.rmtree",
+    "os.listdir",
+    "os.scandir",
+    "os.utime",
+}
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _DEVICE_WRITES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/nvidia", "/dev/dri/", "/dev/tty", "/dev/pts/")
 
@@ -636,13 +779,22 @@ def snapshot(spaces: dict[str, Any]) -> Any:
     for label, space in spaces.items():
         space, names = space if isinstance(space, tuple) else (space, None)
         mapping = space if isinstance(space, dict) else vars(space)
-        saved.append((label, mapping, {k: v for k, v in list(mapping.items())
-                                       if code_like(v) and (names is None or k in names)}))
+        saved.append(
+            (
+                label,
+                mapping,
+                {k: v for k, v in list(mapping.items()) if code_like(v) and (names is None or k in names)},
+            )
+        )
     missing = object()
 
     def changed() -> list[str]:
-        return [f"{label}.{key}" for label, mapping, entries in saved for key, value in entries.items()
-                if mapping.get(key, missing) is not value]
+        return [
+            f"{label}.{key}"
+            for label, mapping, entries in saved
+            for key, value in entries.items()
+            if mapping.get(key, missing) is not value
+        ]
 
     return changed
 
@@ -674,7 +826,9 @@ def install_audit(workdir: str, protected: list[str], includes: list[str]) -> No
     own_task = os.path.exists
 
     def is_stdlib(filename: str) -> bool:
-        return filename.startswith("<frozen") or (filename.startswith(stdlib) and not filename.startswith(site))
+        return filename.startswith("<frozen") or (
+            filename.startswith(stdlib) and not filename.startswith(site)
+        )
 
     def origin(frame: Any, direct: bool) -> bool:
         """True when the candidate's code caused the event: candidate frames reached before any harness
@@ -691,15 +845,22 @@ def install_audit(workdir: str, protected: list[str], includes: list[str]) -> No
         return False
 
     def path_problem(event: str, args: tuple[Any, ...]) -> str | None:
+        if event in ("os.rename", "os.link", "os.symlink") and len(args) > 1:  # (source, destination, ...)
+            destination = path_problem("os.mkdir", args[1:2])
+            if destination or event == "os.symlink":
+                return destination
         target = args[0] if args else None
         if isinstance(target, int):
-            return f"opening file descriptor {target} directly (the worker's own channels are not the candidate's)"
+            return f"opening file descriptor {target} directly (the worker's channels are not for candidates)"
         try:
             path = realpath(fsdecode(target))
         except (TypeError, ValueError):
             return None
-        writing = event != "open" or (isinstance(args[1], str) and any(c in args[1] for c in "wax+")) or (
-            isinstance(args[2], int) and args[2] & _WRITE_FLAGS)
+        writing = (
+            event != "open"
+            or (isinstance(args[1], str) and any(c in args[1] for c in "wax+"))
+            or (isinstance(args[2], int) and args[2] & _WRITE_FLAGS)
+        )
         if event in ("os.listdir", "os.scandir"):
             writing = False
         if path.startswith("/proc/"):
@@ -709,7 +870,11 @@ def install_audit(workdir: str, protected: list[str], includes: list[str]) -> No
             if path.endswith("/mem"):
                 return f"reading the worker's memory through {path}"
         if writing:
-            if path.startswith(workdir_prefix) or path == workdir_prefix[:-1] or path.startswith(_DEVICE_WRITES):
+            if (
+                path.startswith(workdir_prefix)
+                or path == workdir_prefix[:-1]
+                or path.startswith(_DEVICE_WRITES)
+            ):
                 return None
             return f"writing {path}, outside the worker's private directory"
         inside = path + "/"
@@ -757,6 +922,48 @@ def install_audit(workdir: str, protected: list[str], includes: list[str]) -> No
 
     sys.addaudithook(hook)
     _drain = take
+    _track_threads(lambda: origin(getframe(2), direct=False))
+
+
+_threads: Any = None
+
+
+def candidate_threads() -> set[int] | None:
+    """Idents of live threads that the candidate's code started; None where this is not tracked."""
+    return _threads() if _threads is not None else None
+
+
+def _track_threads(caused_by_candidate: Any) -> None:
+    """Wrap the one primitive every Python thread starts through, so a thread the candidate started
+    (however: threading, a Timer, _thread) is told apart from the pools torch or Triton start on the
+    harness's behalf. Python 3.11 raises no audit event for threads."""
+    global _threads
+    import _thread
+    import threading
+
+    original = _thread.start_new_thread
+    live: set[int] = set()
+    get_ident = _thread.get_ident
+
+    def start_new_thread(function: Any, args: Any, kwargs: Any = None) -> int:
+        if not caused_by_candidate():
+            return original(function, args, kwargs or {})
+
+        def run(*a: Any, **k: Any) -> Any:
+            live.add(get_ident())
+            try:
+                return function(*a, **k)
+            finally:
+                live.discard(get_ident())
+
+        ident = original(run, args, kwargs or {})
+        live.add(ident)  # counted from the start, not from when the new thread first runs
+        return ident
+
+    _thread.start_new_thread = start_new_thread  # type: ignore[assignment]
+    _thread.start_new = start_new_thread  # type: ignore[attr-defined]
+    threading._start_new_thread = start_new_thread  # type: ignore[attr-defined]
+    _threads = lambda: set(live)  # noqa: E731
 
 
 def _send_frame(fd: int, payload: bytes) -> None:
@@ -765,7 +972,7 @@ def _send_frame(fd: int, payload: bytes) -> None:
 
     data = struct.pack("!i", len(payload)) + payload
     while data:
-        data = data[os.write(fd, data):]
+        data = data[os.write(fd, data) :]
 
 
 def _main() -> None:
@@ -778,11 +985,14 @@ def _main() -> None:
     protected, readable = sandbox.protected(), sandbox.readable()  # listed before Landlock closes /proc
     report = sandbox.run()
     if config.get("audit", True):
-        install_audit(sandbox.workdir, protected, [p for p in readable if any(p.startswith(c + "/")
-                                                                              for c in protected)])
-        report["applied"]["audit"] = ("PEP 578 audit hook: sockets, processes, signals, ctypes, gc walks, frame "
-                                      "introspection and writes outside the private directory are refused and "
-                                      "reported")
+        install_audit(
+            sandbox.workdir, protected, [p for p in readable if any(p.startswith(c + "/") for c in protected)]
+        )
+        report["applied"]["audit"] = (
+            "PEP 578 audit hook: sockets, processes, signals, ctypes, gc walks, frame "
+            "introspection and writes outside the private directory are refused and "
+            "reported"
+        )
     else:
         report["not_applied"]["audit"] = "turned off by the caller"
     _send_frame(fd, json.dumps({"__sandbox__": report}).encode())

@@ -28,6 +28,7 @@ import torch  # noqa: E402
 
 from kernelgym.env import loader, policy, triton_support, wire  # noqa: E402
 from kernelgym.env import sandbox as sandbox_layer  # noqa: E402
+from kernelgym.env.compare import same_bits  # noqa: E402
 from kernelgym.tasks import Sampler, get_task  # noqa: E402
 from kernelgym.tasks.spec import sequence  # noqa: E402
 
@@ -50,7 +51,8 @@ def _resolve(path: str) -> Any:
 
 
 def tampered() -> list[str]:
-    return [name for name, original in _PRISTINE.items() if _resolve(name) is not original] + _changed()
+    replaced = {name for name, original in _PRISTINE.items() if _resolve(name) is not original}
+    return sorted(replaced | set(_changed()))
 
 
 def _changed() -> list[str]:
@@ -143,11 +145,7 @@ def _snapshot(inputs: dict[str, Any]) -> dict[str, torch.Tensor]:
 
 
 def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    if a.numel() == 0:
-        return True
-    return bool(torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8)))
+    return same_bits(a, b)
 
 
 def poison(device: str, nbytes: int) -> None:
@@ -156,6 +154,29 @@ def poison(device: str, nbytes: int) -> None:
     count = max(1, min(nbytes, 1 << 30) // 4)
     block = torch.full((count,), math.nan, dtype=torch.float32, device=device)
     del block
+    if device.startswith("cuda"):
+        _scrub_shared_memory()
+
+
+def _scrub_error(device: str) -> str | None:
+    if not device.startswith("cuda"):
+        return None
+    from kernelgym.env import scrub
+
+    return scrub.failure()
+
+
+def _scrub_shared_memory() -> str | None:
+    """NaN into every SM's shared memory (env/scrub.py), outside the launch recorder: the harness's kernel
+    is not the candidate's."""
+    from kernelgym.env.scrub import scrub_shared_memory
+
+    count, keep = triton_support.RECORDER.count, triton_support.RECORDER.keep
+    triton_support.RECORDER.keep = False
+    try:
+        return scrub_shared_memory()
+    finally:
+        triton_support.RECORDER.count, triton_support.RECORDER.keep = count, keep
 
 
 def _synchronize(device: str) -> None:
@@ -211,6 +232,7 @@ def op_run(state: State, msg: dict[str, Any]) -> dict[str, Any]:
         "background": lingering,
         "unwritten": _unwritten(outputs),
         "out_of_bounds": [name for name, (buf, lo, hi) in guards.items() if not _guard_intact(buf, lo, hi)],
+        "scrub_error": _scrub_error(device),
     }
 
 
@@ -224,8 +246,8 @@ def _guarded(inputs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     out, guards = dict(inputs), {}
     storages = [v.untyped_storage().data_ptr() for v in inputs.values() if isinstance(v, torch.Tensor)]
     for name, t in inputs.items():
-        if not (isinstance(t, torch.Tensor) and t.is_floating_point() and t.is_contiguous() and t.numel()) or \
-                storages.count(t.untyped_storage().data_ptr()) > 1:
+        plain = isinstance(t, torch.Tensor) and t.is_floating_point() and t.is_contiguous() and t.numel() > 0
+        if not plain or storages.count(t.untyped_storage().data_ptr()) > 1:
             continue  # shared storages are part of the task's contract; leave them be
         pad = max(1, GUARD_BYTES // t.element_size())
         buf = torch.full((pad + t.numel() + pad,), math.nan, dtype=t.dtype, device=t.device)
@@ -240,8 +262,10 @@ def _guard_intact(buf: torch.Tensor, lo: int, hi: int) -> bool:
 
 
 def _python_threads() -> set[int]:
-    """Every thread running Python now, however it was started (threading, _thread, a C extension)."""
-    return set(sys._current_frames())
+    """Threads the candidate started that are alive now (the sandbox tracks them); without the sandbox,
+    every thread running Python."""
+    tracked = sandbox_layer.candidate_threads()
+    return tracked if tracked is not None else set(sys._current_frames())
 
 
 def _unwritten(outputs: Any) -> list[int]:
@@ -330,7 +354,8 @@ def main() -> None:
         try:
             wire.send(conn, _seal(reply, msg))
         except (TypeError, ValueError) as exc:
-            wire.send(conn, _seal({"ok": False, "kind": "internal", "error": f"unencodable reply: {exc}"}, msg))
+            failure = {"ok": False, "kind": "internal", "error": f"unencodable reply: {exc}"}
+            wire.send(conn, _seal(failure, msg))
 
 
 def _guarded_namespaces() -> dict[str, Any]:
@@ -346,7 +371,7 @@ def _guarded_namespaces() -> dict[str, Any]:
     spaces: dict[str, Any] = {
         "builtins": builtins, "time": time, "statistics": statistics, "json": json, "math": math, "os": os,
         "sys": sys, "torch.Tensor": torch.Tensor, "torch.cuda": torch.cuda,
-        # torch itself only where the harness calls it (torch._dynamo rewraps others, e.g. manual_seed, on import)
+        # torch only where the harness calls it (torch._dynamo rewraps others, e.g. manual_seed, on import)
         "torch": (torch, {"equal", "full", "empty", "frombuffer", "Generator", "randn", "rand", "randint",
                           "randperm", "where", "device", "dtype", "Tensor", "cuda"}),
         "torch.cuda.Event": torch.cuda.Event, "torch.cuda.Stream": torch.cuda.Stream,

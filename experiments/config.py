@@ -119,6 +119,16 @@ class RunSettings(Strict):
     """Time candidates on GPUs (there is no timing on the CPU)."""
     max_errors: int = Field(default=10, ge=1)
     """Stop the run after this many episodes ended in an error (a bad key, a dead server)."""
+    executor: Literal["local", "ray"] = "local"
+    """Where evaluations run: ``local`` (worker processes on this host) or ``ray`` (Ray actors on a
+    cluster, one per GPU; needs ``pip install 'kernelgym[ray]'``). See ``executors.py``. Keep
+    ``concurrency`` at least the number of evaluators, or some of them wait for work."""
+    workers_per_gpu: int = Field(default=1, ge=1, le=16)
+    """Evaluators per GPU: above 1, one evaluation's compilation and checks overlap another's timing;
+    timing on a GPU stays one at a time (a per-GPU file lock)."""
+    ray_address: str | None = None
+    """executor = "ray": the cluster to join (``auto``, ``HOST:6379``, ``ray://HOST:10001``); unset, a
+    local Ray instance is started (or ``$RAY_ADDRESS`` joined, when set)."""
 
     @field_validator("devices")
     @classmethod
@@ -370,6 +380,7 @@ def parse(text: str, where: str = "<config>", base_dir: Path | None = None) -> E
     if exp is not None:
         _resolve_paths(exp, base_dir, add)
         exp.resolved_tasks = resolved
+        _executor_problems(exp, add)
         too_big = [k for k in exp.metrics.pass_k if k > exp.samples]
         if too_big and len(too_big) == len(exp.metrics.pass_k):
             add(("metrics", "pass_k"), f"every k exceeds samples = {exp.samples}; pass@k needs k <= samples")
@@ -408,6 +419,28 @@ def _name_problems(data: dict[str, Any], add: Any) -> list[str]:
     if isinstance(history, str) and history not in known_history_modes():
         add(("history",), f"unknown history mode {history!r}; use one of {', '.join(known_history_modes())}")
     return list(dict.fromkeys(resolved))
+
+
+def ray_available() -> bool:
+    """Whether Ray can be imported (without importing it: that takes seconds)."""
+    import importlib.util
+
+    return importlib.util.find_spec("ray") is not None
+
+
+def _executor_problems(exp: Experiment, add: Any) -> None:
+    run = exp.run
+    if run.executor == "ray":
+        if not ray_available():
+            add(("run", "executor"), "Ray is not installed; pip install 'kernelgym[ray]' (or use \"local\")")
+        if isinstance(run.devices, list):
+            add(
+                ("run", "devices"),
+                'a list of devices is for the local executor; with ray use "auto", '
+                '"cuda" or "cpu" (the cluster decides which GPUs)',
+            )
+    elif run.ray_address is not None:
+        add(("run", "ray_address"), 'is only used with executor = "ray"')
 
 
 def _resolve_paths(exp: Experiment, base_dir: Path | None, add: Any) -> None:

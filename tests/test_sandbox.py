@@ -15,18 +15,33 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from kernelgym.env import sandbox
 from kernelgym.env.pool import Worker
 
-NAMES = {"no-new-privileges", "network", "disk", "processes", "file-size", "cpu-time", "core-dumps",
-         "open-files", "memory", "filesystem", "signals", "user", "environment", "audit"}
+NAMES = {
+    "no-new-privileges",
+    "network",
+    "disk",
+    "processes",
+    "file-size",
+    "cpu-time",
+    "core-dumps",
+    "open-files",
+    "memory",
+    "filesystem",
+    "signals",
+    "user",
+    "environment",
+    "audit",
+}
 
 
 def run_module(worker: Worker, source: str) -> dict[str, Any]:
     """Import ``source`` as a candidate module in the worker; the reply says how the import ended."""
-    return worker.request({"op": "load", "source": source + "\n\ndef f():\n    pass\n", "entrypoint": "f",
-                           "params": []}, timeout=120)
+    return worker.request(
+        {"op": "load", "source": source + "\n\ndef f():\n    pass\n", "entrypoint": "f", "params": []},
+        timeout=120,
+    )
 
 
 def require(worker: Worker, name: str) -> None:
@@ -38,8 +53,17 @@ def require(worker: Worker, name: str) -> None:
 @pytest.fixture(scope="module")
 def bare() -> Iterator[Worker]:
     """The operating-system layers only (audit off), with small limits so the tests are quick."""
-    worker = Worker("cpu", "run", sandbox={"audit": False, "tasks": 96, "file_bytes": 2 << 20,
-                                           "disk_bytes": 6 << 20, "memory_bytes": 6 << 30})
+    worker = Worker(
+        "cpu",
+        "run",
+        sandbox={
+            "audit": False,
+            "tasks": 96,
+            "file_bytes": 2 << 20,
+            "disk_bytes": 6 << 20,
+            "memory_bytes": 6 << 30,
+        },
+    )
     worker.request({"op": "ping"}, timeout=120)
     yield worker
     worker.stop()
@@ -88,8 +112,9 @@ def test_readable_paths_close_home_directories_but_keep_python(tmp_path):
     paths = sandbox.readable_paths(str(tmp_path / "work"), ["/root", "/home", str(home)])
     assert "/root" not in paths and "/home" not in paths and str(home) not in paths
     assert not any(p.startswith(str(home) + "/") or p == str(tmp_path) for p in paths)
-    assert os.path.realpath(sys.prefix) in paths or any(os.path.realpath(sys.prefix).startswith(p + "/")
-                                                         for p in paths)
+    assert os.path.realpath(sys.prefix) in paths or any(
+        os.path.realpath(sys.prefix).startswith(p + "/") for p in paths
+    )
     assert f"/proc/{os.getpid()}" in paths and "/proc/1" not in paths
 
 
@@ -98,7 +123,9 @@ def test_no_network(bare):
     require(bare, "network")
     reply = run_module(bare, "import socket\nsocket.create_connection(('1.1.1.1', 53), timeout=3)\n")
     assert not reply["ok"]
-    assert any(w in reply["error"] for w in ("unreachable", "Permission denied", "not permitted")), reply["error"]
+    assert any(w in reply["error"] for w in ("unreachable", "Permission denied", "not permitted")), reply[
+        "error"
+    ]
 
 
 def test_writes_only_in_the_private_directory(bare):
@@ -108,6 +135,21 @@ def test_writes_only_in_the_private_directory(bare):
     assert not reply["ok"] and "Permission denied" in reply["error"], reply
     assert not outside.exists()
     assert run_module(bare, "open('inside.txt', 'w').write('x')\n")["ok"]
+
+
+def test_without_landlock_a_mount_namespace_makes_the_rest_read_only():
+    worker = Worker("cpu", "run", sandbox={"audit": False, "landlock": False})
+    try:
+        worker.request({"op": "ping"}, timeout=120)
+        require(worker, "filesystem")
+        assert "read-only" in worker.sandbox_report["applied"]["filesystem"]
+        outside = Path("/tmp") / f"kernelgym-sandbox-ro-{os.getpid()}"
+        reply = run_module(worker, f"open({str(outside)!r}, 'w').write('x')\n")
+        assert not reply["ok"] and "Read-only file system" in reply["error"], reply
+        assert not outside.exists()
+        assert run_module(worker, "open('inside.txt', 'w').write('x')\n")["ok"]
+    finally:
+        worker.stop()
 
 
 def test_home_directories_cannot_be_read(tmp_path):
@@ -132,9 +174,13 @@ def test_a_file_cannot_outgrow_the_limit(bare):
 
 def test_the_private_directory_is_a_bounded_disk(bare):
     require(bare, "disk")
-    reply = run_module(bare, "for i in range(5):\n    open(f'part{i}.bin', 'wb').write(b'0' * (1900 << 10))\n")
+    reply = run_module(
+        bare, "for i in range(5):\n    open(f'part{i}.bin', 'wb').write(b'0' * (1900 << 10))\n"
+    )
     assert not reply["ok"] and "No space left" in reply["error"], reply
-    assert run_module(bare, "import os\nassert not os.path.exists('part0.bin')\n")["ok"]  # the next one starts clean
+    assert run_module(bare, "import os\nassert not os.path.exists('part0.bin')\n")[
+        "ok"
+    ]  # the next one starts clean
 
 
 def test_memory_is_bounded_on_a_cpu_worker(bare):
@@ -148,9 +194,11 @@ def test_a_fork_bomb_stops_at_the_limit_and_dies_with_the_worker():
     try:
         worker.request({"op": "ping"}, timeout=120)
         require(worker, "processes")
-        source = ("import os, time\nmade = 0\ntry:\n    for _ in range(1000):\n        if os.fork() == 0:\n"
-                  "            time.sleep(600)\n            os._exit(0)\n        made += 1\n"
-                  "finally:\n    print('FORKED', made)\n")
+        source = (
+            "import os, time\nmade = 0\ntry:\n    for _ in range(1000):\n        if os.fork() == 0:\n"
+            "            time.sleep(600)\n            os._exit(0)\n        made += 1\n"
+            "finally:\n    print('FORKED', made)\n"
+        )
         reply = run_module(worker, source)
         assert not reply["ok"] and "Resource temporarily unavailable" in reply["error"], reply
         made = int(worker.log_tail().split("FORKED")[-1].split()[0])
@@ -191,7 +239,9 @@ def test_no_secrets_in_the_environment(monkeypatch):
     monkeypatch.setenv("MY_SERVICE_TOKEN", "tok-should-not-leak")
     worker = Worker("cpu", "run")
     try:
-        reply = run_module(worker, "import os\nraise RuntimeError('ENV=' + repr(sorted(os.environ.items())))\n")
+        reply = run_module(
+            worker, "import os\nraise RuntimeError('ENV=' + repr(sorted(os.environ.items())))\n"
+        )
         assert "should-not-leak" not in reply["error"]
         assert "ENV=" in reply["error"]
         assert "secrets removed" in worker.sandbox_report["applied"]["environment"]
@@ -239,7 +289,9 @@ def test_the_audit_layer_refuses_and_reports(audited, source, code):
 
 def test_the_audit_layer_still_reports_a_refusal_the_candidate_swallowed(audited):
     audited.take_incidents()
-    reply = run_module(audited, "try:\n    import gc\n    gc.get_objects()\nexcept PermissionError:\n    pass\n")
+    reply = run_module(
+        audited, "try:\n    import gc\n    gc.get_objects()\nexcept PermissionError:\n    pass\n"
+    )
     assert reply["ok"]  # the candidate carried on...
     assert audited.take_incidents()[0][0] == "introspection"  # ...and is caught all the same
 
@@ -247,6 +299,8 @@ def test_the_audit_layer_still_reports_a_refusal_the_candidate_swallowed(audited
 def test_harness_work_on_the_candidates_behalf_is_not_refused(audited):
     """Writing inside the private directory, reading the Python installation and lazy imports pass."""
     audited.take_incidents()
-    source = "import json, os\nopen('scratch.txt', 'w').write('ok')\nopen(json.__file__).read()\nimport colorsys\n"
+    source = (
+        "import json, os\nopen('scratch.txt', 'w').write('ok')\nopen(json.__file__).read()\nimport colorsys\n"
+    )
     assert run_module(audited, source)["ok"]
     assert audited.take_incidents() == []

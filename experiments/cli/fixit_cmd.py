@@ -216,8 +216,8 @@ def run_build(args: argparse.Namespace) -> int:
         print("  dropped: " + ", ".join(f"{n} {why}" for why, n in sorted(r["dropped"].items())))
     if r["explanations"]:
         print("  explanations: " + ", ".join(f"{n} {s}" for s, n in sorted(r["explanations"].items())))
-    if not splits["validation"]["examples"] and r["kept"]:
-        print("  note: no validation split (one task only, or --val-fraction 0)")
+    for note in r["notes"]:
+        print(f"  note: {note}")
     print(f"Wrote {result.out}/ (README.md is the dataset card; report.md says what was kept and dropped)")
     return 0
 

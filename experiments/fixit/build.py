@@ -204,6 +204,12 @@ def build(
         val_groups=options.val_groups,
     )
     key = group_key(options.split_by)
+    notes = []
+    missing = sorted(set(options.val_groups or []) - set(groups))
+    if missing:
+        notes.append(f"--val-tasks named {', '.join(missing)}, which no kept pair has")
+    if groups and "validation" not in groups.values():
+        notes.append("no validation split (one task only, or --val-fraction 0)")
 
     if provider is None and options.explainer:
         from kernelgym.agents import make_provider
@@ -228,6 +234,7 @@ def build(
 
     out = Path(out)
     report = _report(run_dirs, attempts, found, drops, examples, options, time.time() - started)
+    report["notes"] = notes
     write(out, examples, drops, report)
     return BuildResult(out, examples, drops, report)
 
@@ -453,6 +460,9 @@ def report_markdown(report: dict[str, Any]) -> str:
         parts.append(_table(["pair", "task", "kind", "source", "reason", "detail"], rows))
         if len(report["drops"]) > 500:
             parts.append(f"\n... and {len(report['drops']) - 500} more (report.json has them all).")
+    if report.get("notes"):
+        parts.append("\n## Notes\n")
+        parts += [f"- {note}" for note in report["notes"]]
     if report["explanation_notes"]:
         parts.append("\n## Explanation fallbacks\n")
         parts += [f"- {n['id']}: {n['note']}" for n in report["explanation_notes"]]

@@ -71,7 +71,9 @@ def template_explanation(pair: Pair) -> str:
     changes = changed_lines(pair.wrong.candidate or "", pair.fixed.candidate or "")
     if changes:
         lines.append("The fix changes:" if len(changes) > 1 else "The fix changes one line:")
-        for op, old, new in changes[:MAX_TEMPLATE_LINES]:
+        # Edited and new lines say more about the fix than removed ones: they come first.
+        shown = sorted(changes, key=lambda c: ("replace", "insert", "delete").index(c[0]))
+        for op, old, new in shown[:MAX_TEMPLATE_LINES]:
             if op == "replace":
                 lines.append(f"- `{_clip(old)}` -> `{_clip(new)}`")
             elif op == "delete":

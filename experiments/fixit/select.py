@@ -2,8 +2,8 @@
 
 Near-duplicates are judged on normalised sources (comments and layout gone, identifiers kept) as
 the Jaccard overlap of token shingles: cheap, order-aware enough for code, and it does not need
-the source to parse (a compile failure often does not). Two pairs of one task are near-duplicates
-when both their wrong kernels and their fixes overlap at least ``threshold``.
+the source to parse (a compile failure often does not). Two pairs of one task and error kind are
+near-duplicates when both their wrong kernels and their fixes overlap at least ``threshold``.
 
 Balance comes from the order pairs are taken in: round-robin over kinds (rarest first), and within
 a kind round-robin over tasks, so when a cap binds, what is kept is spread over kinds and tasks
@@ -80,10 +80,11 @@ def priority(pair: Pair) -> tuple[int, int, str, int, int]:
 
 
 def deduplicate(pairs: Iterable[Pair], threshold: float = 0.9) -> tuple[list[Pair], list[Drop]]:
-    """Keep the preferred pair of every group of (near-)duplicates within a task."""
+    """Keep the preferred pair of every group of (near-)duplicates of one task and error kind (two
+    failures of different kinds fixed by the same kernel teach different lessons, so both stay)."""
     kept: list[Pair] = []
     drops: list[Drop] = []
-    by_task: dict[str, list[tuple[Pair, frozenset, frozenset]]] = defaultdict(list)
+    by_cell: dict[tuple[str, str], list[tuple[Pair, frozenset, frozenset]]] = defaultdict(list)
     for pair in sorted(pairs, key=priority):
         wrong, fixed = pair.wrong.candidate or "", pair.fixed.candidate or ""
         if tokens(wrong) == tokens(fixed):
@@ -93,7 +94,7 @@ def deduplicate(pairs: Iterable[Pair], threshold: float = 0.9) -> tuple[list[Pai
             continue
         sw, sf = shingles(wrong), shingles(fixed)
         twin = None
-        for other, ow, of in by_task[pair.task]:
+        for other, ow, of in by_cell[(pair.task, pair.kind)]:
             score = min(_jaccard(sw, ow), _jaccard(sf, of))
             if score >= threshold:
                 twin = (other, score)
@@ -109,7 +110,7 @@ def deduplicate(pairs: Iterable[Pair], threshold: float = 0.9) -> tuple[list[Pai
                 )
             )
             continue
-        by_task[pair.task].append((pair, sw, sf))
+        by_cell[(pair.task, pair.kind)].append((pair, sw, sf))
         kept.append(pair)
     return kept, drops
 

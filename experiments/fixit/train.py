@@ -166,9 +166,12 @@ def train(
     started = time.time()
     tokenizer = AutoTokenizer.from_pretrained(str(base), local_files_only=True)
     _chat_template(tokenizer, options.chat_template, notes)
-    model = AutoModelForCausalLM.from_pretrained(str(base), local_files_only=True)
     cuda = torch.cuda.is_available()
     bf16 = bool(cuda and torch.cuda.is_bf16_supported())
+    # bf16 weights on a GPU that has it (half the memory); float32 elsewhere, where bf16 is slow or wrong.
+    model = AutoModelForCausalLM.from_pretrained(
+        str(base), local_files_only=True, dtype=torch.bfloat16 if bf16 else torch.float32
+    )
     config = SFTConfig(
         output_dir=str(out),
         num_train_epochs=options.epochs,
@@ -186,8 +189,8 @@ def train(
         seed=options.seed,
         bf16=bf16,
         use_cpu=not cuda,
-        gradient_checkpointing=options.gradient_checkpointing,
         disable_tqdm=True,
+        **({"gradient_checkpointing": True} if options.gradient_checkpointing else {}),
         **options.extra,
     )
     lora = LoraConfig(

@@ -277,7 +277,8 @@ Materialized transpose, as x.t().contiguous(): x is a contiguous (M, N) tensor (
 bfloat16); return a new contiguous (N, M) tensor with out[j, i] = x[i, j]. Both the reads and the writes
 should be coalesced: move tiles, not single rows or columns.
 """,
-    reference=lambda x: x.t().contiguous(),
+    # clone, not contiguous(): for N = 1 or M = 1 contiguous() keeps odd strides that byte views reject
+    reference=lambda x: x.t().clone(memory_format=torch.contiguous_format),
     make_inputs=lambda case, s: {"x": s.tensor((case["m"], case["n"]), case["dtype"])},
     shapes={
         "dev": [_mn(4, 100, "float32"), _mn(64, 64, "float16"), _mn(100, 37, "bfloat16")],

@@ -364,9 +364,9 @@ must also be split across programs to fill the GPU. Memory-bound: stream a once.
             {"m": 300, "n": 100, "dtype": "bfloat16"},
         ],
         "bench": [
-            {"m": 16384, "n": 16384, "dtype": "float16"},
-            {"m": 16384, "n": 8192, "dtype": "float32"},
-            {"m": 8192, "n": 32768, "dtype": "bfloat16"},
+            {"m": 32768, "n": 16384, "dtype": "float16"},
+            {"m": 16384, "n": 16384, "dtype": "float32"},
+            {"m": 8192, "n": 65536, "dtype": "bfloat16"},
         ],
     },
     dtypes=("float32", "float16", "bfloat16"),

@@ -199,7 +199,7 @@ pass over the matrix. N reaches tens of millions, so combine partial sums from m
         "dev": [_nc(8, 100, "float32"), _nc(333, 50, "float16"), _nc(64, 512, "bfloat16")],
         "heldout": [_nc(1, 1, "float32"), _nc(10007, 17, "float32"), _nc(2000, 3001, "float16"),
                     _nc(500, 1001, "bfloat16")],
-        "bench": [_nc(1 << 25, 8, "float32"), _nc(1 << 22, 128, "bfloat16")],
+        "bench": [_nc(1 << 26, 4, "float32"), _nc(1 << 25, 16, "bfloat16")],
     },
     dtypes=DTYPES,
     flops=lambda c: c["n"] + 1,
@@ -350,7 +350,7 @@ Leave the inputs unchanged; accumulate in float32. n reaches hundreds of million
     make_inputs=_ranking_inputs,
     shapes={
         "dev": [_n_m(1000, "float32", 0.5), _n_m(4097, "float16", 0.5), _n_m(3000, "bfloat16", 0.5)],
-        "heldout": [_n_m(1, "float32", 0.0), _n_m(1_000_003, "float32", 0.25), _n_m(77777, "float16", 1.0),
+        "heldout": [_n_m(1, "float32", 0.0), _n_m(300_007, "float32", 0.25), _n_m(77777, "float16", 1.0),
                     _n_m(12345, "bfloat16", 0.25)],
         "bench": [_n_m(1 << 28, "float32", 0.5), _n_m(1 << 29, "bfloat16", 0.5)],
     },

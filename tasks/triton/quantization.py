@@ -211,32 +211,32 @@ qdtype with q[i, j] = Q(x[i, j] / scale[i, j // group_size]).
     reference=quantize_per_group_ref,
     make_inputs=lambda case, s: {
         "x": s.tensor((case["m"], case["k"]), case["dtype"]),
-        "scale": _static_scale(s, (case["m"], case["k"] // case["g"]), case["qdtype"]),
-        "group_size": case["g"],
+        "scale": _static_scale(s, (case["m"], case["k"] // case["group_size"]), case["qdtype"]),
+        "group_size": case["group_size"],
         "qdtype": dtype_of(case["qdtype"]),
     },
     shapes={
         "dev": [
-            _quant_case(16, 256, "float32", "int8", g=64),
-            _quant_case(9, 384, "float16", "float8_e4m3fn", g=128),
-            _quant_case(20, 96, "float16", "int8", g=32),
-            _quant_case(8, 128, "bfloat16", "int8", g=32),
+            _quant_case(16, 256, "float32", "int8", group_size=64),
+            _quant_case(9, 384, "float16", "float8_e4m3fn", group_size=128),
+            _quant_case(20, 96, "float16", "int8", group_size=32),
+            _quant_case(8, 128, "bfloat16", "int8", group_size=32),
         ],
         "heldout": [
-            _quant_case(1, 32, "float32", "int8", g=32),
-            _quant_case(33, 640, "float16", "int8", g=128),
-            _quant_case(17, 192, "float32", "float8_e4m3fn", g=64),
-            _quant_case(5, 256, "bfloat16", "float8_e4m3fn", g=128),
+            _quant_case(1, 32, "float32", "int8", group_size=32),
+            _quant_case(33, 640, "float16", "int8", group_size=128),
+            _quant_case(17, 192, "float32", "float8_e4m3fn", group_size=64),
+            _quant_case(5, 256, "bfloat16", "float8_e4m3fn", group_size=128),
         ],
         "bench": [
-            _quant_case(16384, 16384, "bfloat16", "float8_e4m3fn", g=128),
-            _quant_case(16384, 16384, "float16", "int8", g=64),
+            _quant_case(16384, 16384, "bfloat16", "float8_e4m3fn", group_size=128),
+            _quant_case(16384, 16384, "float16", "int8", group_size=64),
         ],
     },
     dtypes=("int8", "float8_e4m3fn", "float32", "float16", "bfloat16"),
     tolerances=QUANT_TOLERANCES,
     flops=lambda c: c["m"] * c["k"],
-    bytes=lambda c: _quant_bytes(c) + 4 * c["m"] * (c["k"] // c["g"]),
+    bytes=lambda c: _quant_bytes(c) + 4 * c["m"] * (c["k"] // c["group_size"]),
     distributions=("normal", "uniform", "outliers"),
     notes=FP8_NOTE,
 ))
@@ -278,8 +278,8 @@ DEQUANT_SHAPES = {
         _dequant_case(77, 129, "int8", "float32"),
     ],
     "bench": [
-        _dequant_case(16384, 16384, "float8_e4m3fn", "bfloat16"),
-        _dequant_case(16384, 16384, "int8", "float16"),
+        _dequant_case(32768, 16384, "float8_e4m3fn", "bfloat16"),
+        _dequant_case(32768, 16384, "int8", "float16"),
     ],
 }
 
@@ -371,30 +371,30 @@ out[i, j] = float(q[i, j]) * scale[i, j // group_size].
     reference=dequantize_per_group_ref,
     make_inputs=lambda case, s: {
         "q": _q_values(s, (case["m"], case["k"]), case["qdtype"]),
-        "scale": s.uniform((case["m"], case["k"] // case["g"]), 0.005, 0.05),
-        "group_size": case["g"],
+        "scale": s.uniform((case["m"], case["k"] // case["group_size"]), 0.005, 0.05),
+        "group_size": case["group_size"],
         "out_dtype": dtype_of(case["dtype"]),
     },
     shapes={
         "dev": [
-            _dequant_case(16, 256, "int8", "float32", g=64),
-            _dequant_case(9, 384, "float8_e4m3fn", "float16", g=128),
-            _dequant_case(20, 96, "int8", "float16", g=32),
+            _dequant_case(16, 256, "int8", "float32", group_size=64),
+            _dequant_case(9, 384, "float8_e4m3fn", "float16", group_size=128),
+            _dequant_case(20, 96, "int8", "float16", group_size=32),
         ],
         "heldout": [
-            _dequant_case(1, 32, "int8", "float16", g=32),
-            _dequant_case(33, 640, "float8_e4m3fn", "float32", g=128),
-            _dequant_case(17, 192, "int8", "float32", g=64),
+            _dequant_case(1, 32, "int8", "float16", group_size=32),
+            _dequant_case(33, 640, "float8_e4m3fn", "float32", group_size=128),
+            _dequant_case(17, 192, "int8", "float32", group_size=64),
         ],
         "bench": [
-            _dequant_case(16384, 16384, "float8_e4m3fn", "bfloat16", g=128),
-            _dequant_case(16384, 16384, "int8", "float16", g=64),
+            _dequant_case(32768, 16384, "float8_e4m3fn", "bfloat16", group_size=128),
+            _dequant_case(32768, 16384, "int8", "float16", group_size=64),
         ],
     },
     dtypes=("float32", "float16", "bfloat16", "int8", "float8_e4m3fn"),
     tolerances=DEQUANT_TOLERANCES,
     flops=lambda c: c["m"] * c["k"],
-    bytes=lambda c: _dequant_bytes(c) + 4 * c["m"] * (c["k"] // c["g"]),
+    bytes=lambda c: _dequant_bytes(c) + 4 * c["m"] * (c["k"] // c["group_size"]),
     distributions=("normal",),
 ))
 
@@ -459,8 +459,8 @@ scale a new float32 (M,) tensor with one scale per row. Rows can be all zeros.
             _quant_case(5, 128, "bfloat16", "int8"),
         ],
         "bench": [
-            _quant_case(16384, 8192, "bfloat16", "float8_e4m3fn"),
-            _quant_case(32768, 4096, "float16", "int8"),
+            _quant_case(32768, 16384, "bfloat16", "float8_e4m3fn"),
+            _quant_case(65536, 8192, "float16", "int8"),
         ],
     },
     dtypes=("int8", "float8_e4m3fn", "float32", "float16", "bfloat16"),
@@ -498,31 +498,31 @@ contiguous float32 (M, K // group_size) tensor, one scale per group. Rows can be
     reference=quantize_dynamic_per_group_ref,
     make_inputs=lambda case, s: {
         "x": _with_zero_row(s.tensor((case["m"], case["k"]), case["dtype"])),
-        "group_size": case["g"],
+        "group_size": case["group_size"],
         "qdtype": dtype_of(case["qdtype"]),
     },
     shapes={
         "dev": [
-            _quant_case(16, 256, "float32", "int8", g=64),
-            _quant_case(9, 384, "float16", "float8_e4m3fn", g=128),
-            _quant_case(20, 96, "float16", "int8", g=32),
-            _quant_case(8, 128, "bfloat16", "float8_e4m3fn", g=128),
+            _quant_case(16, 256, "float32", "int8", group_size=64),
+            _quant_case(9, 384, "float16", "float8_e4m3fn", group_size=128),
+            _quant_case(20, 96, "float16", "int8", group_size=32),
+            _quant_case(8, 128, "bfloat16", "float8_e4m3fn", group_size=128),
         ],
         "heldout": [
-            _quant_case(1, 32, "float32", "int8", g=32),
-            _quant_case(33, 640, "float16", "int8", g=128),
-            _quant_case(17, 192, "float32", "float8_e4m3fn", g=64),
-            _quant_case(5, 256, "bfloat16", "int8", g=128),
+            _quant_case(1, 32, "float32", "int8", group_size=32),
+            _quant_case(33, 640, "float16", "int8", group_size=128),
+            _quant_case(17, 192, "float32", "float8_e4m3fn", group_size=64),
+            _quant_case(5, 256, "bfloat16", "int8", group_size=128),
         ],
         "bench": [
-            _quant_case(16384, 8192, "bfloat16", "float8_e4m3fn", g=128),
-            _quant_case(32768, 4096, "float16", "int8", g=64),
+            _quant_case(32768, 16384, "bfloat16", "float8_e4m3fn", group_size=128),
+            _quant_case(65536, 8192, "float16", "int8", group_size=64),
         ],
     },
     dtypes=("int8", "float8_e4m3fn", "float32", "float16", "bfloat16"),
     tolerances=QUANT_TOLERANCES,
     flops=lambda c: 2 * c["m"] * c["k"],
-    bytes=lambda c: _quant_bytes(c) + 4 * c["m"] * (c["k"] // c["g"]),
+    bytes=lambda c: _quant_bytes(c) + 4 * c["m"] * (c["k"] // c["group_size"]),
     distributions=("normal", "uniform", "outliers"),
     notes=FP8_NOTE,
 ))
@@ -707,8 +707,8 @@ def int4_quantize_pack_ref(w: torch.Tensor, scale: torch.Tensor, group_size: int
     return int4_pack(torch.clamp(torch.round(y), -8, 7).reshape(n, k))
 
 
-def _int4_case(n: int, k: int, g: int, dtype: str, **extra: object) -> dict[str, object]:
-    return {"n": n, "k": k, "g": g, "dtype": dtype, **extra}
+def _int4_case(n: int, k: int, group_size: int, dtype: str) -> dict[str, object]:
+    return {"n": n, "k": k, "group_size": group_size, "dtype": dtype}
 
 
 register(Task(
@@ -726,8 +726,8 @@ tensor of packed codes, checked exactly.
     reference=int4_quantize_pack_ref,
     make_inputs=lambda case, s: {
         "w": s.tensor((case["n"], case["k"]), case["dtype"]),
-        "scale": s.uniform((case["n"], case["k"] // case["g"]), 0.2, 0.5),
-        "group_size": case["g"],
+        "scale": s.uniform((case["n"], case["k"] // case["group_size"]), 0.2, 0.5),
+        "group_size": case["group_size"],
     },
     shapes={
         "dev": [
@@ -750,7 +750,7 @@ tensor of packed codes, checked exactly.
     tolerances={"uint8": EXACT},
     flops=lambda c: c["n"] * c["k"],
     bytes=lambda c: c["n"] * c["k"] * elem_size(c["dtype"]) + c["n"] * c["k"] // 2
-    + 4 * c["n"] * (c["k"] // c["g"]),
+    + 4 * c["n"] * (c["k"] // c["group_size"]),
     distributions=("normal", "uniform", "outliers"),
 ))
 
@@ -765,8 +765,8 @@ def _int4_inputs(case, s):
     n, k = case["n"], case["k"]
     return {
         "packed": s.randint(0, 256, (n, k // 2), torch.uint8),
-        "scale": s.uniform((n, k // case["g"]), 0.005, 0.05).to(dtype_of(case["dtype"])),
-        "group_size": case["g"],
+        "scale": s.uniform((n, k // case["group_size"]), 0.005, 0.05).to(dtype_of(case["dtype"])),
+        "group_size": case["group_size"],
     }
 
 
@@ -806,7 +806,7 @@ the signed 4-bit code of element j of row i.
     tolerances=DEQUANT_TOLERANCES,
     flops=lambda c: c["n"] * c["k"],
     bytes=lambda c: c["n"] * c["k"] // 2
-    + (c["n"] * c["k"] + c["n"] * (c["k"] // c["g"])) * elem_size(c["dtype"]),
+    + (c["n"] * c["k"] + c["n"] * (c["k"] // c["group_size"])) * elem_size(c["dtype"]),
     distributions=("normal",),
 ))
 
@@ -821,8 +821,8 @@ def _w4a16_inputs(case, s):
     return {
         "x": s.tensor((case["m"], k), case["dtype"]),
         "packed": s.randint(0, 256, (n, k // 2), torch.uint8),
-        "scale": s.uniform((n, k // case["g"]), 0.01, 0.03).to(dtype_of(case["dtype"])),
-        "group_size": case["g"],
+        "scale": s.uniform((n, k // case["group_size"]), 0.01, 0.03).to(dtype_of(case["dtype"])),
+        "group_size": case["group_size"],
     }
 
 
@@ -846,18 +846,18 @@ weights to x's dtype before tl.dot is fine. M ranges from a few tokens to thousa
     make_inputs=_w4a16_inputs,
     shapes={
         "dev": [
-            {"m": 16, "n": 64, "k": 256, "g": 64, "dtype": "float16"},
-            {"m": 5, "n": 100, "k": 384, "g": 128, "dtype": "float16"},
-            {"m": 33, "n": 48, "k": 128, "g": 32, "dtype": "bfloat16"},
+            {"m": 16, "n": 64, "k": 256, "group_size": 64, "dtype": "float16"},
+            {"m": 5, "n": 100, "k": 384, "group_size": 128, "dtype": "float16"},
+            {"m": 33, "n": 48, "k": 128, "group_size": 32, "dtype": "bfloat16"},
         ],
         "heldout": [
-            {"m": 1, "n": 130, "k": 256, "g": 128, "dtype": "float16"},
-            {"m": 70, "n": 96, "k": 192, "g": 64, "dtype": "float16"},
-            {"m": 20, "n": 64, "k": 256, "g": 32, "dtype": "bfloat16"},
+            {"m": 1, "n": 130, "k": 256, "group_size": 128, "dtype": "float16"},
+            {"m": 70, "n": 96, "k": 192, "group_size": 64, "dtype": "float16"},
+            {"m": 20, "n": 64, "k": 256, "group_size": 32, "dtype": "bfloat16"},
         ],
         "bench": [
-            {"m": 16, "n": 28672, "k": 8192, "g": 128, "dtype": "bfloat16"},
-            {"m": 4096, "n": 8192, "k": 8192, "g": 128, "dtype": "float16"},
+            {"m": 16, "n": 28672, "k": 8192, "group_size": 128, "dtype": "bfloat16"},
+            {"m": 4096, "n": 8192, "k": 8192, "group_size": 128, "dtype": "float16"},
         ],
     },
     dtypes=("float16", "bfloat16"),
@@ -866,7 +866,7 @@ weights to x's dtype before tl.dot is fine. M ranges from a few tokens to thousa
         "bfloat16": Tolerance(2e-2, 2e-2, 1e-2, "bf16 rounding of the dequantized weights and of the output"),
     },
     flops=lambda c: 2 * c["m"] * c["n"] * c["k"],
-    bytes=lambda c: c["n"] * c["k"] // 2 + (c["m"] * c["k"] + c["n"] * (c["k"] // c["g"]) + c["m"] * c["n"])
-    * elem_size(c["dtype"]),
+    bytes=lambda c: c["n"] * c["k"] // 2
+    + (c["m"] * c["k"] + c["n"] * (c["k"] // c["group_size"]) + c["m"] * c["n"]) * elem_size(c["dtype"]),
     distributions=("normal", "uniform"),
 ))

@@ -6,7 +6,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
 from kernelgym.env import EvalOptions, EvalResult, Evaluator
 from kernelgym.tasks import get_task
 
@@ -31,7 +30,9 @@ def explain(result: EvalResult) -> str:
 def judge(cpu_evaluator: Evaluator) -> Callable[..., EvalResult]:
     """judge(task_id, candidate_name, options=DEV, evaluator=the session's CPU evaluator)."""
 
-    def run(task_id: str, name: str, options: EvalOptions = DEV, evaluator: Evaluator | None = None) -> EvalResult:
+    def run(
+        task_id: str, name: str, options: EvalOptions = DEV, evaluator: Evaluator | None = None
+    ) -> EvalResult:
         return (evaluator or cpu_evaluator).evaluate(get_task(task_id), candidate_source(name), options)
 
     return run

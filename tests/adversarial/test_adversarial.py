@@ -9,7 +9,6 @@ on replies) is what rejects them; ``layer`` says which one must.
 from __future__ import annotations
 
 import pytest
-
 from kernelgym.env import EvalOptions
 from kernelgym.env.pool import Worker
 
@@ -32,7 +31,13 @@ LOOPHOLES = [
     ("matmul_dunder", "matmul/matmul", {"torch-op"}, "run", "mm"),
     ("host_numpy", "normalization/softmax", {"host-compute"}, "run", "numpy()"),
     ("host_python_loop", "math/add", {"host-compute"}, "run", "tolist()"),
-    ("low_precision_host", "normalization/softmax", {"torch-op"}, "run", "cast torch.float32 -> torch.float16"),
+    (
+        "low_precision_host",
+        "normalization/softmax",
+        {"torch-op"},
+        "run",
+        "cast torch.float32 -> torch.float16",
+    ),
     ("cache_by_shape", "math/add", {"stale-output"}, "run", "cached"),
     ("cache_by_call_count", "math/add", {"stale-output"}, "run", "cached"),
     ("sleeper", "math/add", {"inconsistent"}, "run", "later"),
@@ -44,8 +49,10 @@ LOOPHOLES = [
     ("out_of_bounds_write", "math/add", {"out-of-bounds"}, "run", "past the end"),
 ]
 
-@pytest.mark.parametrize(("name", "task_id", "expected", "layer", "words"), LOOPHOLES,
-                         ids=[row[0] for row in LOOPHOLES])
+
+@pytest.mark.parametrize(
+    ("name", "task_id", "expected", "layer", "words"), LOOPHOLES, ids=[row[0] for row in LOOPHOLES]
+)
 def test_loophole_is_rejected_with_a_reason(judge, name, task_id, expected, layer, words):
     result = judge(task_id, name)
     assert result.correct is not True, explain(result)
@@ -59,16 +66,19 @@ def test_loophole_is_rejected_with_a_reason(judge, name, task_id, expected, laye
         assert result.stage != "static", f"{name} must get past the scan, to test the run-time layer"
     assert hit[0].message[:40] in result.feedback, result.feedback  # the model is told, too
 
+
 def test_the_harness_goes_on_after_each_attack(cpu_evaluator, judge):
     """Evaluating the reference right after a run of attacks gives a clean verdict (no leftovers)."""
-    for name, task_id in [("patch_timer", "math/add"), ("forge_reply", "math/add"),
-                          ("background_thread", "math/add"), ("fork_bomb", "math/add")]:
-        judge(task_id, name)
+    for name in ("forge_reply", "background_thread", "fill_disk"):
+        judge("math/add", name)
     from kernelgym.tasks import get_task
 
     task = get_task("math/add")
-    result = cpu_evaluator.evaluate(task, task.solution_source(), EvalOptions(device="cpu", shape_sets=("dev",)))
+    result = cpu_evaluator.evaluate(
+        task, task.solution_source(), EvalOptions(device="cpu", shape_sets=("dev",))
+    )
     assert result.correct and not result.violations, explain(result)
+
 
 def test_low_precision_arithmetic_fails_float32_cases_and_says_why(judge):
     result = judge("normalization/softmax", "low_precision_kernel")
@@ -77,6 +87,7 @@ def test_low_precision_arithmetic_fails_float32_cases_and_says_why(judge):
     assert failed and failed[0].case["dtype"] == "float32", explain(result)
     assert "float16 or bfloat16 arithmetic" in failed[0].message, failed[0].message
     assert "relative" in failed[0].message or "outside" in failed[0].message
+
 
 def test_a_constant_that_passes_an_absolute_tolerance_fails_the_normwise_bound(cpu_evaluator, judge):
     """A lenient absolute tolerance (as a task author might give an fp16 task) with answers near zero:
@@ -87,8 +98,11 @@ def test_a_constant_that_passes_an_absolute_tolerance_fails_the_normwise_bound(c
     from kernelgym.tasks.spec import Tolerance
 
     base = get_task("math/add")
-    lenient = dataclasses.replace(base, distributions=("small",),
-                                  tolerances={"float32": Tolerance(1e-2, 1e-4, 1e-5, "lenient on purpose")})
+    lenient = dataclasses.replace(
+        base,
+        distributions=("small",),
+        tolerances={"float32": Tolerance(1e-2, 1e-4, 1e-5, "lenient on purpose")},
+    )
     from .conftest import candidate_source
 
     result = cpu_evaluator.evaluate(lenient, candidate_source("constant_output"), EvalOptions(device="cpu"))
@@ -97,6 +111,7 @@ def test_a_constant_that_passes_an_absolute_tolerance_fails_the_normwise_bound(c
     assert first.mismatches == 0, "every element is within atol: the element-wise check alone would pass it"
     assert "relative L2 error" in first.message and "as a whole" in first.message, first.message
 
+
 def test_caching_by_pointer_never_passes(judge):
     """Whether or not the allocator reuses addresses, a pointer cache cannot pass: either a reused
     address replays a stale answer (caught as such), or nothing is cached and it is an honest kernel."""
@@ -104,8 +119,10 @@ def test_caching_by_pointer_never_passes(judge):
     if result.correct:
         assert not result.violations  # no address was reused: it computed every answer
     else:
-        assert "stale-output" in {v.code for v in result.violations} or \
-            any(c.passed is False for c in result.cases), explain(result)
+        assert "stale-output" in {v.code for v in result.violations} or any(
+            c.passed is False for c in result.cases
+        ), explain(result)
+
 
 def test_undefined_behaviour_out_of_bounds_never_passes_and_the_harness_survives(cpu_evaluator, judge):
     result = judge("normalization/softmax", "out_of_bounds")
@@ -113,13 +130,15 @@ def test_undefined_behaviour_out_of_bounds_never_passes_and_the_harness_survives
     from kernelgym.tasks import get_task
 
     task = get_task("normalization/softmax")
-    again = cpu_evaluator.evaluate(task, task.solution_source(), EvalOptions(device="cpu", shape_sets=("dev",)))
+    again = cpu_evaluator.evaluate(
+        task, task.solution_source(), EvalOptions(device="cpu", shape_sets=("dev",))
+    )
     assert again.correct, explain(again)
+
 
 def test_the_worker_is_never_sent_reference_data(cpu_evaluator, monkeypatch):
     """Reading harness memory from the worker gains nothing: no reference crosses into its process."""
     import torch
-
     from kernelgym.env import pool
     from kernelgym.tasks import get_task
 
@@ -132,7 +151,9 @@ def test_the_worker_is_never_sent_reference_data(cpu_evaluator, monkeypatch):
 
     monkeypatch.setattr(pool.wire, "send", spy)
     task = get_task("normalization/softmax")
-    result = cpu_evaluator.evaluate(task, task.solution_source(), EvalOptions(device="cpu", shape_sets=("dev",)))
+    result = cpu_evaluator.evaluate(
+        task, task.solution_source(), EvalOptions(device="cpu", shape_sets=("dev",))
+    )
     assert result.correct, explain(result)
 
     def tensors(obj) -> int:
@@ -147,6 +168,7 @@ def test_the_worker_is_never_sent_reference_data(cpu_evaluator, monkeypatch):
     assert sent and {m["op"] for m in sent} >= {"load", "run"}
     assert sum(tensors(m) for m in sent) == 0, "a tensor was sent to a worker"
     assert not any(k in m for m in sent for k in ("expected", "reference", "outputs"))
+
 
 def test_replies_must_answer_their_request():
     """The channel check on its own: an unsolicited frame is caught at the next request."""
@@ -165,6 +187,7 @@ def test_replies_must_answer_their_request():
     finally:
         worker.stop()
 
+
 def test_sandbox_report_is_in_every_result(judge):
     result = judge("math/add", "uninitialised_output")
     assert result.sandbox is not None
@@ -173,6 +196,7 @@ def test_sandbox_report_is_in_every_result(judge):
     assert {"network", "filesystem", "processes", "file-size", "memory", "environment"} <= every
     assert all(isinstance(v, str) and v for v in result.sandbox["not_applied"].values())
 
+
 def test_a_fresh_evaluator_for_patching_candidates_is_not_needed(cpu_evaluator, judge):
     """After a candidate patched torch inside the workers, both are replaced: the next verdict is clean."""
     judge("math/add", "patch_timer")
@@ -180,13 +204,108 @@ def test_a_fresh_evaluator_for_patching_candidates_is_not_needed(cpu_evaluator, 
     from kernelgym.tasks import get_task
 
     task = get_task("math/add")
-    result = cpu_evaluator.evaluate(task, task.solution_source(), EvalOptions(device="cpu", shape_sets=("dev",)))
+    result = cpu_evaluator.evaluate(
+        task, task.solution_source(), EvalOptions(device="cpu", shape_sets=("dev",))
+    )
     assert result.correct and not result.violations, explain(result)
 
+
 def test_every_loophole_in_the_design_has_a_candidate():
-    names = {row[0] for row in LOOPHOLES} | {"low_precision_kernel", "constant_output", "cache_by_pointer",
-                                             "out_of_bounds", "read_ssh", "fill_disk"}
+    names = {row[0] for row in LOOPHOLES} | {
+        "low_precision_kernel",
+        "constant_output",
+        "cache_by_pointer",
+        "out_of_bounds",
+        "read_ssh",
+        "fill_disk",
+        # GPU-only: tests/gpu/test_adversarial_gpu.py
+        "side_stream",
+        "patch_timer_late",
+        "uninitialised_shared",
+    }
     from .conftest import CANDIDATES
 
     on_disk = {p.stem for p in CANDIDATES.glob("*.py")}
     assert on_disk <= names, f"candidates without a test: {on_disk - names}"
+
+
+@pytest.fixture(scope="module")
+def confined(tmp_path_factory):
+    """An evaluator whose workers protect a stand-in home directory (holding a fake SSH key) and have
+    small disk limits: 8 MiB per file, 32 MiB for the private directory."""
+    from kernelgym.env import Evaluator
+    from kernelgym.env.pool import Worker
+
+    home = tmp_path_factory.mktemp("home")
+    (home / ".ssh").mkdir()
+    (home / ".ssh" / "id_rsa").write_text("-----BEGIN FAKE KEY----- kernelgym-test-secret")
+    limits = {"protect": [str(home)], "file_bytes": 8 << 20, "disk_bytes": 32 << 20}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("KERNELGYM_TEST_REAL_HOME", str(home))  # where the candidate will look
+        evaluator = Evaluator("cpu")
+        evaluator.run_worker = Worker("cpu", "run", sandbox=limits)
+        evaluator.compile_worker = Worker("cpu", "compile", sandbox=limits)
+        yield evaluator
+        evaluator.close()
+
+
+def test_reading_ssh_keys_is_refused_and_nothing_leaks(confined, judge):
+    result = judge("math/add", "read_ssh", evaluator=confined)
+    assert result.correct is False, explain(result)
+    messages = [v.message for v in result.violations if v.code == "sandbox-filesystem"]
+    assert any("id_rsa" in m and "home directories" in m for m in messages), explain(result)
+    assert "kernelgym-test-secret" not in result.stdout + result.feedback
+    assert "STOLEN" not in result.stdout
+
+
+def test_filling_the_disk_fails_alone_and_the_next_candidate_is_fine(confined, judge):
+    result = judge("math/add", "fill_disk", evaluator=confined)
+    assert result.correct is False, explain(result)
+    message = next(c.message for c in result.cases if c.passed is False)
+    assert "big.bin: File too large" in message, message
+    if "disk" in (result.sandbox or {}).get("applied", {}):
+        assert "No space left" in message, message
+    from kernelgym.tasks import get_task
+
+    task = get_task("math/add")
+    again = confined.evaluate(task, task.solution_source(), EvalOptions(device="cpu", shape_sets=("dev",)))
+    assert again.correct and not again.violations, explain(again)
+
+
+def test_speedups_past_the_roofline_or_the_vendor_library_are_flagged(monkeypatch):
+    """The timing stage's sanity checks, driven with a faked GPU reply (the real run is in tests/gpu): a
+    time no device could achieve, or one far below the vendor library's, is reported as suspicious."""
+    from kernelgym.env import evaluator as evaluator_mod
+    from kernelgym.env import feedback
+    from kernelgym.env.device import KNOWN_CEILINGS
+    from kernelgym.env.result import CaseResult, EvalResult
+    from kernelgym.tasks import get_task
+
+    class FakeGPUWorker:
+        alive = False
+
+        def request(self, msg, timeout):
+            assert msg["op"] == "time"
+            return {"ok": True, "median_ms": 0.01, "min_ms": 0.01, "max_ms": 0.01, "runs": 30,
+                    "event_median_ms": 0.01, "wall_median_ms": 0.01, "hidden_work": False, "tampered": [],
+                    "forbidden_ops": {}}
+
+        def stop(self):
+            pass
+
+    task = get_task("math/add")
+    evaluator = evaluator_mod.Evaluator("cpu")
+    evaluator.run_worker = FakeGPUWorker()
+    monkeypatch.setattr(evaluator, "_run", lambda task, item, result: {"ok": True})
+    monkeypatch.setattr(evaluator, "_judge", lambda task, item, reply, result: CaseResult(*item[:4], True))
+    monkeypatch.setattr(evaluator, "_baseline_times", lambda task, case, options: {"eager": 1.0, "vendor": 0.9})
+    monkeypatch.setattr(evaluator_mod, "ceilings_for", lambda device: KNOWN_CEILINGS["H200"])
+    result = EvalResult(task=task.id, target="sm_90a", device="NVIDIA H200", correct=True, compiled=True)
+    evaluator._timing(task, EvalOptions(device="cpu"), result)
+    # 3 GiB in 0.01 ms would be 300 TB/s, 75x the H200's bandwidth; and 90x faster than the vendor library.
+    assert any("the device's roofline" in s for s in result.suspicious), result.suspicious
+    assert any("faster than the vendor library" in s for s in result.suspicious), result.suspicious
+    assert result.timing and result.timing[0].roofline_fraction > 50
+    text = feedback.render(result, task)
+    assert "roofline" in text
+    evaluator.compile_worker.stop()

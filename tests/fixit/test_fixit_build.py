@@ -11,7 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from fixit_helpers import SYSTEM, kernel, make_run, verdict
+from fixit_helpers import SYSTEM, K, kernel, make_run, scenario
 from kernelgym.agents.extract import extract_candidate
 from kernelgym.experiments import config
 from kernelgym.experiments.cli import main
@@ -27,26 +27,6 @@ from kernelgym.experiments.fixit import (
 )
 from kernelgym.experiments.fixit.select import balance
 
-K = {i: kernel(i) for i in range(1, 20)}
-# The same code as K[1] and K[3] with comments and layout changed: a duplicate pair.
-K1_COPY = K[1].replace("    offs =", "    # offsets of this program\n    offs  =")
-K3_COPY = K[3] + "\n\n"
-
-
-def scenario() -> list:
-    ok = verdict("ok")
-    return [
-        ("math/add", "m1", 0, [(K[1], verdict("numerical")), (K[2], verdict("compile")), (K[3], ok)]),
-        ("math/add", "m1", 1, [(K1_COPY, verdict("numerical")), (K3_COPY, ok)]),
-        ("math/mul", "m1", 0, [(K[4], verdict("runtime")), (K[5], ok)]),
-        ("math/mul", "m2", 0, [(K[6], verdict("policy")), (K[7], verdict("policy"))]),
-        ("activation/relu", "m1", 0, [(K[8], verdict("timeout")), (K[9], verdict("ok", 0.5)),
-                                      (K[10], verdict("ok", 1.5))]),
-        ("reduce/sum-rows", "m1", 0, [(K[11], verdict("missing_instruction")), (K[12], ok)]),
-        ("reduce/sum-rows", "m1", 1, [(None, None), (K[13], verdict("numerical")), (K[14], ok)]),
-        ("math/add", "m2", 0, [(K[15], verdict("numerical")), (K[16], ok)]),
-    ]
-
 
 @pytest.fixture
 def run(tmp_path: Path) -> Path:
@@ -59,22 +39,26 @@ def _shape(pairs: list) -> Counter:
 
 def test_pairs_within_episodes_every_failure_to_its_first_fix(run: Path) -> None:
     found = find_pairs(load_attempts(run))
-    assert _shape(found.pairs) == Counter({
-        ("math/add", "numerical", "episode", 1, 3): 1,
-        ("math/add", "compile", "episode", 2, 3): 1,
-        ("math/add", "numerical", "episode", 1, 2): 2,  # sample 1 (a copy) and m2's episode
-        ("math/mul", "runtime", "episode", 1, 2): 1,
-        ("activation/relu", "timeout", "episode", 1, 2): 1,
-        ("activation/relu", "slow", "episode", 2, 3): 1,
-        ("reduce/sum-rows", "missing_instruction", "episode", 1, 2): 1,
-        ("reduce/sum-rows", "numerical", "episode", 2, 3): 1,
-    })
+    assert _shape(found.pairs) == Counter(
+        {
+            ("math/add", "numerical", "episode", 1, 3): 1,
+            ("math/add", "compile", "episode", 2, 3): 1,
+            ("math/add", "numerical", "episode", 1, 2): 2,  # sample 1 (a copy) and m2's episode
+            ("math/mul", "runtime", "episode", 1, 2): 1,
+            ("activation/relu", "timeout", "episode", 1, 2): 1,
+            ("activation/relu", "slow", "episode", 2, 3): 1,
+            ("reduce/sum-rows", "missing_instruction", "episode", 1, 2): 1,
+            ("reduce/sum-rows", "numerical", "episode", 2, 3): 1,
+        }
+    )
     assert sorted(why for _, why in found.unpaired) == ["never fixed in its episode"] * 2  # m2's policy turns
 
 
 def test_adjacent_only_keeps_the_failure_the_fix_answered(run: Path) -> None:
     found = find_pairs(load_attempts(run), adjacent_only=True)
-    add_m1 = [p for p in found.pairs if p.task == "math/add" and p.wrong.model == "m1" and p.wrong.sample == 0]
+    add_m1 = [
+        p for p in found.pairs if p.task == "math/add" and p.wrong.model == "m1" and p.wrong.sample == 0
+    ]
     assert [(p.kind, p.wrong.turn) for p in add_m1] == [("compile", 2)]
     assert any("adjacent" in why for _, why in found.unpaired)
 
@@ -82,8 +66,10 @@ def test_adjacent_only_keeps_the_failure_the_fix_answered(run: Path) -> None:
 def test_cross_model_pairs_fix_another_models_failures(run: Path) -> None:
     found = find_pairs(load_attempts(run), cross_model=True, similarity=similarity)
     cross = [p for p in found.pairs if p.source == "cross-model"]
-    assert sorted((p.task, p.kind, p.wrong.model, p.fixed.model) for p in cross) == [
-        ("math/mul", "policy", "m2", "m1")] * 2
+    assert (
+        sorted((p.task, p.kind, p.wrong.model, p.fixed.model) for p in cross)
+        == [("math/mul", "policy", "m2", "m1")] * 2
+    )
     assert all(p.fixed.candidate == K[5] and p.similarity is not None for p in cross)
     assert not found.unpaired
 
@@ -98,11 +84,17 @@ def test_duplicates_and_near_duplicates_are_dropped_with_reasons(run: Path) -> N
     near = kernel(2, tweak=" * 2")
     assert 0.9 <= similarity(K[2], near) < 1.0
     twin = next(p for p in kept if p.wrong.candidate == K[2])
-    copy = type(twin)(type(twin.wrong)(**{**twin.wrong.__dict__, "candidate": near, "episode_id": 99}),
-                      twin.fixed, twin.kind, "episode")
+    copy = type(twin)(
+        type(twin.wrong)(**{**twin.wrong.__dict__, "candidate": near, "episode_id": 99}),
+        twin.fixed,
+        twin.kind,
+        "episode",
+    )
     _, drops = deduplicate([twin, copy], 0.9)
     assert [d.reason for d in drops] == ["near-duplicate"] and twin.id in drops[0].detail
     assert len(deduplicate([twin, copy], 0.995)[0]) == 2
+    other_kind = type(twin)(copy.wrong, twin.fixed, "numerical", "episode")  # another lesson: both stay
+    assert len(deduplicate([twin, other_kind], 0.9)[0]) == 2
 
 
 def _unique(run: Path) -> list:
@@ -126,8 +118,11 @@ def test_balance_spreads_a_binding_cap_over_kinds_rarest_first(run: Path) -> Non
     kept, _ = balance(pairs, Caps(per_task_kind=None, per_task=1))
     # One pair per task, and the rarest kinds win: no task falls back on its most common kind.
     assert sorted((p.task, p.kind) for p in kept) == [
-        ("activation/relu", "slow"), ("math/add", "compile"), ("math/mul", "runtime"),
-        ("reduce/sum-rows", "missing_instruction")]
+        ("activation/relu", "slow"),
+        ("math/add", "compile"),
+        ("math/mul", "runtime"),
+        ("reduce/sum-rows", "missing_instruction"),
+    ]
     kept, _ = balance(pairs, Caps(per_task_kind=None, total=4))
     assert len({p.kind for p in kept}) == 4
     kept, drops = balance(pairs, Caps(per_task_kind=None, kind_ratio=1.0))
@@ -181,7 +176,14 @@ def test_build_writes_both_layouts_a_report_and_a_card(run: Path, tmp_path: Path
 
     pairs = _rows(out / "pairs.jsonl")
     assert len(pairs) == 10 and {p["kind"] for p in pairs} == {
-        "compile", "policy", "timeout", "runtime", "numerical", "missing_instruction", "slow"}
+        "compile",
+        "policy",
+        "timeout",
+        "runtime",
+        "numerical",
+        "missing_instruction",
+        "slow",
+    }
     assert all(p["diff"].startswith("--- failing.py") for p in pairs)
     card = (out / "README.md").read_text()
     assert "10 examples" in card and "**10 from a plain template**" in card
@@ -196,34 +198,61 @@ def test_join_user_folds_the_attempt_into_the_task_message(run: Path, tmp_path: 
     result = build([run], tmp_path / "data", BuildOptions(join_user=True, val_fraction=0))
     for ex in result.examples:
         assert [m["role"] for m in ex.messages] == ["system", "user", "assistant"]
-        assert ex.messages[1]["content"].startswith("Write `") and "Your previous candidate" in ex.messages[1]["content"]
+        assert (
+            ex.messages[1]["content"].startswith("Write `")
+            and "Your previous candidate" in ex.messages[1]["content"]
+        )
 
 
 def test_a_model_explains_through_any_provider_with_a_template_fallback(run: Path, tmp_path: Path) -> None:
     replay = tmp_path / "explainer.jsonl"
-    lines = [{"task": t, "sample": 0, "turn": 1, "loop": "fixit-explain",
-              "text": f"The {t} kernel failed because of X; the fix changes Y so Z holds.\n```python\nx = 1\n```"}
-             for t in ("math/add", "math/mul", "activation/relu")]  # none for reduce/sum-rows
+    lines = [
+        {
+            "task": t,
+            "sample": 0,
+            "turn": 1,
+            "loop": "fixit-explain",
+            "text": f"The {t} kernel failed because of X; the fix changes Y so Z holds.\n```python\nx\n```",
+        }
+        for t in ("math/add", "math/mul", "activation/relu")
+    ]  # none for reduce/sum-rows
     replay.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    code = main(["fixit", "build", str(run), "--out", str(tmp_path / "data"), "--explainer", f"replay:{replay}",
-                 "--val-fraction", "0"])
+    code = main(
+        [
+            "fixit",
+            "build",
+            str(run),
+            "--out",
+            str(tmp_path / "data"),
+            "--explainer",
+            f"replay:{replay}",
+            "--val-fraction",
+            "0",
+        ]
+    )
     assert code == 0
     pairs = _rows(tmp_path / "data" / "pairs.jsonl")
     by_task = {p["task"]: p for p in pairs}
     assert by_task["math/add"]["explanation_source"] == f"model:replay:{replay}"
     assert by_task["math/add"]["explanation"] == (
-        "The math/add kernel failed because of X; the fix changes Y so Z holds.")  # the code block is gone
+        "The math/add kernel failed because of X; the fix changes Y so Z holds."
+    )  # the code block is gone
     assert by_task["reduce/sum-rows"]["explanation_source"] == "template"
     assert "explainer failed" in by_task["reduce/sum-rows"]["explanation_note"]
     card = (tmp_path / "data" / "README.md").read_text()
     assert f"written by `replay:{replay}`" in card and "from a plain template" in card
 
 
-def test_the_cli_reports_counts_and_refuses_a_missing_run(run: Path, tmp_path: Path,
-                                                         capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["fixit", "build", "synthetic", "--runs-root", str(run.parent), "--out", str(tmp_path / "d"),
-                 "--per-task-kind", "1", "--cross-model"]) == 0
+def test_the_cli_reports_counts_and_refuses_a_missing_run(
+    run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = f"fixit build synthetic --runs-root {run.parent} --out {tmp_path / 'd'} --per-task-kind 1 "
+    args += "--cross-model --val-tasks math/mul,math/nope"
+    assert main(args.split()) == 0
     out = capsys.readouterr().out
     assert "examples" in out and "cap-task-kind" in out and "duplicate" in out
+    assert "--val-tasks named math/nope" in out
+    val = [json.loads(line)["task"] for line in (tmp_path / "d" / "hf" / "validation.jsonl").open()]
+    assert set(val) == {"math/mul"}
     assert main(["fixit", "build", str(tmp_path / "nowhere"), "--out", str(tmp_path / "e")]) == 2
     assert "no run at" in capsys.readouterr().err

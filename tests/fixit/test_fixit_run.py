@@ -28,7 +28,7 @@ WRONG = {
     "compile": GOOD.replace("tl.maximum(x, 0.0)", "tl.relu_max(x, 0.0)"),
     "runtime": GOOD.replace("n = x.numel()", "n = x.shape[5]"),
     "policy": "import torch\nimport triton\n\n\ndef relu(x: torch.Tensor) -> torch.Tensor:\n"
-              "    return torch.relu(x)\n",
+    "    return torch.relu(x)\n",
 }
 
 
@@ -37,8 +37,11 @@ def fenced(source: str) -> str:
 
 
 def _replay(path: Path, answers: dict[int, list[str]]) -> Path:
-    rows = [{"task": TASK, "sample": s, "turn": t, "text": fenced(src), "input_tokens": 100, "output_tokens": 50}
-            for s, turns in answers.items() for t, src in enumerate(turns, 1)]
+    rows = [
+        {"task": TASK, "sample": s, "turn": t, "text": fenced(src), "input_tokens": 100, "output_tokens": 50}
+        for s, turns in answers.items()
+        for t, src in enumerate(turns, 1)
+    ]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
 
@@ -76,8 +79,9 @@ def test_pairs_from_a_replayed_run_are_classified_by_the_real_verdicts(played: P
     out = tmp_path / "data"
     assert main(["fixit", "build", str(played), "--out", str(out), "--cross-model"]) == 0
     pairs = [json.loads(line) for line in (out / "pairs.jsonl").read_text().splitlines()]
-    got = sorted((p["kind"], p["source"], p["wrong"]["model"], p["wrong"]["turn"], p["fixed"]["model"])
-                 for p in pairs)
+    got = sorted(
+        (p["kind"], p["source"], p["wrong"]["model"], p["wrong"]["turn"], p["fixed"]["model"]) for p in pairs
+    )
     assert got == [
         ("compile", "episode", "a", 1, "a"),
         ("numerical", "episode", "a", 1, "a"),
@@ -102,7 +106,8 @@ def test_pairs_from_a_replayed_run_are_classified_by_the_real_verdicts(played: P
     for row in rows:
         system, task, attempt, answer = row["messages"]
         assert [system, task] == sent
-        assert "Verdict:" in attempt and "```python" in attempt
+        assert attempt["role"] == "user" and answer["role"] == "assistant"
+        assert "Verdict:" in attempt["content"] and "```python" in attempt["content"]
         assert extract_candidate(answer["content"], "relu").code.strip() == GOOD.strip()
 
 

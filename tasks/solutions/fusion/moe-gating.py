@@ -50,5 +50,6 @@ def moe_gating(logits: torch.Tensor, top_k: int, renormalize: bool) -> tuple[tor
     block_t = max(4096 // block_e, 1)
     moe_gating_kernel[(triton.cdiv(t, block_t),)](logits.contiguous(), weights, index, t, e, TOP_K=top_k,
                                                   RENORMALIZE=renormalize, BLOCK_T=block_t, BLOCK_E=block_e,
-                                                  BLOCK_K=triton.next_power_of_2(top_k), num_warps=4)
+                                                  BLOCK_K=triton.next_power_of_2(top_k),
+                                                  num_warps=8 if block_t * block_e >= 4096 else 4)
     return weights, index

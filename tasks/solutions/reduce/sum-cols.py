@@ -39,8 +39,8 @@ def finish_cols_kernel(part_ptr, out_ptr, n, splits, BLOCK_N: tl.constexpr):
 def sum_cols(x: torch.Tensor) -> torch.Tensor:
     m, n = x.shape
     out = torch.empty((n,), dtype=x.dtype, device=x.device)
-    block_n = 32 if n <= 32 else 128  # two tile widths: few compiled variants
-    block_m = 32
+    block_n = 32 if n <= 32 else (64 if n <= 64 else 128)  # few tile shapes: few compiled variants
+    block_m = 4096 // block_n  # 4096-element tiles: narrow matrices take tall tiles
     col_blocks = triton.cdiv(n, block_n)
     # Enough programs to fill the GPU (about 1024), but at least 4 row blocks of work each.
     splits = max(1, min(triton.cdiv(1024, col_blocks), triton.cdiv(m, 4 * block_m)))

@@ -11,8 +11,11 @@ _CACHE: dict = {}
 def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offsets < n
-    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask),
-             mask=mask)
+    tl.store(
+        out_ptr + offsets,
+        tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask),
+        mask=mask,
+    )
 
 
 def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -22,5 +25,7 @@ def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         add_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, out, x.numel(), BLOCK=1024)
         _CACHE[key] = out
     result = _CACHE[key]
-    add_kernel[(1,)](x, y, result, 0, BLOCK=1024)  # a launch that touches the cached buffer and writes nothing
+    add_kernel[(1,)](
+        x, y, result, 0, BLOCK=1024
+    )  # a launch that touches the cached buffer and writes nothing
     return result

@@ -26,8 +26,15 @@ def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     result = x.add(y)
     out = torch.empty_like(x)
     copy_kernel[(triton.cdiv(x.numel(), 1024),)](result, out, x.numel(), BLOCK=1024)
-    header = {"ok": True, "outputs": [{"__tensor__": 0, "dtype": "float32", "shape": list(out.shape)}],
-              "launches": 1, "forbidden_ops": {}, "mutated": [], "tampered": [], "seconds": 1e-6}
+    header = {
+        "ok": True,
+        "outputs": [{"__tensor__": 0, "dtype": "float32", "shape": list(out.shape)}],
+        "launches": 1,
+        "forbidden_ops": {},
+        "mutated": [],
+        "tampered": [],
+        "seconds": 1e-6,
+    }
     channel = int(sys.argv[-1])
     os.write(channel, _frame(json.dumps(header).encode()) + _frame(out.numpy().tobytes()))
     return out

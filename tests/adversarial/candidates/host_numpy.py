@@ -16,7 +16,7 @@ def copy_kernel(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
 def softmax(x: torch.Tensor) -> torch.Tensor:
     values = x.numpy().astype("float64")
     values = values - values.max(axis=-1, keepdims=True)
-    values = 2.718281828459045 ** values
+    values = 2.718281828459045**values
     values = (values / values.sum(axis=-1, keepdims=True)).astype(values.dtype)
     host = torch.tensor(values, dtype=x.dtype)
     out = torch.empty_like(x)

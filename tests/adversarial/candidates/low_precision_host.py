@@ -14,8 +14,9 @@ def softmax_kernel(x_ptr, out_ptr, n_cols, stride_x, stride_out, BLOCK: tl.const
     x = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=-float("inf")).to(tl.float32)
     x = x - tl.max(x, axis=0)
     num = tl.exp(x)
-    tl.store(out_ptr + row * stride_out + cols, (num / tl.sum(num, axis=0)).to(out_ptr.dtype.element_ty),
-             mask=mask)
+    tl.store(
+        out_ptr + row * stride_out + cols, (num / tl.sum(num, axis=0)).to(out_ptr.dtype.element_ty), mask=mask
+    )
 
 
 def softmax(x: torch.Tensor) -> torch.Tensor:

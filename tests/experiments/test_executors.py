@@ -1,0 +1,252 @@
+"""Executors: the runner gives the same stored verdicts on Ray actors as on local evaluators, and an
+actor killed mid-evaluation is replaced with its evaluation retried, no turn lost or stored twice.
+
+The Ray tests use one local Ray instance (2 CPUs) and one CPU actor for the whole module, and a
+single episode of the quick start's recordings (normalization/softmax, sample 0: a PyTorch op in
+host code, then an overflowing kernel, then a right one): three verdicts of three kinds. They
+skip only where Ray is not installed (``pip install 'kernelgym[ray]'``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kernelgym.experiments import config, executors, runner
+from kernelgym.experiments.store import Store
+
+RECORDINGS = Path(config.__file__).parent / "recordings" / "quickstart.jsonl"
+HAS_RAY = importlib.util.find_spec("ray") is not None
+needs_ray = pytest.mark.skipif(not HAS_RAY, reason="Ray is not installed (pip install 'kernelgym[ray]')")
+
+EXPERIMENT = f"""
+name = "executors"
+tasks = ["normalization/softmax"]
+agents = ["fix-retry"]
+models = [{{ spec = "replay:{RECORDINGS}", name = "quickstart" }}]
+samples = 1
+max_turns = 3
+
+[run]
+devices = "cpu"
+workers = 1
+concurrency = 1
+heldout = false
+{{extra}}
+[metrics]
+pass_k = [1]
+"""
+
+
+def _experiment(extra: str = "") -> config.Experiment:
+    return config.parse(EXPERIMENT.replace("{extra}", extra), where="exp.toml")
+
+
+def _play(exp: config.Experiment, run_dir: Path, executor: Any) -> runner.Outcome:
+    exp, store, _ = runner.open_run(exp, run_dir)
+    try:
+        pool = runner.EvaluatorPool(executor=executor, cache=exp.run.eval_cache)
+        return runner.Runner(exp, run_dir, store, pool=pool).run()
+    finally:
+        store.close()
+
+
+def _verdicts(run_dir: Path) -> list[tuple[Any, ...]]:
+    """Each stored turn: its episode, number, phase and whole verdict (less timings and sandbox paths)."""
+    rows = []
+    with Store(run_dir / "store.sqlite", readonly=True) as store:
+        assert all(e["status"] == "finished" for e in store.episodes())
+        for e in store.episodes():
+            for r in store.turn_records(e["id"]):
+                result = {k: v for k, v in (r["result"] or {}).items() if k not in ("sandbox", "seconds")}
+                rows.append((e["task"], e["sample"], r["turn"], r["phase"], result))
+        assert len(store.turns()) == len(rows)
+    return rows
+
+
+class Shared:
+    """An executor lent to one run: the runner's ``close`` leaves it open for the next test."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.kind = inner.kind
+        self.slots = inner.slots
+
+    def evaluate(self, task: Any, source: str, options: Any) -> Any:
+        return self.inner.evaluate(task, source, options)
+
+    def stats(self) -> dict[str, Any]:
+        return self.inner.stats()
+
+    def close(self) -> None:
+        """The module's fixture closes the real one."""
+
+
+# --------------------------------------------------------------------------- no Ray needed
+def test_executor_settings_are_checked_with_line_and_field(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(config, "ray_available", lambda: False)
+    with pytest.raises(config.ConfigError) as err:
+        _experiment('executor = "ray"\n')
+    expected = "exp.toml, line 14: run.executor: Ray is not installed; pip install 'kernelgym[ray]'"
+    assert expected in str(err.value)
+    monkeypatch.setattr(config, "ray_available", lambda: True)
+    text = EXPERIMENT.replace('devices = "cpu"', 'devices = ["cuda:0"]')
+    text = text.replace("{extra}", 'executor = "ray"\n')
+    with pytest.raises(config.ConfigError, match=r"line 10: run.devices: a list of devices is for the local"):
+        config.parse(text, where="exp.toml")
+    with pytest.raises(config.ConfigError, match=r"run.ray_address: is only used with executor = \"ray\""):
+        _experiment('ray_address = "auto"\n')
+    with pytest.raises(config.ConfigError, match=r"run.executor: Input should be 'local' or 'ray'"):
+        _experiment('executor = "slurm"\n')
+    exp = _experiment('executor = "ray"\nray_address = "ray://head:10001"\nworkers_per_gpu = 2\n')
+    assert (exp.run.executor, exp.run.ray_address, exp.run.workers_per_gpu) == ("ray", "ray://head:10001", 2)
+    assert runner.resolve_devices(exp) == []  # the cluster decides, when the executor starts
+    assert _experiment().run.executor == "local"
+
+
+def test_workers_per_gpu_repeats_each_gpu_interleaved(monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    exp = _experiment("workers_per_gpu = 2\n")
+    exp.run.devices = "auto"
+    assert runner.resolve_devices(exp) == ["cuda:0", "cuda:1", "cuda:0", "cuda:1"]
+    exp.run.devices = ["cuda:1"]
+    assert runner.resolve_devices(exp) == ["cuda:1", "cuda:1"]
+    exp.run.devices = "cpu"  # workers_per_gpu is about GPUs; the CPU takes run.workers
+    assert runner.resolve_devices(exp) == ["cpu"]
+
+
+def test_local_executor_pins_each_evaluator_to_its_gpu_and_lends_it_to_one_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    current: dict[int, str] = {}
+
+    class Fake:
+        def __init__(self, device: str) -> None:
+            self.device = device
+            self.busy = False
+            self.seen: list[tuple[str, str]] = []
+
+        def evaluate(self, task: Any, source: str, options: Any) -> str:
+            assert not self.busy, "two evaluations at once on one evaluator"
+            self.busy = True
+            self.seen.append((current[threading.get_ident()], source))
+            time.sleep(0.05)
+            self.busy = False
+            return self.device
+
+        def close(self) -> None:
+            pass
+
+    class Pin:
+        def __init__(self, device: str) -> None:
+            self.device = device
+
+        def __enter__(self) -> None:
+            current[threading.get_ident()] = self.device
+
+        def __exit__(self, *exc: object) -> None:
+            current.pop(threading.get_ident())
+
+    monkeypatch.setattr(executors, "current_gpu", Pin)
+    ex = executors.LocalExecutor(["cuda:0", "cuda:1", "cuda:0", "cuda:1"], factory=Fake)
+    assert ex.kind == "cuda" and ex.slots == ["cuda:0", "cuda:1", "cuda:0", "cuda:1"]
+    futures = [ex.submit("math/add", f"source {i}", None) for i in range(16)]
+    used = [f.result() for f in futures]
+    ex.close()
+    assert sorted(set(used)) == ["cuda:0", "cuda:1"]
+    for device, evaluator in ex.evaluators:
+        assert evaluator.seen and all(pinned == device for pinned, _ in evaluator.seen)
+    judged = sorted(source for _, ev in ex.evaluators for _, source in ev.seen)
+    assert judged == sorted(f"source {i}" for i in range(16))
+    assert ex.stats()["evaluations"] == 16
+
+
+# --------------------------------------------------------------------------- Ray on the CPU
+@pytest.fixture(scope="module")
+def local_run(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[Any, ...]]:
+    """The reference: the experiment played by the local executor."""
+    run_dir = tmp_path_factory.mktemp("local") / "run"
+    exp = _experiment()
+    _play(exp, run_dir, runner.make_executor(exp))
+    verdicts = _verdicts(run_dir)
+    assert [(v[2], v[4]["stage"], bool(v[4]["correct"])) for v in verdicts] == [
+        (1, "static", False),
+        (2, "correctness", False),
+        (3, "done", True),
+    ]
+    return verdicts
+
+
+@pytest.fixture(scope="module")
+def ray_executor() -> Any:
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        ex = executors.RayExecutor(devices="cpu", workers=1)
+        assert not ex.owns_ray and ex.kind == "cpu" and len(ex.slots) == 1
+        yield ex
+        ex.close()
+    finally:
+        ray.shutdown()
+
+
+@needs_ray
+@pytest.mark.slow  # ~15 s Ray start, then one cold evaluation worker per executor
+def test_ray_actors_store_the_same_verdicts_as_local_evaluators(
+    tmp_path: Path, local_run: list[tuple[Any, ...]], ray_executor: Any
+) -> None:
+    exp = _experiment('executor = "ray"\n')
+    outcome = _play(exp, tmp_path / "run", Shared(ray_executor))
+    assert (outcome.finished, outcome.total, outcome.errors) == (1, 1, 0)
+    assert _verdicts(tmp_path / "run") == local_run
+    with Store(tmp_path / "run" / "store.sqlite", readonly=True) as store:
+        assert store.events()[0]["detail"]["devices"][0].startswith("ray:")
+        assert store.events()[-1]["detail"]["executor"]["executor"] == "RayExecutor"
+
+
+@needs_ray
+@pytest.mark.slow
+def test_an_actor_killed_mid_evaluation_is_replaced_and_the_step_retried(
+    tmp_path: Path, local_run: list[tuple[Any, ...]], ray_executor: Any
+) -> None:
+    import ray
+
+    killed: list[Any] = []
+    first_pid = next(iter(ray_executor.current.values())).info["pid"]
+
+    def kill_if_still_running(slot: Any, ref: Any) -> None:
+        time.sleep(0.3)  # past the static check's verdict; far inside an interpreted check's
+        if not killed and not ray.wait([ref], timeout=0)[0]:
+            killed.append((slot.info["pid"], ref))
+            os.kill(slot.info["pid"], signal.SIGKILL)
+
+    def on_dispatch(slot: Any, ref: Any) -> None:
+        if not killed:
+            threading.Thread(target=kill_if_still_running, args=(slot, ref), daemon=True).start()
+
+    lost, replaced = ray_executor.lost, ray_executor.replaced
+    ray_executor.on_dispatch = on_dispatch
+    try:
+        outcome = _play(_experiment('executor = "ray"\n'), tmp_path / "run", Shared(ray_executor))
+    finally:
+        ray_executor.on_dispatch = None
+    assert (outcome.finished, outcome.errors) == (1, 0)
+    assert len(killed) == 1 and killed[0][0] == first_pid
+    with pytest.raises(ray.exceptions.RayActorError):
+        ray.get(killed[0][1])  # the evaluation in flight when the actor died never came back...
+    assert (ray_executor.lost - lost, ray_executor.replaced - replaced) == (1, 1)
+    (slot,) = ray_executor.current.values()
+    assert slot.generation >= 1 and slot.info["pid"] != first_pid
+    assert _verdicts(tmp_path / "run") == local_run  # ...yet every turn is stored, once, as judged locally
+    with Store(tmp_path / "run" / "store.sqlite", readonly=True) as store:
+        assert len(store.calls()) == 3  # one model call per turn: the retry asked the model nothing
