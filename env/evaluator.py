@@ -8,6 +8,7 @@ their outputs back to be compared here.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import math
 import statistics
@@ -176,8 +177,11 @@ class Evaluator:
         self._source, self._options = source, options
         result = EvalResult(task=task.id, target=options.target, device=device_name(self.device))
         started = time.perf_counter()
+        place = torch.cuda.device(torch.device(self.device)) if self.device.startswith("cuda") \
+            else contextlib.nullcontext()
         try:
-            self._evaluate(task, source, options, result)
+            with place:  # references and baselines on this evaluator's GPU, not the current one
+                self._evaluate(task, source, options, result)
         except Exception as exc:  # noqa: BLE001 - hostile input must end in a verdict, never a crashed harness
             result.runtime_error = f"the harness failed while judging this candidate ({type(exc).__name__}: " \
                                    f"{str(exc)[:500]}); the verdict is incomplete"

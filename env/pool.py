@@ -56,7 +56,9 @@ def clean_environment(device: str, mode: str, workdir: Path) -> dict[str, str]:
         "TRITON_DEFAULT_FP_FUSION": env.get("TRITON_DEFAULT_FP_FUSION", "1"),
     })
     if device.startswith("cuda") and ":" in device:
-        env["CUDA_VISIBLE_DEVICES"] = device.split(":", 1)[1]
+        index = int(device.split(":", 1)[1])
+        visible = [d for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
+        env["CUDA_VISIBLE_DEVICES"] = visible[index] if index < len(visible) else str(index)
         env["KERNELGYM_DEVICE"] = "cuda"
     return env
 

@@ -384,6 +384,7 @@ class Sandbox:
                             continue
                 except OSError:
                     continue
+            _remove_empty_cgroups(root)
             path = os.path.join(root, f"kernelgym-worker-{os.getpid()}")
             try:
                 os.mkdir(path)
@@ -627,6 +628,19 @@ class Sandbox:
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)
         self._ok("user", f"dropped root for the unused uid {uid}: no capabilities, other users' files closed")
+
+
+def _remove_empty_cgroups(root: str) -> None:
+    """Workers that died without being stopped leave their (empty) cgroups behind: clear them."""
+    try:
+        names = [n for n in os.listdir(root) if n.startswith("kernelgym-worker-")]
+    except OSError:
+        return
+    for name in names:
+        try:
+            os.rmdir(os.path.join(root, name))  # refused while any process is in it
+        except OSError:
+            pass
 
 
 def _tasks_of_uid(uid: int) -> int:

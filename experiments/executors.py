@@ -8,7 +8,8 @@ each worker one evaluation at a time and may be called from many episode threads
   worker process sees only that GPU, and its host-side work (references, baselines) runs with N
   as the current device. Listing a GPU k times (``run.workers_per_gpu = k``) gives it k evaluators:
   while one times, the others compile and check on the CPU cores. Timing takes the GPU's file lock
-  (``env.timing.gpu_lock``), so two timings never overlap on one GPU.
+  (``env.timing.gpu_lock``), so two timings never overlap on one GPU. The lock covers timing only:
+  another evaluator's correctness runs (small kernels) may still share the GPU with a timing.
 - ``RayExecutor``: actors holding an ``Evaluator`` each, ``1 / workers_per_gpu`` of a GPU apiece
   (Ray sets each actor's ``CUDA_VISIBLE_DEVICES``), or one CPU apiece on a cluster without GPUs.
   A lost actor (killed, crashed, its node gone) is replaced in the background and its evaluation
@@ -40,7 +41,7 @@ RAY_INIT: dict[str, Any] = {
     "log_to_driver": False,
     "logging_level": logging.WARNING,
 }
-"""How the runner starts or joins Ray: no dashboard, and no actor output or INFO lines over the progress display."""
+"""How the runner starts or joins Ray: no dashboard, no actor output or INFO lines over the progress."""
 
 
 class ExecutorError(RuntimeError):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -29,6 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     check.add_argument("--shapes", default=None,
                        help="shape sets to check (default: dev,heldout on a CPU; dev,heldout,bench on a GPU)")
     check.add_argument("--target", default="sm_90a", choices=["sm_90a", "sm_100a"])
+    check.add_argument("--no-timing", action="store_true", help="skip the timing stage on a GPU")
     check.add_argument("--jobs", type=int, default=1,
                        help="parallel evaluators (default 1); on a GPU they compile and check in parallel "
                             "and take turns to time, so timings are not disturbed")
@@ -36,7 +38,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     check.set_defaults(func=check_suite)
 
 
-def _check_chunk(task_ids: list[str], device: str, shapes: tuple[str, ...], target: str) -> list[dict[str, Any]]:
+def _check_chunk(task_ids: list[str], device: str, shapes: tuple[str, ...], target: str,
+                 timing: bool = True) -> list[dict[str, Any]]:
     from kernelgym.env import EvalOptions, Evaluator
     from kernelgym.tasks import get_task
 
@@ -46,7 +49,8 @@ def _check_chunk(task_ids: list[str], device: str, shapes: tuple[str, ...], targ
             task = get_task(task_id)
             started = time.perf_counter()
             result = evaluator.evaluate(task, task.solution_source(),
-                                        EvalOptions(device=device, shape_sets=shapes, target=target))
+                                        EvalOptions(device=device, shape_sets=shapes, target=target,
+                                                    timing=timing))
             ok = bool(result.correct) and result.required_features_met is not False
             if result.correct is None and task.language == "cuda" and result.compiled:
                 ok = True  # a CUDA task on a CPU: compiled and analysed; correctness needs a GPU (said below)
@@ -79,10 +83,12 @@ def check_suite(args: argparse.Namespace) -> int:
     rows: list[dict[str, Any]] = []
     started = time.perf_counter()
     if jobs == 1:
-        rows = _check_chunk(ids, device, shapes, args.target)
+        rows = _check_chunk(ids, device, shapes, args.target, not args.no_timing)
     else:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futures = [pool.submit(_check_chunk, chunk, device, shapes, args.target) for chunk in chunks]
+        # spawn, not fork: a forked child of a process that touched CUDA cannot use it.
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = [pool.submit(_check_chunk, chunk, device, shapes, args.target, not args.no_timing)
+                       for chunk in chunks]
             for future in as_completed(futures):
                 rows.extend(future.result())
     rows.sort(key=lambda r: r["task"])

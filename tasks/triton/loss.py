@@ -143,7 +143,7 @@ def _nc(n: int, c: int, dtype: str) -> dict[str, Any]:
 
 ROW_SHAPES = {
     "dev": [_nc(8, 100, "float32"), _nc(33, 1000, "float16"), _nc(4, 512, "bfloat16")],
-    "heldout": [_nc(1, 7, "float32"), _nc(37, 5000, "float32"), _nc(100, 3001, "float16"),
+    "heldout": [_nc(1, 7, "float32"), _nc(17, 5000, "float32"), _nc(40, 3001, "float16"),
                 _nc(9, 4099, "bfloat16")],
     "bench": [_nc(8192, 32768, "float32"), _nc(16384, 32768, "bfloat16")],
 }
@@ -271,8 +271,8 @@ tensor of x's dtype. Leave the inputs unchanged; accumulate in float32.
     shapes={
         "dev": [_nc_m(8, 100, "float32", 1.0), _nc_m(33, 1000, "float16", 1.0),
                 _nc_m(4, 512, "bfloat16", 1.0)],
-        "heldout": [_nc_m(1, 7, "float32", 0.5), _nc_m(37, 5000, "float32", 0.5),
-                    _nc_m(100, 3001, "float16", 2.0), _nc_m(9, 4099, "bfloat16", 0.5)],
+        "heldout": [_nc_m(1, 7, "float32", 0.5), _nc_m(17, 5000, "float32", 0.5),
+                    _nc_m(40, 3001, "float16", 2.0), _nc_m(9, 4099, "bfloat16", 0.5)],
         "bench": [_nc_m(8192, 32768, "float32", 1.0), _nc_m(16384, 32768, "bfloat16", 1.0)],
     },
     dtypes=DTYPES,
@@ -311,8 +311,8 @@ as a new 0-d tensor of the inputs' dtype. Leave the inputs unchanged; accumulate
     shapes={
         "dev": [_nc_m(8, 100, "float32", 0.1), _nc_m(33, 1000, "float16", 0.1),
                 _nc_m(4, 512, "bfloat16", 0.1)],
-        "heldout": [_nc_m(1, 7, "float32", -0.2), _nc_m(37, 5000, "float32", 0.3),
-                    _nc_m(100, 3001, "float16", -0.2), _nc_m(9, 4099, "bfloat16", 0.3)],
+        "heldout": [_nc_m(1, 7, "float32", -0.2), _nc_m(17, 5000, "float32", 0.3),
+                    _nc_m(40, 3001, "float16", -0.2), _nc_m(9, 4099, "bfloat16", 0.3)],
         "bench": [_nc_m(65536, 4096, "float32", 0.1), _nc_m(131072, 4096, "bfloat16", 0.1)],
     },
     dtypes=DTYPES,
