@@ -18,7 +18,7 @@ from kernelgym.tasks import Task
 def raw_bytes(t: torch.Tensor) -> torch.Tensor:
     """The tensor's bytes in row-major order (a plain ``.contiguous()`` keeps odd strides on size-1
     dimensions, which ``view(torch.uint8)`` rejects)."""
-    return t.detach().clone(memory_format=torch.contiguous_format).view(torch.uint8)
+    return t.detach().clone(memory_format=torch.contiguous_format).reshape(-1).view(torch.uint8)
 
 
 def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:

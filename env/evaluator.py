@@ -67,8 +67,10 @@ class EvalOptions:
     limits: Limits = field(default_factory=Limits)
     reveal_shapes: bool = True
     """Whether feedback may name the failing case (False for heldout scoring shown to a model)."""
-    profile: bool = True
-    """On a GPU, count executed instructions with Nsight Compute: required features must be executed."""
+    profile: bool | None = None
+    """On a GPU, count executed instructions with Nsight Compute. None (the default) profiles exactly
+    when the task requires instruction features on the target, since those must be shown executed;
+    an Nsight Compute run costs tens of seconds, too much to pay for information alone."""
     memcheck: bool = False
     """On a GPU, run compute-sanitizer memcheck on one case before timing; any error fails the candidate."""
 
@@ -684,10 +686,12 @@ class Evaluator:
     def _executed_counts(self, task: Task, options: EvalOptions, result: EvalResult,
                          totals: dict[str, dict[str, int | None]]) -> bool:
         """On a GPU, fill ``totals[family]["executed"]`` from Nsight Compute; False when not measured."""
-        if not self.device.startswith("cuda") or not options.profile:
+        wanted = options.profile if options.profile is not None else bool(task.required_features.get(options.target))
+        if not self.device.startswith("cuda") or not wanted:
             if task.required_features.get(options.target):
-                result.skipped_checks.append("executed instruction counts need a GPU with Nsight Compute; "
-                                             "required features were checked in the compiled code only")
+                why = "profiling was turned off" if self.device.startswith("cuda") else "they need a GPU"
+                result.skipped_checks.append(f"executed instruction counts: {why}; required features were "
+                                             "checked in the compiled code only")
             return False
         from .profile import ProfileError, profile_candidate
 

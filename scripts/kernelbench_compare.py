@@ -113,13 +113,15 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--kb", default=str(ROOT / ".kb" / "src"), help="KernelBench's src folder")
     parser.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "kb.json"))
+    parser.add_argument("--tasks", default=None, help="comma-separated task ids to keep from the mix")
     args = parser.parse_args()
     stub_missing_modules()
     sys.path.insert(0, args.kb)
     from kernelbench import eval as kb_eval
     from kernelbench import timing as kb_timing
 
-    items = [(t, label, src, get_task(t).cases("bench")[0]) for t, label, src in mix()]
+    keep = set(args.tasks.split(",")) if args.tasks else None
+    items = [(t, label, src, get_task(t).cases("bench")[0]) for t, label, src in mix() if keep is None or t in keep]
     report: dict = {"candidates": len(items)}
 
     # kernelgym: a warm evaluator (its workers start once, as in a long experiment).
