@@ -185,8 +185,8 @@ class Evaluator:
             with place:  # references and baselines on this evaluator's GPU, not the current one
                 self._evaluate(task, source, options, result)
         except Exception as exc:  # noqa: BLE001 - hostile input must end in a verdict, never a crashed harness
-            result.runtime_error = f"the harness failed while judging this candidate ({type(exc).__name__}: " \
-                                   f"{str(exc)[:500]}); the verdict is incomplete"
+            result.runtime_error = (f"the harness failed while judging this candidate ({type(exc).__name__}: "
+                                    f"{str(exc)[:500]}); the verdict is incomplete")
             result.correct = False if result.correct else result.correct
         finally:
             self._integrity(result)
@@ -381,7 +381,7 @@ class Evaluator:
         if reply.get("tampered"):
             self._tampered(reply["tampered"], result)
         self._run_findings(task, reply, result)
-        forbidden = {k: n for k, n in (reply.get("forbidden_ops") or {}).items() if not k.startswith("host: ")}
+        forbidden = {k: n for k, n in (reply.get("forbidden_ops") or {}).items() if not k.startswith("host:")}
         if forbidden and not any(v.code == "torch-op" for v in result.violations):
             ops = ", ".join(f"{op} (x{n})" for op, n in sorted(forbidden.items()))
             result.violations.append(Violation("torch-op", f"host code ran PyTorch compute ops: {ops}; only "
@@ -391,7 +391,7 @@ class Evaluator:
                                                + ", ".join(reply["mutated"]) + "; inputs must be left as given"))
         return reply
 
-    # ------------------------------------------------------------------ checks against gaming (tests/adversarial)
+    # ------------------------------------------------------------------ checks against gaming (issue 7)
     @staticmethod
     def _flag(result: EvalResult, code: str, message: str) -> None:
         if not any(v.code == code for v in result.violations):
@@ -405,25 +405,27 @@ class Evaluator:
                 if k.startswith("host: ")}
         if host:
             routes = ", ".join(f"{route}: {n} elements" for route, n in sorted(host.items()))
-            self._flag(result, "host-compute", f"host code moved tensor data through Python ({routes}); more than "
-                       f"{HOST_ELEMENT_LIMIT} elements per call means the host, not a kernel, computed the answer")
+            self._flag(result, "host-compute", f"host code moved tensor data through Python ({routes}); more "
+                       f"than {HOST_ELEMENT_LIMIT} elements per call means the host, not a kernel, computed "
+                       "the answer")
         if reply.get("kind") == "output":
             self._flag(result, "output-type", reply.get("error", "the outputs are not plain tensors"))
         if reply.get("scrub_error") and reply["scrub_error"] not in result.skipped_checks:
             result.skipped_checks.append(reply["scrub_error"])
         if reply.get("out_of_bounds"):
-            self._flag(result, "out-of-bounds", "the candidate wrote past the end (or before the start) of its "
-                       "input(s) " + ", ".join(reply["out_of_bounds"]) + ": an unmasked store or wrong offsets "
-                       "corrupt memory that is not the kernel's")
+            self._flag(result, "out-of-bounds", "the candidate wrote past the end (or before the start) of "
+                       "its input(s) " + ", ".join(reply["out_of_bounds"]) + ": an unmasked store or wrong "
+                       "offsets corrupt memory that is not the kernel's")
         if reply.get("background"):
-            self._flag(result, "background-work", f"{reply['background']} thread(s) started by the candidate were "
-                       "still running when the entrypoint returned; every result must be computed (or queued on "
-                       "the current stream) before it returns")
+            self._flag(result, "background-work", f"{reply['background']} thread(s) started by the candidate "
+                       "were still running when the entrypoint returned; every result must be computed (or "
+                       "queued on the current stream) before it returns")
         if task.language == "triton" and reply.get("unwritten") and reply.get("launches") and \
                 not reply.get("loader_launches"):
             which = ", ".join(f"output {i}" for i in reply["unwritten"])
-            self._flag(result, "output-not-written", f"{which} was never given to any of the candidate's Triton "
-                       "kernels, so no kernel computed it (a buffer filled on the host, by a library, or never)")
+            self._flag(result, "output-not-written", f"{which} was never given to any of the candidate's "
+                       "Triton kernels, so no kernel computed it (a buffer filled on the host, by a library, "
+                       "or never)")
 
     def _timing_findings(self, task: Task, stats: dict[str, Any], result: EvalResult) -> bool:
         """The timing loop's calls answer to the same rules as the checked ones (patching, host ops)."""
@@ -441,8 +443,9 @@ class Evaluator:
         return False
 
     def _stale(self, task: Task, item: tuple[Any, ...], reply: dict[str, Any],
-               digests: dict[tuple[Any, ...], list[tuple[str, str, int]]], result: EvalResult) -> CaseResult | None:
-        """The same outputs for inputs whose answers differ: a result cached by pointer, shape or call count."""
+               digests: dict[tuple[Any, ...], list[tuple[str, str, int]]],
+               result: EvalResult) -> CaseResult | None:
+        """The same outputs for inputs whose answers differ: results cached by pointer, shape or count."""
         shape_set, case, seed, dist, _ = item
         if not reply.get("ok") or task.check is not None:
             return None
@@ -451,8 +454,8 @@ class Evaluator:
         key = (shape_set, tuple(sorted(case.items())))
         for out_digest, ref_digest, other_seed in digests.get(key, []):
             if out_digest == mine[0] and ref_digest != mine[1]:
-                message = (f"returned exactly the outputs of an earlier call (seed {other_seed}) for different "
-                           "inputs: results are cached or replayed instead of computed")
+                message = (f"returned exactly the outputs of an earlier call (seed {other_seed}) for "
+                           "different inputs: results are cached or replayed instead of computed")
                 self._flag(result, "stale-output", message)
                 return CaseResult(shape_set, case, seed, dist, False, message=message)
         digests.setdefault(key, []).append(mine)
@@ -470,18 +473,19 @@ class Evaluator:
             return
         smallest = min(runnable, key=lambda p: sum(_itemsize(m) for m in self.reference(task, *p[1:4])[1]))
         first = runnable[0]
-        calls = [(smallest[0], smallest[1], LATE_SEED + i, task.distributions[i % len(task.distributions)], False)
+        dists = task.distributions
+        calls = [(smallest[0], smallest[1], LATE_SEED + i, dists[i % len(dists)], False)
                  for i in range(LATE_CALLS)]
-        calls.append((first[0], first[1], LATE_SEED - 1, task.distributions[-1], False))
+        calls.append((first[0], first[1], LATE_SEED - 1, dists[-1], False))
         for n, item in enumerate(calls):
             reply = self._run(task, item, result)
             check = self._judge(task, item, reply or {"ok": False, "error": "no reply"}, result)
             if not check.passed:
-                check.message = (f"call {n + 1} after the correctness runs, on fresh inputs: " + check.message)
+                check.message = f"call {n + 1} after the correctness runs, on fresh inputs: " + check.message
                 result.cases.append(check)
-                self._flag(result, "inconsistent", f"outputs were right on the first calls and wrong on a later "
-                           f"one (call {n + 1} after them, fresh inputs): a kernel must give the same answers on "
-                           "every call, not only while it is first checked")
+                self._flag(result, "inconsistent", f"outputs were right on the first calls and wrong on a "
+                           f"later one (call {n + 1} after them, fresh inputs): a kernel must give the same "
+                           "answers on every call, not only while it is first checked")
                 return
         result.cases.append(check)
 

@@ -646,7 +646,7 @@ def _remove_empty_cgroups(root: str) -> None:
 def _tasks_of_uid(uid: int) -> int:
     """Processes and threads that count against RLIMIT_NPROC for ``uid`` now."""
     total = 0
-    for name in os.listdir("/proc"):
+    for name in os.listdir("/proc") if os.path.isdir("/proc") else []:
         if not name.isdigit():
             continue
         try:
@@ -688,7 +688,11 @@ def readable_paths(workdir: str, protected: list[str]) -> list[str]:
             if full in closed or full in above:
                 continue
             allowed.append(full)
-    allowed += [os.path.join("/proc", n) for n in os.listdir("/proc") if not n.isdigit()] + [f"/proc/{me}"]
+    try:
+        proc = [n for n in os.listdir("/proc") if not n.isdigit()]
+    except OSError:  # no procfs (not Linux): nothing to open there
+        proc = []
+    allowed += [os.path.join("/proc", n) for n in proc] + [f"/proc/{me}"]
 
     def reopens(path: str) -> bool:
         """A rule binds to where a path resolves: a symlink (``pytest-current``) could point into a closed

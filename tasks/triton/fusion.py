@@ -733,7 +733,9 @@ float64 reference where y / scale falls within rounding error of a half-integer.
     dtypes=_ALL,
     tolerances={
         "int8": Tolerance(1, 0.0, 1e-2, "one step where y/scale is within fp32 rounding of a half-integer"),
-        "float32": Tolerance(1e-7, 1e-5, 1e-5, "scale = amax/127 from an fp32 row reduction (~1e-6 rel.)"),
+        # The scales are float32 whatever x's dtype; listed under each input dtype for the statement.
+        **{d: Tolerance(1e-7, 1e-5, 1e-5, "float32 scale = amax/127 from an fp32 row reduction")
+           for d in _ALL},
     },
     flops=lambda c: 8 * c["m"] * c["n"],
     bytes=lambda c: (c["m"] * c["n"] * (elem_size(c["dtype"]) + 1) + c["n"] * elem_size(c["dtype"])
@@ -1850,8 +1852,8 @@ renormalised; DeepSeek-style: k = 8 of 256). logits is a contiguous (T, E) tenso
 float16 or bfloat16. For each token, p = softmax(logits[t]) in float32; pick the top_k experts by logit,
 largest first, and among equal logits the LOWER expert index first (the order of a stable descending sort);
 weights[t, i] = p[index[t, i]], divided by the sum of the selected p when renormalize is True. Return
-(weights, index): weights a new float32 (T, top_k) tensor, index a new int64 (T, top_k) tensor. Inputs include
-many exact ties. top_k <= E <= 256.
+(weights, index): weights a new float32 (T, top_k) tensor, index a new int64 (T, top_k) tensor (indices must
+match exactly). Inputs include many exact ties. top_k <= E <= 256.
 """,
     reference=_moe_reference,
     make_inputs=_moe_inputs,
@@ -1865,7 +1867,8 @@ many exact ties. top_k <= E <= 256.
     },
     dtypes=_ALL,
     tolerances={
-        "float32": Tolerance(1e-6, 1e-5, 1e-5, "a softmax and a division in fp32"),
+        # The weights are float32 whatever the logits' dtype; listed under each input dtype for the statement.
+        **{d: Tolerance(1e-6, 1e-5, 1e-5, "float32 weights: a softmax and a division in fp32") for d in _ALL},
         "int64": Tolerance(0.0, 0.0, 0.0, "expert indices are exact (the tie rule is part of the task)"),
     },
     flops=lambda c: c["t"] * c["e"] * (4 + 2 * c["k"]),

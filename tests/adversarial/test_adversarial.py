@@ -286,9 +286,18 @@ def test_speedups_past_the_roofline_or_the_vendor_library_are_flagged(monkeypatc
 
         def request(self, msg, timeout):
             assert msg["op"] == "time"
-            return {"ok": True, "median_ms": 0.01, "min_ms": 0.01, "max_ms": 0.01, "runs": 30,
-                    "event_median_ms": 0.01, "wall_median_ms": 0.01, "hidden_work": False, "tampered": [],
-                    "forbidden_ops": {}}
+            return {
+                "ok": True,
+                "median_ms": 0.01,
+                "min_ms": 0.01,
+                "max_ms": 0.01,
+                "runs": 30,
+                "event_median_ms": 0.01,
+                "wall_median_ms": 0.01,
+                "hidden_work": False,
+                "tampered": [],
+                "forbidden_ops": {},
+            }
 
         def stop(self):
             pass
@@ -298,7 +307,9 @@ def test_speedups_past_the_roofline_or_the_vendor_library_are_flagged(monkeypatc
     evaluator.run_worker = FakeGPUWorker()
     monkeypatch.setattr(evaluator, "_run", lambda task, item, result: {"ok": True})
     monkeypatch.setattr(evaluator, "_judge", lambda task, item, reply, result: CaseResult(*item[:4], True))
-    monkeypatch.setattr(evaluator, "_baseline_times", lambda task, case, options: {"eager": 1.0, "vendor": 0.9})
+    monkeypatch.setattr(
+        evaluator, "_baseline_times", lambda task, case, options: {"eager": 1.0, "vendor": 0.9}
+    )
     monkeypatch.setattr(evaluator_mod, "ceilings_for", lambda device: KNOWN_CEILINGS["H200"])
     result = EvalResult(task=task.id, target="sm_90a", device="NVIDIA H200", correct=True, compiled=True)
     evaluator._timing(task, EvalOptions(device="cpu"), result)
