@@ -44,7 +44,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 def defaults(device: str, mode: str) -> dict[str, Any]:
     """The limits a worker gets unless the caller says otherwise."""
     cpu_only = not device.startswith("cuda")
-    return {
+    config = {
         "file_bytes": 1 << 30,
         "disk_bytes": 2 << 30,
         "cpu_seconds": 24 * 3600,
@@ -58,6 +58,15 @@ def defaults(device: str, mode: str) -> dict[str, Any]:
         "drop_uid": True,
         "audit": True,
     }
+    if not cpu_only:
+        # On the H200 (2026-11-29, scripts/sandbox_probe.py) a CUDA worker under every layer failed its
+        # first CUDA call, and one with none of them passed; which layer breaks CUDA is not yet known,
+        # so CUDA workers keep only the environment scrub, the resource limits and no_new_privs.
+        layers = ("network", "landlock", "mount", "cgroup", "drop_uid", "audit")
+        config.update(dict.fromkeys(layers, False))
+        config["off_reason"] = ("off on CUDA workers: with it, CUDA failed to initialise on the H200 "
+                                "(scripts/sandbox_probe.py, 2026-11-29)")
+    return config
 
 
 def _default_memory() -> int:
@@ -277,7 +286,7 @@ class Sandbox:
         """A network namespace, and a mount namespace for the disk quota (root, or a user namespace)."""
         want_net, want_mount = self.config.get("network", True), self.config.get("mount", True)
         if not want_net:
-            self._no("network", "turned off by the caller")
+            self._no("network", self.config.get("off_reason", "turned off by the caller"))
         if not want_mount:
             self._no("disk", "turned off by the caller; only RLIMIT_FSIZE per file")
         if not (want_net or want_mount):
@@ -371,7 +380,7 @@ class Sandbox:
 
     def cgroups(self) -> None:
         if not self.config.get("cgroup", True):
-            self._no("processes", "turned off by the caller")
+            self._no("processes", self.config.get("off_reason", "turned off by the caller"))
             return
         limit = int(self.config.get("tasks") or 0)
         for root in ("/sys/fs/cgroup/pids", "/sys/fs/cgroup"):
@@ -1012,7 +1021,7 @@ def _main() -> None:
             "reported"
         )
     else:
-        report["not_applied"]["audit"] = "turned off by the caller"
+        report["not_applied"]["audit"] = self.config.get("off_reason", "turned off by the caller")
     _send_frame(fd, json.dumps({"__sandbox__": report}).encode())
     sys.modules["kernelgym.env.sandbox"] = sys.modules[__name__]
     import runpy

@@ -38,14 +38,14 @@ def attempt(overrides: dict | bool) -> dict:
 
 
 def main() -> None:
-    configs: dict[str, dict | bool] = {"none": False}
+    configs: dict[str, dict | bool] = {"defaults": True, "none": False}
     everything_off = {layer: False for layer in LAYERS}
     for layer in LAYERS:
         configs[layer] = {**everything_off, layer: True}
-    configs["defaults"] = True
-    results = {name: attempt(cfg) for name, cfg in configs.items()}
-    for name, r in results.items():
-        print(f"{name:10s} correct={r['correct']!s:5s} {r.get('seconds', '-')}s {r.get('error') or ''}")
+    results = {}
+    for name, cfg in configs.items():
+        results[name] = r = attempt(cfg)
+        print(f"{name:10s} correct={r['correct']!s:5s} {r.get('seconds', '-')}s {r.get('error') or ''}", flush=True)
     print("defaults:", json.dumps(defaults("cuda", "run")))
     out = Path(os.environ.get("OUT", ".")) / "sandbox_probe.json"
     out.write_text(json.dumps(results, indent=1, default=str))

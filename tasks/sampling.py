@@ -1,7 +1,10 @@
 """Deterministic input sampling: the same (seed, distribution, device) gives the same inputs.
 
 The harness and the candidate's worker build inputs separately from the same seed, so the
-reference never has to cross into the candidate's process.
+reference never has to cross into the candidate's process. Tensors are drawn on the device
+they are for (a CUDA generator on a GPU: bench inputs are gigabytes, too slow to draw on the
+CPU), so values agree between processes on the same kind of device, not across kinds. On the
+``meta`` device nothing is drawn: the shapes and dtypes come out at no cost.
 """
 
 from __future__ import annotations
@@ -31,24 +34,32 @@ class Sampler:
         self.seed = seed
         self.dist = dist
         self.device = torch.device(device)
-        # Draw on the CPU, then move: identical values on every device and machine.
-        self.generator = torch.Generator(device="cpu").manual_seed(seed)
+        self.meta = self.device.type == "meta"
+        self.draw_device = self.device if self.device.type == "cuda" else torch.device("cpu")
+        self.generator = torch.Generator(device=self.draw_device).manual_seed(seed)
+        self._ints = torch.Generator(device="cpu").manual_seed(seed + 0x9E3779B9)
+        """Python ints come from their own generator, so they are the same on every device."""
 
     def _finish(self, t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
         return t.to(dtype=dtype).to(self.device)
+
+    def _empty(self, shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
+        return torch.empty(tuple(int(s) for s in shape), dtype=dtype, device="meta")
 
     def tensor(self, shape: Sequence[int], dtype: torch.dtype | str = torch.float32,
                scale: float = 1.0, offset: float = 0.0) -> torch.Tensor:
         """A floating tensor from this sampler's distribution, times ``scale`` plus ``offset``."""
         dtype = getattr(torch, dtype) if isinstance(dtype, str) else dtype
         shape = tuple(int(s) for s in shape)
-        g = self.generator
+        if self.meta:
+            return self._empty(shape, dtype)
+        g, on = self.generator, self.draw_device
         if self.dist == "uniform":
-            t = torch.rand(shape, generator=g, dtype=torch.float32) * 2 - 1
+            t = torch.rand(shape, generator=g, dtype=torch.float32, device=on) * 2 - 1
         else:
-            t = torch.randn(shape, generator=g, dtype=torch.float32)
+            t = torch.randn(shape, generator=g, dtype=torch.float32, device=on)
             if self.dist == "outliers":
-                mask = torch.rand(shape, generator=g) < 0.01
+                mask = torch.rand(shape, generator=g, device=on) < 0.01
                 t = torch.where(mask, t * 100.0, t)
             elif self.dist == "large":
                 t = t * 10.0 + 50.0
@@ -60,25 +71,34 @@ class Sampler:
                mean: float = 0.0, std: float = 1.0) -> torch.Tensor:
         """Always N(mean, std), whatever the distribution (weights, scales)."""
         dtype = getattr(torch, dtype) if isinstance(dtype, str) else dtype
-        t = torch.randn(tuple(shape), generator=self.generator, dtype=torch.float32) * std + mean
-        return self._finish(t, dtype)
+        if self.meta:
+            return self._empty(shape, dtype)
+        t = torch.randn(tuple(shape), generator=self.generator, dtype=torch.float32, device=self.draw_device)
+        return self._finish(t * std + mean, dtype)
 
     def uniform(self, shape: Sequence[int], low: float = 0.0, high: float = 1.0,
                 dtype: torch.dtype | str = torch.float32) -> torch.Tensor:
         dtype = getattr(torch, dtype) if isinstance(dtype, str) else dtype
-        t = torch.rand(tuple(shape), generator=self.generator, dtype=torch.float32) * (high - low) + low
-        return self._finish(t, dtype)
+        if self.meta:
+            return self._empty(shape, dtype)
+        t = torch.rand(tuple(shape), generator=self.generator, dtype=torch.float32, device=self.draw_device)
+        return self._finish(t * (high - low) + low, dtype)
 
     def randint(self, low: int, high: int, shape: Sequence[int],
                 dtype: torch.dtype | str = torch.int64) -> torch.Tensor:
         dtype = getattr(torch, dtype) if isinstance(dtype, str) else dtype
-        t = torch.randint(low, high, tuple(shape), generator=self.generator, dtype=torch.int64)
+        if self.meta:
+            return self._empty(shape, dtype)
+        t = torch.randint(low, high, tuple(shape), generator=self.generator, dtype=torch.int64,
+                          device=self.draw_device)
         return self._finish(t, dtype)
 
     def permutation(self, n: int, dtype: torch.dtype | str = torch.int64) -> torch.Tensor:
         dtype = getattr(torch, dtype) if isinstance(dtype, str) else dtype
-        return self._finish(torch.randperm(n, generator=self.generator), dtype)
+        if self.meta:
+            return self._empty((n,), dtype)
+        return self._finish(torch.randperm(n, generator=self.generator, device=self.draw_device), dtype)
 
     def integer(self, low: int, high: int) -> int:
         """A Python int in [low, high), e.g. a seed argument for random-number tasks."""
-        return int(torch.randint(low, high, (1,), generator=self.generator).item())
+        return int(torch.randint(low, high, (1,), generator=self._ints).item())
