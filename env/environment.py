@@ -16,7 +16,6 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
-
 from kernelgym.tasks import Task, get_task
 
 from .evaluator import EvalOptions, Evaluator

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-
 from kernelgym.tasks import Sampler, Task
 from kernelgym.tasks.spec import dtype_of, sequence
 

@@ -1021,7 +1021,7 @@ def _main() -> None:
             "reported"
         )
     else:
-        report["not_applied"]["audit"] = self.config.get("off_reason", "turned off by the caller")
+        report["not_applied"]["audit"] = config.get("off_reason", "turned off by the caller")
     _send_frame(fd, json.dumps({"__sandbox__": report}).encode())
     sys.modules["kernelgym.env.sandbox"] = sys.modules[__name__]
     import runpy

@@ -25,7 +25,6 @@ if MODE == "run" and os.environ.get("KERNELGYM_DEVICE", "cpu") == "cpu":
     os.environ["TRITON_INTERPRET"] = "1"
 
 import torch  # noqa: E402
-
 from kernelgym.env import loader, policy, triton_support, wire  # noqa: E402
 from kernelgym.env import sandbox as sandbox_layer  # noqa: E402
 from kernelgym.env.compare import same_bits  # noqa: E402

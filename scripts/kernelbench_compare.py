@@ -33,7 +33,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from gpu_bench import mix  # noqa: E402
-
 from kernelgym.env import EvalOptions, Evaluator  # noqa: E402
 from kernelgym.tasks import get_task  # noqa: E402
 

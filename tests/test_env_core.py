@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from kernelgym.env import EvalOptions, Evaluator, Limits
 from kernelgym.tasks import UnknownTaskError, get_task
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 from gymnasium.utils.env_checker import check_env
-
-import kernelgym
 from kernelgym.env import EvalResult, RewardConfig
 from kernelgym.tasks import get_task
+
+import kernelgym
 
 ADD_SRC = get_task("math/add").solution_source()
 

@@ -8,7 +8,6 @@ from collections import Counter
 
 import pytest
 import torch
-
 from kernelgym.env.compare import compare_outputs
 from kernelgym.tasks import CATEGORIES, Sampler, all_tasks
 from kernelgym.tasks.spec import dtype_of, sequence

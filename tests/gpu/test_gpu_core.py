@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from kernelgym.env import EvalOptions, Evaluator, Limits
 from kernelgym.tasks import get_task
 
