@@ -58,6 +58,13 @@ def render(result: EvalResult, task: Task, reveal_shapes: bool = True) -> str:
                 for fam, c in result.instructions.items() if c["ptx"] or c["sass"] or c.get("executed")]
         lines.append(f"Instructions on {result.target}: " + (", ".join(used) if used else "no tensor-core, TMA, "
                      "async-copy or barrier instructions"))
+    for k in result.kernels:
+        report = [f"{k.registers} registers" if k.registers is not None else "",
+                  f"{k.spills} spilled bytes" if k.spills else "",
+                  f"{k.shared_bytes} B shared memory" if k.shared_bytes else ""]
+        if any(report) or k.warnings:
+            lines.append(f"Kernel {k.name} ({k.target}): " + ", ".join(r for r in report if r)
+                         + "".join(f"\n  compiler warning: {w}" for w in k.warnings[:3]))
     for feature, why in result.missing_features.items():
         lines.append(f"Missing required feature {feature}: {why}.")
     if result.timing:

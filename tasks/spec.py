@@ -138,10 +138,13 @@ class Task:
     def statement(self) -> str:
         """The text a model sees: what to write, for which shapes, judged how."""
         dev = "\n".join(f"  - {case_label(c)}" for c in self.shapes["dev"])
-        tol = "\n".join(
-            f"  - {d}: atol={t.atol:g}, rtol={t.rtol:g}, relative L2 <= {t.rel_l2:g}"
-            for d in self.dtypes if (t := self.tolerance(d))
-        )
+        if self.check is not None:
+            tol = "  - checked by properties (see the description), not against a fixed answer"
+        else:
+            tol = "\n".join(
+                f"  - {d}: atol={t.atol:g}, rtol={t.rtol:g}, relative L2 <= {t.rel_l2:g}"
+                for d in self.dtypes if (t := self.tolerance(d))
+            )
         lang = {
             "triton": "Write the arithmetic in Triton kernels (@triton.jit) launched from the entrypoint.",
             "cuda": "Write the arithmetic in CUDA C++/PTX compiled and launched through kernelgym.env.loader.",
