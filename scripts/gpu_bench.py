@@ -57,6 +57,8 @@ def run_mix(evaluator: Evaluator, items, options: EvalOptions) -> list[dict]:
         rows.append({"task": task_id, "candidate": label, "correct": result.correct,
                      "seconds": time.perf_counter() - started, "stages": result.seconds,
                      "speedup": result.speedup})
+        print(f"  {task_id:26s} {label[:34]:34s} correct={result.correct!s:5s} {rows[-1]['seconds']:.2f}s "
+              f"{ {k: round(v, 2) for k, v in result.seconds.items()} }", flush=True)
     return rows
 
 
@@ -98,11 +100,12 @@ def main() -> None:
 
     # Cold: a fresh evaluator (new worker processes) for each of three evaluations.
     cold = []
-    for task_id, label, source in items[:3]:
+    for task_id, _, source in items[:3]:
         with Evaluator("cuda") as evaluator:
             started = time.perf_counter()
             evaluator.evaluate(get_task(task_id), source, options)
             cold.append(time.perf_counter() - started)
+        print(f"cold evaluation of {task_id}: {cold[-1]:.2f} s", flush=True)
 
     with Evaluator("cuda") as evaluator:
         report["device"] = evaluator.evaluate(get_task("math/add"), get_task("math/add").solution_source(),
