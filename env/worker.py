@@ -143,10 +143,6 @@ def _snapshot(inputs: dict[str, Any]) -> dict[str, torch.Tensor]:
     return {k: v.detach().clone() for k, v in inputs.items() if isinstance(v, torch.Tensor)}
 
 
-def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
-    return same_bits(a, b)
-
-
 def poison(device: str, nbytes: int) -> None:
     """Fill memory the allocator will hand out next with NaN, so reading an output never
     written gives NaN rather than a stale answer."""
@@ -207,7 +203,7 @@ def op_run(state: State, msg: dict[str, Any]) -> dict[str, Any]:
                     "cuda_error": "CUDA" in text or "cuda" in type(exc).__name__.lower(),
                     "forbidden_ops": mode.forbidden()}
     seconds = time.perf_counter() - started
-    mutated = [k for k, v in before.items() if not _same_bits(v, inputs[k])]
+    mutated = [k for k, v in before.items() if not same_bits(v, inputs[k])]
     outputs = sequence(result)
     bad_types = [type(o).__name__ for o in outputs if type(o) is not torch.Tensor]
     if bad_types:
