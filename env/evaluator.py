@@ -491,7 +491,8 @@ class Evaluator:
     def _integrity(self, result: EvalResult) -> None:
         """After every evaluation: flush each worker's channel, and turn what the sandbox refused and any
         forged reply into violations. A worker that saw either is replaced."""
-        background = any(v.code == "background-work" for v in result.violations)
+        # Threads left running, or memory written past an input's end, leave the process itself unsound.
+        background = any(v.code in ("background-work", "out-of-bounds") for v in result.violations)
         for worker in (self.run_worker, self.compile_worker):
             try:
                 if worker.alive and worker.request({"op": "ping"}, timeout=30).get("tampered"):
