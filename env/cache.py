@@ -17,8 +17,9 @@ from typing import Any
 
 
 def cache_dir() -> Path:
-    root = os.environ.get("KERNELGYM_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "kernelgym")
-    return Path(root)
+    """``$KERNELGYM_CACHE_DIR`` (the agents' response cache lives there too), else ``~/.cache/kernelgym``."""
+    root = os.environ.get("KERNELGYM_CACHE_DIR") or os.environ.get("KERNELGYM_CACHE")
+    return Path(root or os.path.join(os.path.expanduser("~"), ".cache", "kernelgym"))
 
 
 def fingerprint(*parts: Any) -> str:

@@ -102,6 +102,9 @@ def _same(a: Any, b: Any) -> bool:
 
 
 LATE_CALLS = 16
+REFERENCE_CACHE_BYTES = 256 << 20
+"""Reference answers up to this size are kept for the next candidate of the same task (dev and
+heldout cases); bench-sized ones are computed per evaluation instead of pinning gigabytes."""
 """Extra calls before the late re-check (``Evaluator._late_recheck``)."""
 LATE_SEED = 7919
 
@@ -151,6 +154,14 @@ class Evaluator:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _gpu_shared(self) -> contextlib.AbstractContextManager[None]:
+        """Other GPU work shares the GPU, but never with a timing loop (env/timing.gpu_lock)."""
+        if not self.device.startswith("cuda"):
+            return contextlib.nullcontext()
+        from .timing import gpu_lock
+
+        return gpu_lock(torch.device(self.device).index or 0, shared=True)
+
     # ------------------------------------------------------------------ references
     def reference(self, task: Task, case: dict[str, Any], seed: int, dist: str) -> tuple[list[torch.Tensor], list[Any]]:
         """Expected outputs (in high precision) and their expected shapes/dtypes (meta tensors)."""
@@ -165,9 +176,11 @@ class Evaluator:
         except Exception:  # noqa: BLE001 - some ops have no meta kernel; run at the real dtype instead
             meta = [o.to("meta") if isinstance(o, torch.Tensor) else o for o in sequence(task.reference(**inputs))]
         precision = dtype_of(task.reference_precision)
-        with torch.no_grad():
+        with torch.no_grad(), self._gpu_shared():
             expected = list(sequence(task.reference(**{k: _upcast(v, precision) for k, v in inputs.items()})))
-        self._references[key] = (expected, meta)
+        size = sum(t.numel() * t.element_size() for t in expected if isinstance(t, torch.Tensor))
+        if size <= REFERENCE_CACHE_BYTES:
+            self._references[key] = (expected, meta)  # bench-sized answers are used once: not kept
         while len(self._references) > 16:
             self._references.popitem(last=False)
         return expected, meta
@@ -189,6 +202,8 @@ class Evaluator:
             result.correct = False if result.correct else result.correct
         finally:
             self._integrity(result)
+            if self.device.startswith("cuda") and torch.cuda.memory_reserved(torch.device(self.device)) > 4 << 30:
+                torch.cuda.empty_cache()  # evaluators share GPUs: bench cases must not stay cached here
             result.seconds["total"] = time.perf_counter() - started
             result.feedback = feedback_mod.render(result, task, options.reveal_shapes)
         return result
@@ -369,7 +384,8 @@ class Evaluator:
         msg = {"op": "run", "task": task.id, "case": case, "seed": seed, "distribution": dist,
                "poison_bytes": max(poison_bytes, 1 << 20), "max_output_bytes": 2 * poison_bytes + (16 << 20)}
         try:
-            reply = self.run_worker.request(msg, timeout=self._options.limits.run)
+            with self._gpu_shared():
+                reply = self.run_worker.request(msg, timeout=self._options.limits.run)
         except WorkerError as exc:
             reply = {"ok": False, "kind": exc.kind, "error": str(exc)}
         out = self.run_worker.log_tail(clear=True)
@@ -704,9 +720,10 @@ class Evaluator:
         case = max(task.cases(shape_set), key=task.flops)
         t0 = time.perf_counter()
         try:
-            prof = profile_candidate(task.id, self._source, case, seed=task.seeds[0],
-                                     distribution=task.distributions[0], target=options.target, kernels=names,
-                                     timeout=options.limits.timing)
+            with self._gpu_shared():
+                prof = profile_candidate(task.id, self._source, case, seed=task.seeds[0],
+                                         distribution=task.distributions[0], target=options.target,
+                                         kernels=names, timeout=options.limits.timing, device=self.device)
         except ProfileError as exc:
             result.skipped_checks.append(f"executed instruction counts: {exc}")
             return False
@@ -724,9 +741,10 @@ class Evaluator:
         case = task.cases(next((s for s in options.shape_sets if s != "bench"), "dev"))[0]
         t0 = time.perf_counter()
         try:
-            report = memcheck_candidate(task.id, self._source, case, seed=task.seeds[0],
-                                        distribution=task.distributions[0], target=options.target,
-                                        timeout=options.limits.timing)
+            with self._gpu_shared():
+                report = memcheck_candidate(task.id, self._source, case, seed=task.seeds[0],
+                                            distribution=task.distributions[0], target=options.target,
+                                            timeout=options.limits.timing, device=self.device)
         except ProfileError as exc:
             result.skipped_checks.append(f"memcheck: {exc}")
             return True
@@ -771,13 +789,9 @@ class Evaluator:
         timings: list[Timing] = []
         ratios: dict[str, list[float]] = {}
         for case in task.cases("bench"):
-            item = ("bench", case, 0, "normal", False)
-            reply = self._run(task, item, result)
-            check = self._judge(task, item, reply or {"ok": False, "error": "no reply"}, result)
-            result.cases.append(check)
-            if not check.passed:
-                result.correct = False
-                return
+            # The bench case is checked once, after the timing loop, on inputs the loop never saw: a
+            # check before it too would move every output out of the worker twice (a gigabyte for
+            # the largest elementwise tasks), and a wrong result is thrown away with its timing.
             try:
                 t_candidate = time.perf_counter()
                 stats = self.run_worker.request({"op": "time", "task": task.id, "case": case, "seeds": [0, 1, 2],

@@ -41,6 +41,8 @@ def render(result: EvalResult, task: Task, reveal_shapes: bool = True) -> str:
     for err in result.compile_errors[:3]:
         lines.append("Compiler error:\n" + _trim(err, MAX_COMPILE_ERROR_CHARS))
     failed = [c for c in result.cases if c.passed is False]
+    if result.runtime_error and not any(result.runtime_error.strip() in c.message for c in failed):
+        lines.append("Error:\n" + _trim(result.runtime_error, MAX_COMPILE_ERROR_CHARS))
     if failed:
         c = failed[0]
         where = f"case {case_label(c.case)}, seed {c.seed}, {c.distribution} inputs" if reveal_shapes \

@@ -641,6 +641,26 @@ def tensor_map(
 
     if not isinstance(tensor, torch.Tensor):
         raise TypeError(f"tensor_map needs a torch.Tensor, got {type(tensor).__name__}")
+    # Encoding costs tens of microseconds of host time per call, paid again on every launch of a
+    # kernel that builds its descriptors per call; the descriptor depends only on this key.
+    key = (tensor.data_ptr(), tuple(tensor.shape), tuple(tensor.stride()), tensor.dtype, tuple(box), swizzle,
+           oob_nan, l2_promotion, tuple(element_strides or ()))
+    cached = _TENSOR_MAPS.get(key)
+    if cached is not None:
+        return cached
+    made = _tensor_map(tensor, box, swizzle, oob_nan, l2_promotion, element_strides)
+    if len(_TENSOR_MAPS) >= _TENSOR_MAP_CACHE_SIZE:
+        _TENSOR_MAPS.clear()
+    _TENSOR_MAPS[key] = made
+    return made
+
+
+_TENSOR_MAPS: dict[tuple, TensorMap] = {}
+_TENSOR_MAP_CACHE_SIZE = 4096
+
+
+def _tensor_map(tensor: Any, box: Sequence[int], swizzle: int, oob_nan: bool, l2_promotion: int,
+                element_strides: Sequence[int] | None) -> TensorMap:
     dtype = str(tensor.dtype).removeprefix("torch.")
     if dtype not in _TMA_DTYPES:
         raise LaunchError(f"tensor_map: dtype {dtype} has no TMA element type")

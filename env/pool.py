@@ -51,6 +51,7 @@ def clean_environment(device: str, mode: str, workdir: Path) -> dict[str, str]:
         "KERNELGYM_LOCK_DIR": os.environ.get("KERNELGYM_LOCK_DIR", tempfile.gettempdir()),
         "HOME": str(workdir),
         "TRITON_CACHE_DIR": str(workdir / "triton-cache"),
+        "TORCHINDUCTOR_CACHE_DIR": str(workdir / "inductor-cache"),
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONUNBUFFERED": "1",
         "TRITON_DEFAULT_FP_FUSION": env.get("TRITON_DEFAULT_FP_FUSION", "1"),

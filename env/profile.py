@@ -298,6 +298,7 @@ def _run_driver(
     target: str,
     timeout: float,
     extra_env: dict[str, str] | None = None,
+    device: str = "cuda",
 ) -> tuple[subprocess.CompletedProcess[str], list[str], float]:
     from .pool import clean_environment
 
@@ -313,7 +314,7 @@ def _run_driver(
             "distribution": distribution,
             "target": target,
         }
-        env = clean_environment("cuda", "run", workdir)
+        env = clean_environment(device, "run", workdir)  # cuda:N pins the driver to GPU N
         env.update(extra_env or {})
         cmd = [*tool, sys.executable, str(workdir / "driver.py"), json.dumps(cfg)]
         started = time.perf_counter()
@@ -346,6 +347,7 @@ def profile_candidate(
     target: str = "sm_90a",
     kernels: Iterable[str] = (),
     timeout: float = 600.0,
+    device: str = "cuda",
 ) -> Profile:
     """Run the candidate once under Nsight Compute and count what each of its kernels executed.
 
@@ -376,7 +378,8 @@ def profile_candidate(
     flt = kernel_filter(kernels)
     if flt:
         tool[1:1] = ["--kernel-name", flt]
-    proc, cmd, seconds = _run_driver(tool, task_id, source, case, seed, distribution, target, timeout)
+    proc, cmd, seconds = _run_driver(tool, task_id, source, case, seed, distribution, target, timeout,
+                                     device=device)
     log = (proc.stderr or "")[-3000:]
     dump = os.environ.get("KERNELGYM_NCU_DUMP")
     if dump:  # a folder: keep ncu's raw output (parser fixtures, debugging)
@@ -404,6 +407,7 @@ def memcheck_candidate(
     distribution: str = "normal",
     target: str = "sm_90a",
     timeout: float = 600.0,
+    device: str = "cuda",
 ) -> MemcheckReport:
     """Run the candidate once under compute-sanitizer memcheck; its findings are the feedback."""
     tool_path = sanitizer_path()
@@ -432,6 +436,7 @@ def memcheck_candidate(
         target,
         timeout,
         extra_env={"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"},
+        device=device,
     )
     report = parse_memcheck(proc.stdout + "\n" + proc.stderr)
     if report.errors < 0:

@@ -59,12 +59,11 @@ def defaults(device: str, mode: str) -> dict[str, Any]:
         "audit": True,
     }
     if not cpu_only:
-        # On the H200 (2026-11-29, scripts/sandbox_probe.py) a CUDA worker under every layer failed its
-        # first CUDA call, and one with none of them passed; which layer breaks CUDA is not yet known,
-        # so CUDA workers keep only the environment scrub, the resource limits and no_new_privs.
-        layers = ("network", "landlock", "mount", "cgroup", "drop_uid", "audit")
-        config.update(dict.fromkeys(layers, False))
-        config["off_reason"] = ("off on CUDA workers: with it, CUDA failed to initialise on the H200 "
+        # On the H200 (2026-11-29, scripts/sandbox_probe.py) a CUDA worker under Landlock alone failed its
+        # first CUDA call, while every other layer, alone and all together, passed. Without Landlock the
+        # mount namespace makes everything but the private tmpfs, /dev, /proc and /sys read-only.
+        config["landlock"] = False
+        config["off_reason"] = ("off on CUDA workers: under Landlock, CUDA failed to initialise on the H200 "
                                 "(scripts/sandbox_probe.py, 2026-11-29)")
     return config
 
@@ -481,7 +480,7 @@ class Sandbox:
     def landlock(self) -> None:
         self._no("signals", "needs Landlock ABI 6 (signal scoping); the audit layer refuses os.kill")
         if not self.config.get("landlock", True):
-            self._no("filesystem", "Landlock turned off by the caller")
+            self._no("filesystem", "Landlock " + self.config.get("off_reason", "turned off by the caller"))
             self._fallback_filesystem()
             return
         abi = self.libc.syscall(_LL_CREATE, None, 0, _LL_VERSION)
@@ -636,6 +635,9 @@ class Sandbox:
         os.setgroups(sorted(set(groups)))
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)
+        # The uid has no passwd entry: name it, or getpass.getuser() (which torch calls while importing
+        # its compiler on some versions) raises KeyError inside the candidate's first tensor operation.
+        os.environ["USER"] = os.environ["LOGNAME"] = f"kernelgym-{uid}"
         self._ok("user", f"dropped root for the unused uid {uid}: no capabilities, other users' files closed")
 
 

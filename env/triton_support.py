@@ -258,8 +258,16 @@ def compile_spec(module: Any, spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def _compile_error_text(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return f"{type(exc).__name__}: {text}"[:4000]
+    """The error and what caused it: Triton's CompilationError shows where, its cause says why."""
+    text = f"{type(exc).__name__}: {str(exc).strip() or type(exc).__name__}"
+    seen = {id(exc)}
+    cause = exc.__cause__ or exc.__context__
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if repr(cause) not in text:  # newer Triton puts the cause in its message already
+            text += f"\n{type(cause).__name__}: {str(cause).strip()}"
+        cause = cause.__cause__ or cause.__context__
+    return text[-4000:] if len(text) > 4000 else text
 
 
 def ensure_not_interpreting() -> None:

@@ -41,6 +41,17 @@ _PRISTINE = {
     "torch.Tensor.__eq__": torch.Tensor.__eq__,
 }
 
+_EMPTY_CACHE = torch.cuda.empty_cache
+_RESERVED = torch.cuda.memory_reserved
+RESERVED_LIMIT = 4 << 30
+"""Cached GPU memory a worker may keep between requests: several evaluators share a GPU, and the
+caching allocator would otherwise hold every bench case's inputs and outputs for good."""
+
+
+def _release_gpu_memory(device: str) -> None:
+    if device.startswith("cuda") and torch.cuda.is_initialized() and _RESERVED() > RESERVED_LIMIT:
+        _EMPTY_CACHE()
+
 
 def _resolve(path: str) -> Any:
     obj: Any = {"torch": torch, "time": time}[path.split(".")[0]]
@@ -317,10 +328,17 @@ def op_time(state: State, msg: dict[str, Any]) -> dict[str, Any]:
 
     task = get_task(msg["task"])
     input_sets = [task.make_inputs(msg["case"], Sampler(seed, "normal", state.device)) for seed in msg["seeds"]]
-    with policy.watching() as mode:
-        stats = time_callable(state.entry, input_sets, warmup=msg["warmup"], reps=msg["reps"],
-                              event_cls=_PRISTINE["torch.cuda.Event"],
-                              synchronize=_PRISTINE["torch.cuda.synchronize"])
+    # The recorder keeps the arguments of the launches it records (for offline compilation); the
+    # timing loop's hundreds of launches on bench-sized tensors must not be kept alive by it.
+    keep = triton_support.RECORDER.keep
+    triton_support.RECORDER.keep = False
+    try:
+        with policy.watching() as mode:
+            stats = time_callable(state.entry, input_sets, warmup=msg["warmup"], reps=msg["reps"],
+                                  event_cls=_PRISTINE["torch.cuda.Event"],
+                                  synchronize=_PRISTINE["torch.cuda.synchronize"])
+    finally:
+        triton_support.RECORDER.keep = keep
     return {"ok": True, **stats, "forbidden_ops": mode.forbidden(), "tampered": tampered()}
 
 
@@ -351,6 +369,8 @@ def main() -> None:
         except (TypeError, ValueError) as exc:
             failure = {"ok": False, "kind": "internal", "error": f"unencodable reply: {exc}"}
             wire.send(conn, _seal(failure, msg))
+        del reply
+        _release_gpu_memory(state.device)
 
 
 def _guarded_namespaces() -> dict[str, Any]:

@@ -1,42 +1,89 @@
 #!/usr/bin/env bash
-# One device call that runs every GPU measurement, in two parallel streams (one per GPU when the
-# machine has two; both on GPU 0 otherwise — timing takes a per-GPU lock, so timings never overlap).
-#   bash scripts/gpu_session.sh      (on the device machine; .whl carried; .kb carried for KernelBench)
-# Logs land in $OUT (at most 8 files come back); JSON goes to /tmp/kg.
+# Every GPU test and measurement of kernelgym, in one device call (10 minutes at most there):
+#
+#   bash scripts/gpu_session.sh [streams|scale|all]   # carry .whl (gymnasium, pydantic), .kb, .sweep
+#
+# streams (the default): four streams at once, one GPU each where there are four (timing holds its
+# GPU alone, so streams never disturb each other's timings): A `kernelgym bench` then the KernelBench
+# comparison; B the sandbox probe then the GPU tests; C the GEMM sweep then every `ptx` reference
+# through the evaluator; D the triton suite's references, timed, until the deadline (rows appended
+# to suite.jsonl; SUITE_RESUME=path resumes an earlier call's file). With fewer GPUs they share.
+# scale: the multi-GPU throughput (1, 2, 4, 8 GPUs as there are), then the suite on every GPU but
+# the last, and the GPU tests on the last. all: scale's throughput, then streams. SKIP="probe sweep
+# ptx kb" leaves those steps out of streams (the suite then takes the GPU of a skipped stream C).
+# Logs land in $OUT (8 files at most come back); every JSON report is merged into $OUT/results.json.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+START=$SECONDS
+DEADLINE=${DEADLINE:-570}
 OUT=${OUT:-$PWD/gpu-out}; J=/tmp/kg; mkdir -p "$OUT" "$J"
 export PYTHONUNBUFFERED=1 TRITON_DEFAULT_FP_FUSION=1
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site
 python3 -m pip install -q --no-deps --no-build-isolation --no-index -e . >/dev/null 2>&1 || exit 1
+left() { echo $(( DEADLINE - (SECONDS - START) )); }
+cap() { local l; l=$(left); (( $1 < l )) && echo "$1" || echo $(( l > 5 ? l : 5 )); }
 gpus=$(python3 -c "import torch; print(torch.cuda.device_count())")
-{ date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-  python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"; } > "$OUT/env.log"
-if [[ $gpus -ge 2 ]]; then
-  KERNELGYM_NO_SANDBOX=1 timeout 120 python3 scripts/multi_gpu_throughput.py --rounds 1 --reps 10 \
-    --out $J/mgt.json >> "$OUT/env.log" 2>&1
-  A=0; B=1
-else
-  echo "one GPU: no multi-GPU throughput" >> "$OUT/env.log"; A=0; B=0
+{ date -u; nvidia-smi --query-gpu=index,name,driver_version,clocks.max.sm,power.limit --format=csv,noheader
+  python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
+  echo "GPUs: $gpus"; } > "$OUT/env.log"
+
+part=${1:-streams}
+g() { echo $(( $1 % (gpus > 0 ? gpus : 1) )); }
+suite() {  # suite GPUS JOBS: the triton suite's references, timed, resumable
+  cp -n "${SUITE_RESUME:-/dev/null}" "$OUT/suite.jsonl" 2>/dev/null
+  CUDA_VISIBLE_DEVICES=$1 timeout "$(cap 600)" kernelgym suite check --device cuda --suite triton \
+    --shapes dev,heldout --jobs "$2" --jsonl "$OUT/suite.jsonl" --markdown $J/suite.md
+}
+
+if [[ $part == scale || $part == all ]] && [[ $gpus -ge 2 ]]; then
+  counts=1,2; [[ $gpus -ge 4 ]] && counts=1,2,4; [[ $gpus -ge 8 ]] && counts=1,2,4,8
+  timeout "$(cap 220)" python3 scripts/multi_gpu_throughput.py --counts $counts --rounds "${ROUNDS:-3}" --reps 10 \
+    --out $J/multi_gpu.json >> "$OUT/env.log" 2>&1
 fi
-( export CUDA_VISIBLE_DEVICES=$A
-  timeout 70 python3 scripts/sandbox_probe.py > "$OUT/probe.log" 2>&1
-  KERNELGYM_NO_SANDBOX=1 timeout 330 python3 -m pytest -q -m gpu tests/gpu -p no:cacheprovider -rA \
-    --timeout 150 > "$OUT/gpu-tests.log" 2>&1 ) &
-( export CUDA_VISIBLE_DEVICES=$B KERNELGYM_NO_SANDBOX=1
-  timeout 140 python3 scripts/gpu_bench.py --reps 20 --out $J/bench.json > "$OUT/bench.log" 2>&1
-  timeout 130 python3 scripts/kernelbench_compare.py --kb .kb/src --tasks math/add,normalization/softmax \
-    --out $J/kb.json > "$OUT/kb.log" 2>&1
-  timeout 120 kernelgym suite check --device cuda --suite triton --shapes dev,heldout --no-timing --jobs 8 \
-    --json $J/suite.json > "$OUT/suite.log" 2>&1 ) &
-wait
-python3 - <<'PY' > "$OUT/summary.log" 2>&1
-import json, pathlib
-for name in ("mgt", "bench", "kb"):
-    p = pathlib.Path("/tmp/kg") / f"{name}.json"
-    if p.exists():
-        d = json.loads(p.read_text())
-        print(name, json.dumps({k: v for k, v in d.items() if k != "rows"}, default=str)[:3000])
+if [[ $part == scale ]]; then
+  last=$(( gpus - 1 )); rest=$(seq -s, 0 $(( last > 0 ? last - 1 : 0 )))
+  ( CUDA_VISIBLE_DEVICES=$last timeout "$(cap 330)" python3 -m pytest -q -m gpu tests/gpu -p no:cacheprovider \
+      -rA --timeout 150 ) > "$OUT/B-probe-tests.log" 2>&1 &
+  suite "$rest" $(( 4 * (last > 0 ? last : 1) )) > "$OUT/D-suite.log" 2>&1 &
+  wait
+fi
+if [[ $part == streams || $part == all ]]; then
+  on() { [[ " ${SKIP:-} " != *" $1 "* ]]; }  # SKIP="probe sweep ptx kb" leaves those steps out
+  ( export CUDA_VISIBLE_DEVICES=$(g 0)
+    timeout "$(cap 200)" kernelgym bench --device cuda --out $J/bench.json
+    on kb && timeout "$(cap 330)" python3 scripts/kernelbench_compare.py --kb .kb/src \
+      --tasks "${KB_TASKS:-math/add,normalization/softmax,matmul/matmul}" --out $J/kb.json ) > "$OUT/A-bench-kb.log" 2>&1 &
+  ( export CUDA_VISIBLE_DEVICES=$(g 1)
+    on probe && OUT=$J timeout "$(cap 150)" python3 scripts/sandbox_probe.py
+    timeout "$(cap 380)" python3 -m pytest -v tests/gpu tests/test_sandbox.py -p no:cacheprovider -rA --timeout 150
+  ) > "$OUT/B-probe-tests.log" 2>&1 &
+  suite_gpus=$(g 3)
+  if on sweep || on ptx; then
+    ( export CUDA_VISIBLE_DEVICES=$(g 2)
+      on sweep && [[ -d .sweep ]] && timeout "$(cap 90)" python3 scripts/gemm_sweep.py run .sweep --reps 30
+      on ptx && OUT=$J timeout "$(cap 450)" python3 scripts/gpu_ptx_check.py --reps 30
+    ) > "$OUT/C-sweep-ptx.log" 2>&1 &
+  elif [[ $gpus -ge 4 ]]; then
+    suite_gpus="$(g 2),$(g 3)"  # the GPU of the skipped stream joins the suite
+  fi
+  suite "$suite_gpus" $(( ${SUITE_JOBS:-4} * (${#suite_gpus} + 1) / 2 )) > "$OUT/D-suite.log" 2>&1 &
+  wait
+fi
+
+python3 - "$OUT/results.json" <<'PY'
+import json, pathlib, sys
+merged = {}
+for p in sorted(pathlib.Path("/tmp/kg").glob("*")):
+    if p.suffix == ".json":
+        try:
+            merged[p.stem] = json.loads(p.read_text())
+        except ValueError as exc:
+            merged[p.stem] = f"unreadable: {exc}"
+    elif p.suffix == ".md":
+        merged[p.name] = p.read_text()
+for p in pathlib.Path(".sweep").glob("results.out.json"):
+    merged["gemm_sweep"] = json.loads(p.read_text())
+pathlib.Path(sys.argv[1]).write_text(json.dumps(merged, indent=1, default=str))
 PY
-echo done
+echo "done in $(( SECONDS - START )) s"

@@ -6,14 +6,14 @@ into ``.kb/`` (ignored by git) and carry it to the GPU machine:
     git -C <KernelBench checkout> archive HEAD src | tar -x -C .kb
     python3 scripts/kernelbench_compare.py --kb .kb/src --out $OUT/kb.json
 
-Each candidate (the core tasks' references and plausible wrong candidates, as in gpu_bench.py)
-is translated to KernelBench's format (a reference ``Model`` and a ``ModelNew`` calling the
-candidate's entrypoint) at the task's first bench shape, and evaluated the way a KernelBench
-user gets a speedup: ``eval_kernel_against_ref`` (5 correctness trials, 100 timed trials) plus
-the reference timed eager and under torch.compile (``measure_ref_program_time``). kernelgym
-evaluates the same candidates with its defaults (dev correctness, bench timing, baselines eager,
-torch.compile and vendor). Reported for both: evaluations per minute, and the spread (max/min)
-of five repeated timings of the matmul reference.
+Each candidate (the core tasks' references and plausible wrong candidates: the mix of
+``kernelgym bench``) is translated to KernelBench's format (a reference ``Model`` and a
+``ModelNew`` calling the candidate's entrypoint) at the task's first bench shape, and evaluated
+the way a KernelBench user gets a speedup: ``eval_kernel_against_ref`` (5 correctness trials,
+100 timed trials) plus the reference timed eager and under torch.compile
+(``measure_ref_program_time``). kernelgym evaluates the same candidates with its defaults (dev
+correctness, bench timing, baselines eager, torch.compile and vendor). Reported for both:
+evaluations per minute, and the spread (max/min) of five repeated timings of the matmul reference.
 """
 
 from __future__ import annotations
@@ -28,13 +28,11 @@ import types
 from pathlib import Path
 
 import torch
+from kernelgym.env import EvalOptions, Evaluator
+from kernelgym.experiments.bench.eval_throughput import mix
+from kernelgym.tasks import get_task
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-
-from gpu_bench import mix  # noqa: E402
-from kernelgym.env import EvalOptions, Evaluator  # noqa: E402
-from kernelgym.tasks import get_task  # noqa: E402
 
 MODEL_TEMPLATE = '''
 import torch
@@ -99,8 +97,9 @@ def kernelbench_eval(kb_eval, kb_timing, task_id: str, source: str, case: dict) 
                                              device=torch.device("cuda:0"))
     baselines = {}
     for compiled in (False, True):
-        stats = kb_timing.measure_ref_program_time("Model", ref_src, num_trials=100, use_torch_compile=compiled,
-                                                   device=torch.device("cuda:0"), precision=precision)
+        stats = kb_timing.measure_ref_program_time("Model", ref_src, num_trials=100,
+                                                   use_torch_compile=compiled, device=torch.device("cuda:0"),
+                                                   precision=precision)
         baselines["torch.compile" if compiled else "eager"] = stats.get("mean")
     seconds = time.perf_counter() - started
     return {"task": task_id, "seconds": seconds, "compiled": getattr(result, "compiled", None),
@@ -108,19 +107,31 @@ def kernelbench_eval(kb_eval, kb_timing, task_id: str, source: str, case: dict) 
             "baselines_us": baselines}
 
 
+def p90(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--kb", default=str(ROOT / ".kb" / "src"), help="KernelBench's src folder")
     parser.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "kb.json"))
     parser.add_argument("--tasks", default=None, help="comma-separated task ids to keep from the mix")
+    parser.add_argument("--warm-cache", action="store_true",
+                        help="let kernelgym reuse baselines cached on disk by earlier runs (default: a "
+                             "fresh cache: kernelgym pays for its baselines once, as on a new machine)")
     args = parser.parse_args()
+    if not args.warm_cache:
+        import tempfile
+
+        os.environ["KERNELGYM_CACHE_DIR"] = tempfile.mkdtemp(prefix="kernelgym-cache-")
     stub_missing_modules()
     sys.path.insert(0, args.kb)
     from kernelbench import eval as kb_eval
     from kernelbench import timing as kb_timing
 
-    keep = set(args.tasks.split(",")) if args.tasks else None
-    items = [(t, label, src, get_task(t).cases("bench")[0]) for t, label, src in mix() if keep is None or t in keep]
+    keep = args.tasks.split(",") if args.tasks else None
+    items = [(t, label, src, get_task(t).cases("bench")[0]) for t, label, src in mix(keep)]
     report: dict = {"candidates": len(items)}
 
     # kernelgym: a warm evaluator (its workers start once, as in a long experiment).
@@ -133,9 +144,16 @@ def main() -> None:
             r = evaluator.evaluate(get_task(task_id), source, options)
             kg_rows.append({"task": task_id, "candidate": label, "correct": r.correct,
                             "seconds": time.perf_counter() - t0})
+            print("kernelgym:", kg_rows[-1], flush=True)
         kg_wall = time.perf_counter() - started
         mm = get_task("matmul/matmul")
-        kg_medians = [evaluator.evaluate(mm, mm.solution_source(), options).timing[0].median_ms for _ in range(5)]
+        kg_medians = []
+        for _ in range(5):
+            timed = evaluator.evaluate(mm, mm.solution_source(), options)
+            if not timed.timing:  # reported, and the comparison goes on without this figure
+                print("kernelgym: the matmul reference was not timed:", timed.feedback, flush=True)
+                continue
+            kg_medians.append(timed.timing[0].median_ms)
 
     # KernelBench: its own harness, in this process, as its scripts run it.
     started = time.perf_counter()
@@ -152,30 +170,41 @@ def main() -> None:
     mm_src = get_task("matmul/matmul").solution_source()
     mm_case = get_task("matmul/matmul").cases("bench")[0]
     kb_runtimes = []
+    mm_ref = MODEL_TEMPLATE.format(task_id="matmul/matmul", case=mm_case)
+    mm_new = MODEL_NEW_TEMPLATE.format(candidate=mm_src, entrypoint="matmul")
     for _ in range(5):
-        r = kb_eval.eval_kernel_against_ref(MODEL_TEMPLATE.format(task_id="matmul/matmul", case=mm_case),
-                                            MODEL_NEW_TEMPLATE.format(candidate=mm_src, entrypoint="matmul"),
-                                            num_correct_trials=1, num_perf_trials=100, measure_performance=True,
-                                            backend="triton", precision=precision_of(mm_case),
-                                            device=torch.device("cuda:0"))
+        try:
+            r = kb_eval.eval_kernel_against_ref(mm_ref, mm_new,
+                                                num_correct_trials=1, num_perf_trials=100,
+                                                measure_performance=True,
+                                                backend="triton", precision=precision_of(mm_case),
+                                                device=torch.device("cuda:0"))
+        except Exception as exc:  # noqa: BLE001 - reported; the rest of the comparison stands
+            print(f"kernelbench: the matmul spread run failed: {type(exc).__name__}: {exc}"[:500], flush=True)
+            continue
+        print("kernelbench: matmul runtime (us):", r.runtime, flush=True)
         kb_runtimes.append(r.runtime)
 
+    kb_seconds = [r["seconds"] for r in kb_rows if r.get("seconds")]
     report["kernelgym"] = {"evaluations_per_minute": 60 * len(items) / kg_wall,
                            "median_s": statistics.median(r["seconds"] for r in kg_rows),
-                           "spread_ms": kg_medians, "spread_max_over_min": max(kg_medians) / min(kg_medians),
+                           "p90_s": p90([r["seconds"] for r in kg_rows]),
+                           "spread_ms": kg_medians,
+                           "spread_max_over_min": max(kg_medians) / min(kg_medians) if kg_medians else None,
                            "rows": kg_rows}
     report["kernelbench"] = {"evaluations_per_minute": 60 * len(items) / kb_wall,
-                             "median_s": statistics.median(r["seconds"] for r in kb_rows if r.get("seconds")),
+                             "median_s": statistics.median(kb_seconds) if kb_seconds else None,
+                             "p90_s": p90(kb_seconds) if kb_seconds else None,
                              "spread_us": kb_runtimes,
-                             "spread_max_over_min": max(kb_runtimes) / min(kb_runtimes) if min(kb_runtimes) > 0
-                             else None, "rows": kb_rows}
+                             "spread_max_over_min": max(kb_runtimes) / min(kb_runtimes)
+                             if kb_runtimes and min(kb_runtimes) > 0 else None, "rows": kb_rows}
     report["throughput_ratio"] = report["kernelgym"]["evaluations_per_minute"] / \
         report["kernelbench"]["evaluations_per_minute"]
     Path(args.out).write_text(json.dumps(report, indent=1, default=str))
     for name in ("kernelgym", "kernelbench"):
         r = report[name]
-        print(f"{name}: {r['evaluations_per_minute']:.1f} evaluations/min, median {r['median_s']:.2f} s, "
-              f"spread {r['spread_max_over_min']}")
+        print(f"{name}: {r['evaluations_per_minute']:.1f} evaluations/min, median {r['median_s']} s, "
+              f"p90 {r['p90_s']} s, spread {r['spread_max_over_min']}")
     print(f"throughput ratio kernelgym/kernelbench: {report['throughput_ratio']:.2f}")
 
 

@@ -2,7 +2,7 @@
 
     python3 scripts/multi_gpu_throughput.py --out $OUT/multi_gpu.json
 
-The candidates are scripts/gpu_bench.py's mix (the five core references and two plausible wrong
+The candidates are ``kernelgym bench``'s mix (the five core references and two plausible wrong
 candidates each), repeated ``--rounds`` times. For each GPU count g, the local executor
 (experiments/executors.py, what ``run.executor = "local"`` uses) holds ``--workers-per-gpu``
 evaluators on each of cuda:0 .. cuda:g-1, each pinned to its GPU, and spreads the candidates over
@@ -32,13 +32,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-
-from gpu_bench import mix  # noqa: E402 - adds tests/ to the path for the wrong candidates
-from kernelgym.env import EvalOptions, Evaluator  # noqa: E402
-from kernelgym.experiments.executors import LocalExecutor, current_gpu  # noqa: E402
-from kernelgym.tasks import get_task  # noqa: E402
+from kernelgym.env import EvalOptions, Evaluator
+from kernelgym.experiments.bench.eval_throughput import mix
+from kernelgym.experiments.executors import LocalExecutor, current_gpu
+from kernelgym.tasks import get_task
 
 
 class Lent:

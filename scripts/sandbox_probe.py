@@ -1,6 +1,7 @@
 """Which sandbox layers a CUDA worker survives (run on a GPU machine).
 
-Starts one worker per configuration (every layer off, each layer alone, all defaults) and asks
+Starts one worker per configuration (every layer on, every layer off, each layer alone, then the
+layers that passed alone together) and asks
 it to judge the math/add reference on the GPU. Prints one line per configuration and writes
 JSON under $OUT; the layers that break CUDA are the ones to leave off for GPU workers.
 """
@@ -38,14 +39,28 @@ def attempt(overrides: dict | bool) -> dict:
 
 
 def main() -> None:
-    configs: dict[str, dict | bool] = {"defaults": True, "none": False}
     everything_off = {layer: False for layer in LAYERS}
+    configs: dict[str, dict | bool] = {"all": dict.fromkeys(LAYERS, True), "none": everything_off}
     for layer in LAYERS:
         configs[layer] = {**everything_off, layer: True}
     results = {}
-    for name, cfg in configs.items():
+
+    def run(name: str, cfg: dict | bool) -> dict:
         results[name] = r = attempt(cfg)
-        print(f"{name:10s} correct={r['correct']!s:5s} {r.get('seconds', '-')}s {r.get('error') or ''}", flush=True)
+        r["config"] = cfg
+        print(f"{name:24s} correct={r['correct']!s:5s} {r.get('seconds', '-')}s "
+              f"not_applied={sorted(r.get('not_applied') or {})} {r.get('error') or ''}", flush=True)
+        return r
+
+    for name, cfg in configs.items():
+        run(name, cfg)
+    passing = [layer for layer in LAYERS if results[layer]["correct"]]
+    if passing and not results["all"]["correct"]:
+        # The layers that pass alone, together; if that fails, each of them left out in turn.
+        together = {**everything_off, **dict.fromkeys(passing, True)}
+        if not run("together:" + "+".join(passing), together)["correct"] and len(passing) > 1:
+            for layer in passing:
+                run(f"together-without:{layer}", {**together, layer: False})
     print("defaults:", json.dumps(defaults("cuda", "run")))
     out = Path(os.environ.get("OUT", ".")) / "sandbox_probe.json"
     out.write_text(json.dumps(results, indent=1, default=str))

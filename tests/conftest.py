@@ -10,7 +10,7 @@ from kernelgym.env import Evaluator
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if torch.cuda.is_available():
         return
-    skip_gpu = pytest.mark.skip(reason="needs a CUDA GPU (run scripts/gpu_check.sh on the H200 machine)")
+    skip_gpu = pytest.mark.skip(reason="needs a CUDA GPU (run scripts/gpu_session.sh on the H200 machine)")
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip_gpu)

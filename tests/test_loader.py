@@ -195,6 +195,20 @@ def test_bad_launches_fail_before_reaching_the_gpu():
     assert loader.REGISTRY.launch_count == 0
 
 
+def test_tensor_map_is_reused_only_for_the_same_view():
+    t = torch.zeros(256, 128, dtype=torch.bfloat16)
+    first = loader.tensor_map(t, (64, 64))
+    assert loader.tensor_map(t, (64, 64)) is first
+    assert loader.tensor_map(t, (32, 64)) is not first
+    assert loader.tensor_map(t[:128], (64, 64)).shape == (128, 128)
+    other = torch.zeros(256, 128, dtype=torch.bfloat16)
+    assert loader.tensor_map(other, (64, 64)) is not first
+    with pytest.raises(loader.LaunchError):  # a bad view is refused every time, never cached
+        loader.tensor_map(t, (512, 64))
+    with pytest.raises(loader.LaunchError):
+        loader.tensor_map(t, (512, 64))
+
+
 def test_tensor_map_is_validated():
     t = torch.zeros(256, 128, dtype=torch.bfloat16)
     tmap = loader.tensor_map(t, (64, 64), swizzle=128)

@@ -151,6 +151,11 @@ INTERPRETED = textwrap.dedent('''
     tk.gemm_bf16[(4,)](TD.from_tensor(a, [64, 32]), TD.from_tensor(b, [64, 32]), TD.from_tensor(c, [64, 64]),
                        96, 80, 160, BM=64, BN=64, BK=32, GROUP_M=8)
     assert (c.double() - a.double() @ b.double().T).abs().max() < 0.05
+    c.zero_()  # 2 x 2 tiles over 3 programs: one program takes two tiles
+    tk.gemm_bf16_persistent[(3,)](TD.from_tensor(a, [64, 32]), TD.from_tensor(b, [64, 32]),
+                                  TD.from_tensor(c, [64, 64]), 96, 80, 160, BM=64, BN=64, BK=32, GROUP_M=8,
+                                  NUM_SMS=3)
+    assert (c.double() - a.double() @ b.double().T).abs().max() < 0.05
     B, H, S, D = 1, 2, 128, 32
     q, k, v, do = (torch.randn(B, H, S, D, dtype=dt) for _ in range(4))
     flat = lambda t, rows: TD.from_tensor(t.view(B * H * S, D), [rows, D])

@@ -259,6 +259,13 @@ def test_root_is_dropped_where_python_allows(bare):
         assert "UID=0" in reply["error"] and "not readable" in bare.sandbox_report["not_applied"]["user"]
 
 
+def test_the_dropped_uid_has_a_user_name(bare):
+    """The unused uid has no passwd entry; getpass.getuser() (torch calls it on import) must still answer."""
+    require(bare, "user")
+    reply = run_module(bare, "import getpass\nraise RuntimeError(f'NAME={getpass.getuser()}')\n")
+    assert "NAME=kernelgym-" in reply["error"], reply["error"]
+
+
 # ----------------------------------------------------------------------------------------------- audit layer
 AUDITED = [
     ("import ftplib\nftplib.socket.socket()\n", "sandbox-network"),

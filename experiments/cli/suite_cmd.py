@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import multiprocessing
 import os
 import time
@@ -34,33 +35,92 @@ def register(sub: argparse._SubParsersAction) -> None:
     check.add_argument("--jobs", type=int, default=1,
                        help="parallel evaluators (default 1); on a GPU they compile and check in parallel "
                             "and take turns to time, so timings are not disturbed")
+    check.add_argument("--reps", type=int, default=None,
+                       help="timed calls per shape (default: the evaluator's)")
     check.add_argument("--json", metavar="PATH", help="also write the rows as JSON to PATH")
+    check.add_argument("--jsonl", metavar="PATH",
+                       help="append each row to PATH as it finishes; tasks already there are not run again")
+    check.add_argument("--markdown", metavar="PATH",
+                       help="also write the table (geomean per category) to PATH")
     check.set_defaults(func=check_suite)
 
 
-def _check_chunk(task_ids: list[str], device: str, shapes: tuple[str, ...], target: str,
-                 timing: bool = True) -> list[dict[str, Any]]:
-    from kernelgym.env import EvalOptions, Evaluator
+_EVALUATOR: Any = None
+JOBS_PER_GPU = 4
+"""On the H200, 8 evaluators per GPU ran out of its 140 GB on bench cases (2026-11-29); 4 leave room."""
+
+
+def _start_evaluator(devices: Any) -> None:
+    """Pool initializer: this process's evaluator, on the next device of the shared queue (one GPU each
+    in turn), kept for every task the process is given and closed when the pool shuts down."""
+    global _EVALUATOR
+    from multiprocessing.util import Finalize
+
+    from kernelgym.env import Evaluator
+
+    device = devices.get() if devices is not None else "cpu"
+    if device.startswith("cuda:"):
+        # Pin the whole process (its baselines and its worker's candidate) to that one GPU before CUDA
+        # starts here, so the per-GPU timing lock and every allocation agree on which GPU it is.
+        index = int(device.split(":")[1])
+        visible = [d for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
+        os.environ["CUDA_VISIBLE_DEVICES"] = visible[index] if index < len(visible) else str(index)
+        device = "cuda"
+    _EVALUATOR = Evaluator(device)
+    Finalize(_EVALUATOR, _EVALUATOR.close, exitpriority=10)
+
+
+def _check_one(task_id: str, shapes: tuple[str, ...], target: str, timing: bool,
+               reps: int | None = None) -> dict[str, Any]:
+    from kernelgym.env import EvalOptions
     from kernelgym.tasks import get_task
 
-    rows = []
-    with Evaluator(device) as evaluator:
-        for task_id in task_ids:
-            task = get_task(task_id)
-            started = time.perf_counter()
-            result = evaluator.evaluate(task, task.solution_source(),
-                                        EvalOptions(device=device, shape_sets=shapes, target=target,
-                                                    timing=timing))
-            ok = bool(result.correct) and result.required_features_met is not False
-            if result.correct is None and task.language == "cuda" and result.compiled:
-                ok = True  # a CUDA task on a CPU: compiled and analysed; correctness needs a GPU (said below)
-            rows.append({
-                "task": task.id, "category": task.category, "ok": ok, "correct": result.correct,
-                "compiled": result.compiled, "seconds": round(time.perf_counter() - started, 2),
-                "speedup": result.speedup, "skipped": result.skipped_checks,
-                "feedback": "" if ok else result.feedback,
-            })
-    return rows
+    global _EVALUATOR
+    if _EVALUATOR is None:
+        _start_evaluator(None)
+    evaluator = _EVALUATOR
+    task = get_task(task_id)
+    started = time.perf_counter()
+    extra = {"reps": reps} if reps else {}
+    result = evaluator.evaluate(task, task.solution_source(),
+                                EvalOptions(device=evaluator.device, shape_sets=shapes, target=target,
+                                            timing=timing, **extra))
+    ok = bool(result.correct) and result.required_features_met is not False
+    if result.correct is None and task.language == "cuda" and result.compiled:
+        ok = True  # a CUDA task on a CPU: compiled and analysed; correctness needs a GPU (said below)
+    return {
+        "task": task.id, "category": task.category, "ok": ok, "correct": result.correct,
+        "compiled": result.compiled, "seconds": round(time.perf_counter() - started, 2),
+        "device": evaluator.device, "speedup": result.speedup, "skipped": result.skipped_checks,
+        "candidate_ms": [round(t.median_ms, 5) for t in result.timing or []] or None,
+        "feedback": "" if ok else result.feedback,
+    }
+
+
+def _devices(device: str, jobs: int) -> list[str]:
+    """One entry per job: ``cuda`` is spread over every visible GPU in turn."""
+    if device != "cuda":
+        return [device] * jobs
+    import torch
+
+    gpus = max(1, torch.cuda.device_count())
+    return [f"cuda:{i % gpus}" for i in range(jobs)]
+
+
+def _read_done(path: str | None) -> dict[str, dict[str, Any]]:
+    """Rows of an earlier run's ``--jsonl`` file, by task (a resumed run does not repeat them)."""
+    done: dict[str, dict[str, Any]] = {}
+    if path and os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                line = line.strip()
+                if line:
+                    try:
+                        row = json.loads(line)
+                    except json.JSONDecodeError:
+                        continue  # a line cut short by a crash: that task runs again
+                    done[row["task"]] = row
+    return done
 
 
 def check_suite(args: argparse.Namespace) -> int:
@@ -72,26 +132,73 @@ def check_suite(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     tasks = all_tasks(suite=args.suite, category=args.category)
     if args.task:
+        known = {t.id for t in all_tasks()}
+        unknown = [t for t in args.task if t not in known]
+        if unknown:
+            raise UsageError(f"unknown task id {unknown[0]!r} (see `kernelgym tasks list`)")
         tasks = [t for t in tasks if t.id in set(args.task)]
     if not tasks:
         raise UsageError("no task matches")
     default = ("dev", "heldout") if device == "cpu" else ("dev", "heldout", "bench")
     shapes = tuple(s for s in (args.shapes.split(",") if args.shapes else default) if s)
-    jobs = max(1, min(args.jobs, len(tasks)))
-    ids = [t.id for t in tasks]
-    chunks = [ids[i::jobs] for i in range(jobs)]
-    rows: list[dict[str, Any]] = []
+    bad = [s for s in shapes if s not in ("dev", "heldout", "bench")]
+    if bad:
+        raise UsageError(f"unknown shape set {bad[0]!r}; use dev, heldout, bench")
+    timing = not args.no_timing
+    done = _read_done(args.jsonl)
+    rows: list[dict[str, Any]] = [done[t.id] for t in tasks if t.id in done]
+    ids = [t.id for t in tasks if t.id not in done]
+    if rows:
+        print(f"resuming: {len(rows)} tasks already in {args.jsonl}, {len(ids)} to check", flush=True)
+    log = open(args.jsonl, "a") if args.jsonl else None  # noqa: SIM115 - closed below
     started = time.perf_counter()
-    if jobs == 1:
-        rows = _check_chunk(ids, device, shapes, args.target, not args.no_timing)
-    else:
-        # spawn, not fork: a forked child of a process that touched CUDA cannot use it.
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = [pool.submit(_check_chunk, chunk, device, shapes, args.target, not args.no_timing)
-                       for chunk in chunks]
-            for future in as_completed(futures):
-                rows.extend(future.result())
+
+    def finished(row: dict[str, Any]) -> None:
+        rows.append(row)
+        _print_row(row, device, len(rows), len(tasks))
+        if log:
+            log.write(json.dumps(row, default=str) + "\n")
+            log.flush()
+
+    try:
+        jobs = max(1, min(args.jobs, len(ids) or 1))
+        if device.startswith("cuda"):
+            import torch
+
+            most = JOBS_PER_GPU * (max(1, torch.cuda.device_count()) if device == "cuda" else 1)
+            if jobs > most:
+                print(f"--jobs {jobs}: at most {JOBS_PER_GPU} evaluators per GPU share its memory (bench "
+                      f"cases take gigabytes each); using {most}", flush=True)
+                jobs = most
+        if jobs == 1 and ids:
+            _start_evaluator(_queue_of([device]))
+            for task_id in ids:
+                finished(_check_one(task_id, shapes, args.target, timing, args.reps))
+        elif ids:
+            # spawn, not fork: a forked child of a process that touched CUDA cannot use it.
+            context = multiprocessing.get_context("spawn")
+            manager = context.Manager()
+            devices = manager.Queue()
+            for d in _devices(device, jobs):
+                devices.put(d)
+            with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_start_evaluator,
+                                     initargs=(devices,)) as pool:
+                futures = {pool.submit(_check_one, task_id, shapes, args.target, timing, args.reps): task_id
+                           for task_id in ids}
+                for future in as_completed(futures):
+                    try:
+                        finished(future.result())
+                    except Exception as exc:  # noqa: BLE001 - one task's harness failure is a row, not a crash
+                        task_id = futures[future]
+                        finished({"task": task_id, "category": task_id.split("/")[0], "ok": False,
+                                  "correct": None, "compiled": None, "seconds": 0.0, "speedup": None,
+                                  "feedback": f"the harness failed on it: {type(exc).__name__}: {exc}"})
+            manager.shutdown()
+    finally:
+        if log:
+            log.close()
     rows.sort(key=lambda r: r["task"])
+    print()
     _print_table(rows, device)
     failed = [r for r in rows if not r["ok"]]
     for row in failed:
@@ -101,7 +208,59 @@ def check_suite(args: argparse.Namespace) -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": device, "shapes": shapes, "rows": rows}, f, indent=1, default=str)
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(markdown_table(rows))
     return 1 if failed else 0
+
+
+def _queue_of(items: list[str]) -> Any:
+    import queue
+
+    q: queue.Queue[str] = queue.Queue()
+    for item in items:
+        q.put(item)
+    return q
+
+
+def _print_row(row: dict[str, Any], device: str, n: int, total: int) -> None:
+    sp = row.get("speedup") or {}
+    mark = "yes" if row["correct"] else ("n/a" if row["correct"] is None else "NO")
+    speed = "  ".join(f"{k} {sp[k]:.2f}x" for k in ("eager", "torch.compile", "vendor") if k in sp)
+    print(f"[{n}/{total}] {row['task']}: correct {mark}, {row['seconds']:.1f} s {speed}".rstrip(), flush=True)
+
+
+def geometric_mean(values: list[float]) -> float | None:
+    values = [v for v in values if v and v > 0]
+    if not values:
+        return None
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def markdown_table(rows: list[dict[str, Any]]) -> str:
+    """The suite's speedups as Markdown: per category the geometric means, then every task."""
+    out = ["| category | tasks | correct | geomean vs eager | geomean vs torch.compile | slower than eager |",
+           "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    categories = sorted({r["category"] for r in rows})
+    for category in categories + ["all"]:
+        group = [r for r in rows if category in ("all", r["category"])]
+        eager = [(r.get("speedup") or {}).get("eager") for r in group]
+        compiled = [(r.get("speedup") or {}).get("torch.compile") for r in group]
+        g_e, g_c = geometric_mean(eager), geometric_mean(compiled)
+        slower = sum(1 for v in eager if v is not None and v < 1)
+        out.append(f"| {category} | {len(group)} | {sum(1 for r in group if r['correct'])} | "
+                   f"{'-' if g_e is None else f'{g_e:.2f}x'} | {'-' if g_c is None else f'{g_c:.2f}x'} | "
+                   f"{slower} |")
+    out += ["", "| task | correct | vs eager | vs torch.compile | vs vendor | candidate ms (bench) |",
+            "| --- | --- | ---: | ---: | ---: | --- |"]
+    for r in rows:
+        sp = r.get("speedup") or {}
+        cells = [f"{sp[k]:.2f}x" if sp.get(k) else "-" for k in ("eager", "torch.compile", "vendor")]
+        flag = " **<0.5x eager**" if sp.get("eager") and sp["eager"] < 0.5 else ""
+        mark = "yes" if r["correct"] else ("n/a" if r["correct"] is None else "NO")
+        ms = ", ".join(f"{m:.4g}" for m in r.get("candidate_ms") or []) or "-"
+        out.append(f"| {r['task']}{flag} | {mark} | {' | '.join(cells)} | {ms} |")
+    return "\n".join(out) + "\n"
 
 
 def _print_table(rows: list[dict[str, Any]], device: str) -> None:

@@ -569,8 +569,9 @@ Triton use tl.dot(..., input_precision="ieee")).
     },
     dtypes=("float32", "float16", "bfloat16"),
     tolerances={"float32": Tolerance(
-        1e-6, 1e-4, 2e-5,
-        "fp32 accumulation of O(1/M) products, O(1) diagonal: ~1e-6 relative; rounding to 16 bits fails")},
+        1e-6, 2e-4, 1.5e-4,
+        "fp32 sums of up to 1M same-sign products (uniform inputs) drift ~1e-4 relative (H200, 2026-11-29); "
+        "rounding to 16 bits gives ~3e-4 and fails")},
     flops=lambda c: c["m"] * c["n"] * (c["n"] + 1),
     bytes=lambda c: c["m"] * c["n"] * elem_size(c["dtype"]) + 4 * c["n"] * c["n"],
     distributions=("normal", "uniform"),

@@ -57,7 +57,8 @@ def test_dynamic_shared_memory_above_48kb_and_clusters(module):
     ranks = torch.full((8,), -1, dtype=torch.int32, device="cuda")
     module.kernel("rank")(ranks, grid=8, block=32, cluster=4)
     torch.cuda.synchronize()
-    assert out.item() == pytest.approx(n * (n - 1) / 2, rel=1e-6)
+    # An fp32 sum of 25,600 values near 3e8 carries a few ulps of rounding (the H200 gave 384 over 327667200).
+    assert out.item() == pytest.approx(n * (n - 1) / 2, rel=1e-5)
     assert ranks.tolist() == [0, 1, 2, 3, 0, 1, 2, 3]
 
 

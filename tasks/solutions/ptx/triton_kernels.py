@@ -40,6 +40,23 @@ def gemm_bf16(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexp
 
 
 @triton.jit
+def gemm_bf16_persistent(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                         GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr):
+    """One program per SM walks tiles NUM_SMS apart; the flattened loop lets the TMA loads of the
+    next tile start while this tile's epilogue stores, which a program per tile cannot."""
+    tiles = tl.cdiv(M, BM) * tl.cdiv(N, BN)
+    k_tiles = tl.cdiv(K, BK)
+    for tile in tl.range(tl.program_id(0), tiles, NUM_SMS, flatten=True):
+        off_m, off_n = _tile_order(tile, M, N, BM, BN, GROUP_M)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for kk in range(k_tiles):
+            a = a_desc.load([off_m, kk * BK])
+            b = b_desc.load([off_n, kk * BK])
+            acc = tl.dot(a, b.T, acc)
+        c_desc.store([off_m, off_n], acc.to(c_desc.dtype))
+
+
+@triton.jit
 def gemm_fp8(a_desc, b_desc, c_desc, scale_a_ptr, scale_b_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
              BK: tl.constexpr, GROUP_M: tl.constexpr):
     off_m, off_n = _tile_order(tl.program_id(0), M, N, BM, BN, GROUP_M)

@@ -34,7 +34,7 @@ def int8_gemm_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, c_ptr, M, N, K, stride_am, st
         k_left = K - k
         a = tl.load(a_tile, mask=(offs_m[:, None] < M) & (offs_k[None, :] < k_left), other=0)
         b = tl.load(b_tile, mask=(offs_k[:, None] < k_left) & (offs_n[None, :] < N), other=0)
-        acc = tl.dot(a, b, acc)
+        acc = tl.dot(a, b, acc, out_dtype=tl.int32)
         a_tile += BLOCK_K * stride_ak
         b_tile += BLOCK_K * stride_bk
     sa = tl.load(sa_ptr + offs_m, mask=offs_m < M, other=0.0)

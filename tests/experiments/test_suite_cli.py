@@ -1,0 +1,51 @@
+"""``kernelgym suite check``: rows stream to a JSON-lines file, a rerun resumes from it, the Markdown
+table summarises per category, and bad input is a usage error."""
+
+from __future__ import annotations
+
+import json
+
+from kernelgym.experiments.cli import main
+from kernelgym.experiments.cli.suite_cmd import geometric_mean, markdown_table
+
+
+def test_suite_check_streams_rows_and_resumes(tmp_path, capsys):
+    log = tmp_path / "rows.jsonl"
+    assert main(["suite", "check", "--device", "cpu", "--task", "math/add", "--jsonl", str(log)]) == 0
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(r["task"], r["correct"]) for r in rows] == [("math/add", True)]
+    capsys.readouterr()
+    # A second run with the same file repeats nothing it already has.
+    assert main(["suite", "check", "--device", "cpu", "--task", "math/add", "--jsonl", str(log),
+                 "--markdown", str(tmp_path / "t.md")]) == 0
+    out = capsys.readouterr().out
+    assert "resuming: 1 tasks already" in out and "0 to check" in out
+    assert len(log.read_text().splitlines()) == 1
+    assert "| math/add | yes |" in (tmp_path / "t.md").read_text()
+
+
+def test_a_line_cut_short_by_a_crash_is_run_again(tmp_path, capsys):
+    log = tmp_path / "rows.jsonl"
+    log.write_text('{"task": "math/add", "ok": tr\n')
+    assert main(["suite", "check", "--device", "cpu", "--task", "math/add", "--jsonl", str(log)]) == 0
+    assert "[1/1] math/add: correct yes" in capsys.readouterr().out
+
+
+def test_bad_input_is_a_usage_error(capsys):
+    assert main(["suite", "check", "--device", "cpu", "--task", "math/nope"]) == 2
+    assert "unknown task id 'math/nope'" in capsys.readouterr().err
+    assert main(["suite", "check", "--device", "cpu", "--task", "math/add", "--shapes", "dev,huge"]) == 2
+    assert "unknown shape set 'huge'" in capsys.readouterr().err
+
+
+def test_markdown_table_geomeans_per_category():
+    rows = [
+        {"task": "math/a", "category": "math", "correct": True, "speedup": {"eager": 2.0, "torch.compile": 1.0}},
+        {"task": "math/b", "category": "math", "correct": True, "speedup": {"eager": 0.4, "torch.compile": 0.25}},
+        {"task": "loss/c", "category": "loss", "correct": False, "speedup": None},
+    ]
+    table = markdown_table(rows)
+    assert "| math | 2 | 2 | 0.89x | 0.50x | 1 |" in table
+    assert "| loss | 1 | 0 | - | - | 0 |" in table
+    assert "| math/b **<0.5x eager** | yes | 0.40x | 0.25x | - | - |" in table
+    assert geometric_mean([None, 0.0]) is None

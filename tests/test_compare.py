@@ -1,0 +1,52 @@
+"""Edge cases of the output comparison (env/compare.py) that the H200 run brought up."""
+
+from __future__ import annotations
+
+import torch
+from kernelgym.env.compare import _compare_tensor
+from kernelgym.tasks.spec import Tolerance
+
+EXACT = Tolerance(0.0, 0.0, 0.0)
+FP32 = Tolerance(1e-5, 1e-4, 1e-5)
+
+
+def test_an_exact_task_expects_what_the_output_dtype_can_hold():
+    # masked_fill(x_bf16, mask, -10000.0) stores bf16(-10000) = -9984: that, not -10000, is exact.
+    reference = torch.tensor([-10000.0, 1.5], dtype=torch.float64)
+    right = torch.tensor([-10000.0, 1.5]).to(torch.bfloat16)
+    assert float(right[0]) == -9984.0
+    assert _compare_tensor(right, reference, EXACT)["passed"]
+    wrong = torch.tensor([-10048.0, 1.5], dtype=torch.bfloat16)
+    assert not _compare_tensor(wrong, reference, EXACT)["passed"]
+
+
+def test_a_reference_within_atol_of_zero_is_judged_element_wise():
+    # cross-entropy of one row whose target has the largest logit by ~13: the loss is 3e-6 in float64,
+    # and exactly 0 from a correct float32 kernel (lse = max + 3e-6 rounds to max); within atol.
+    assert _compare_tensor(torch.zeros(1), torch.tensor([3e-6], dtype=torch.float64), FP32)["passed"]
+
+
+def test_the_norm_wise_bound_still_catches_errors_each_within_tolerance():
+    reference = torch.ones(1000, dtype=torch.float64)
+    result = _compare_tensor(torch.full((1000,), 1 + 9e-5), reference, FP32)
+    assert not result["passed"] and "relative L2" in result["message"]
+    small = torch.full((1000,), 5e-5, dtype=torch.float64)
+    assert not _compare_tensor(torch.zeros(1000), small, FP32)["passed"]
+
+
+def test_a_compile_error_names_its_cause_once():
+    from kernelgym.env.triton_support import _compile_error_text
+
+    def raised(message: str, cause: BaseException) -> BaseException:
+        try:
+            raise RuntimeError(message) from cause
+        except RuntimeError as exc:
+            return exc
+
+    # triton 3.6: the CompilationError shows the source; the AssertionError behind it is the reason.
+    text = _compile_error_text(raised("at 23:14: acc = tl.dot(a, b, acc)", AssertionError()))
+    assert text.splitlines()[-1] == "AssertionError: "
+    # triton 3.9 already ends its message with the cause: it is not repeated.
+    cause = AttributeError("module 'triton.language' has no attribute 'relu_max'")
+    text = _compile_error_text(raised(f"at 3:4: tl.relu_max(x)\n\n{cause!r}", cause))
+    assert text.count("has no attribute") == 1 and text.endswith(f"{cause!r}")

@@ -1,0 +1,74 @@
+"""The per-GPU lock (env/timing.gpu_lock): checks share a GPU, a timing loop has it alone."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from kernelgym.env.timing import gpu_lock
+
+
+def _hold(shared: bool, entered: threading.Event, release: threading.Event) -> None:
+    with gpu_lock(0, shared=shared):
+        entered.set()
+        release.wait(10)
+
+
+def _hold_index(index: int, entered: threading.Event) -> None:
+    with gpu_lock(index, shared=True):
+        entered.set()
+
+
+def test_checks_share_the_gpu_and_timing_waits_for_them(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNELGYM_LOCK_DIR", str(tmp_path))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    release = threading.Event()
+    first, second = threading.Event(), threading.Event()
+    checks = [threading.Thread(target=_hold, args=(True, e, release)) for e in (first, second)]
+    for t in checks:
+        t.start()
+    assert first.wait(5) and second.wait(5), "two checks must hold the GPU together"
+    timed = threading.Event()
+    go = threading.Event()
+    go.set()
+    timing = threading.Thread(target=_hold, args=(False, timed, go))
+    timing.start()
+    time.sleep(0.3)
+    assert not timed.is_set(), "a timing loop started while checks were on the GPU"
+    release.set()
+    assert timed.wait(5)
+    for t in (*checks, timing):
+        t.join(5)
+
+
+def test_a_check_waits_for_a_timing_loop_and_gpus_are_separate(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNELGYM_LOCK_DIR", str(tmp_path))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
+    release, timed = threading.Event(), threading.Event()
+    timing = threading.Thread(target=_hold, args=(False, timed, release))
+    timing.start()
+    assert timed.wait(5)
+    other_gpu, same_gpu, go = threading.Event(), threading.Event(), threading.Event()
+    go.set()  # the checks leave as soon as they are in
+    threading.Thread(target=lambda: _hold_index(1, other_gpu)).start()
+    checker = threading.Thread(target=_hold, args=(True, same_gpu, go))
+    checker.start()
+    assert other_gpu.wait(5), "GPU 5 is not GPU 3"
+    time.sleep(0.3)
+    assert not same_gpu.is_set()
+    release.set()
+    assert same_gpu.wait(5)
+    assert {p.name for p in tmp_path.iterdir()} == {"kernelgym-gpu-3.lock", "kernelgym-gpu-5.lock"}
+
+
+def test_a_thread_holding_the_gpu_does_not_wait_for_itself(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNELGYM_LOCK_DIR", str(tmp_path))
+    done = threading.Event()
+
+    def nested() -> None:
+        with gpu_lock(0), gpu_lock(0, shared=True):
+            done.set()
+
+    t = threading.Thread(target=nested, daemon=True)
+    t.start()
+    assert done.wait(5), "a check inside a timed section deadlocked"
