@@ -460,6 +460,9 @@ def parse_ptxas_report(text: str) -> tuple[dict[str, dict[str, int]], list[str]]
     return kernels, list(dict.fromkeys(warnings))
 
 
+_UNSUPPORTED_ISA = re.compile(r"Unsupported \.version (\d+\.\d+); current version is '(\d+\.\d+)'")
+
+
 def _assemble(
     ptx: str, *, name: str, target: str, language: str, flags: list[str], nvrtc_log: str, options: list[str]
 ) -> ModuleRecord:
@@ -468,20 +471,33 @@ def _assemble(
         raise CompileError(
             "ptxas", name, target, "no ptxas found (Triton's wheel ships one; or set CUDA_HOME)"
         )
+    lowered: list[str] = []
     with tempfile.TemporaryDirectory(prefix="kernelgym-ptx-") as tmp:
         src, out = Path(tmp) / f"{_safe(name)}.ptx", Path(tmp) / f"{_safe(name)}.cubin"
-        src.write_text(ptx)
-        cmd = [ptxas, f"-arch={target}", "-v", *flags, str(src), "-o", str(out)]
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-        except subprocess.TimeoutExpired as exc:
-            raise CompileError("ptxas", name, target, "ptxas ran for more than 300 s") from exc
-        report = (proc.stdout + proc.stderr).replace(str(src), f"{name}.ptx")
-        if proc.returncode != 0 or not out.is_file():
-            errors = [ln for ln in report.splitlines() if "error" in ln.lower()] or report.splitlines()
+        for attempt in range(2):
+            src.write_text(ptx)
+            cmd = [ptxas, f"-arch={target}", "-v", *flags, str(src), "-o", str(out)]
+            try:
+                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+            except subprocess.TimeoutExpired as exc:
+                raise CompileError("ptxas", name, target, "ptxas ran for more than 300 s") from exc
+            report = (proc.stdout + proc.stderr).replace(str(src), f"{name}.ptx")
+            if proc.returncode == 0 and out.is_file():
+                break
+            newer = _UNSUPPORTED_ISA.search(report)
+            if attempt == 0 and newer and language == "cuda":
+                # NVRTC newer than this ptxas: its PTX carries an ISA version the assembler does not know,
+                # though the code rarely needs it. Assemble it as the older ISA; a real need still fails.
+                ptx = re.sub(r"^\.version \S+", f".version {newer.group(2)}", ptx, count=1, flags=re.M)
+                lowered.append(f"NVRTC's PTX ISA {newer.group(1)} is newer than this ptxas accepts; "
+                               f"assembled as ISA {newer.group(2)}")
+                continue
+            errors = [ln for ln in report.splitlines() if re.search(r"error|fatal", ln, re.I)]
+            errors = errors or report.splitlines()
             raise CompileError("ptxas", name, target, "\n".join(errors[:40]))
         cubin = out.read_bytes()
     resources, warnings = parse_ptxas_report(report)
+    warnings = lowered + warnings
     nvrtc_warnings = [ln.strip() for ln in nvrtc_log.splitlines() if "warning" in ln.lower()]
     record = ModuleRecord(
         name,

@@ -5,6 +5,7 @@ report, static instruction counts from real cubins, and every way a build or a l
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import torch
@@ -193,6 +194,18 @@ def test_bad_launches_fail_before_reaching_the_gpu():
     with pytest.raises(loader.LaunchError, match="grid"):
         kernel(x, 2.0, 256, grid=(0,), block=128)
     assert loader.REGISTRY.launch_count == 0
+
+
+def test_nvrtc_ptx_newer_than_ptxas_is_assembled_as_the_older_isa():
+    """NVRTC from a newer CUDA than the ptxas found: its .version is lowered, and the log says so;
+    PTX a candidate wrote itself is never rewritten."""
+    ptx = loader.load_cuda(SCALE, name="scale").record.ptx
+    future = re.sub(r"^\.version \S+", ".version 99.9", ptx, count=1, flags=re.M)
+    record = loader._assemble(future, name="scale", target="sm_90a", language="cuda", flags=[], nvrtc_log="",
+                              options=[])
+    assert record.cubin and any("newer than this ptxas accepts" in w for w in record.warnings)
+    with pytest.raises(loader.CompileError, match=r"Unsupported \.version 99\.9"):
+        loader.load_ptx(future, name="scale", target="sm_90a")
 
 
 def test_tensor_map_is_reused_only_for_the_same_view():
