@@ -140,6 +140,8 @@ class Evaluator:
         self._baselines: dict[tuple[Any, ...], dict[str, float]] = {}
         self._source = ""
         self._options = EvalOptions()
+        self._inherited: int | None = None
+        """The run worker's pid when it was kept from an earlier evaluation (see ``_evaluate``)."""
         self._baseline_cache = JsonCache("baselines")
         self._compiled: dict[str, dict[str, Any]] = {}
         """Offline compilations by (source, launch spec): a resubmitted kernel is not compiled again."""
@@ -216,6 +218,9 @@ class Evaluator:
             return
         result.stage = "compile"
         t0 = time.perf_counter()
+        # A worker kept from earlier evaluations may carry damage an earlier candidate did unseen (a write
+        # past every guard into the allocator's data): if it crashes here, the case runs again in a new one.
+        self._inherited = self._worker_pid()
         if not self._load(task, source, params, result):
             return
         plan = self._plan(task, options)
@@ -349,12 +354,20 @@ class Evaluator:
             return INTERPRETER_FP8
         return None
 
+    def _worker_pid(self) -> int | None:
+        proc = self.run_worker.proc
+        return proc.pid if proc is not None and self.run_worker.alive else None
+
     def _load(self, task: Task, source: str, params: list[str], result: EvalResult) -> bool:
         msg = {"op": "load", "source": source, "entrypoint": task.entrypoint, "params": params,
                "target": self._options.target}
+        pid = self._worker_pid()
         try:
             reply = self.run_worker.request(msg, timeout=self._options.limits.load)
         except WorkerError as exc:
+            if exc.kind == "crash" and pid is not None and pid == self._inherited:
+                self._inherited = None  # the damage was an earlier candidate's: import into a new worker
+                return self._load(task, source, params, result)
             result.compile_errors.append(f"importing the module: {exc}")
             return False
         result.stdout = self.run_worker.log_tail(clear=True)
@@ -383,11 +396,20 @@ class Evaluator:
         poison_bytes = 2 * sum(_itemsize(m) for m in meta)
         msg = {"op": "run", "task": task.id, "case": case, "seed": seed, "distribution": dist,
                "poison_bytes": max(poison_bytes, 1 << 20), "max_output_bytes": 2 * poison_bytes + (16 << 20)}
+        pid = self._worker_pid()
         try:
             with self._gpu_shared():
                 reply = self.run_worker.request(msg, timeout=self._options.limits.run)
         except WorkerError as exc:
             reply = {"ok": False, "kind": exc.kind, "error": str(exc)}
+            if exc.kind == "crash" and pid is not None and pid == self._inherited:
+                self._inherited = None  # once: a crash in a worker of its own is the candidate's
+                if self._load(task, self._source, _params(task), result):
+                    try:
+                        with self._gpu_shared():
+                            reply = self.run_worker.request(msg, timeout=self._options.limits.run)
+                    except WorkerError as again:
+                        reply = {"ok": False, "kind": again.kind, "error": str(again)}
         out = self.run_worker.log_tail(clear=True)
         if out:
             result.stdout = (result.stdout + "\n" + out).strip()[-4000:]

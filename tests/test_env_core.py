@@ -342,3 +342,37 @@ def test_an_error_outside_the_checks_reaches_the_feedback():
     result = EvalResult(task=task.id, target="sm_90a", device="H200", stage="timing", compiled=True, correct=False)
     result.runtime_error = "timing: CUDA out of memory"
     assert "timing: CUDA out of memory" in feedback.render(result, task)
+
+
+def _crash_runs(worker, times: int) -> list[int]:
+    """Make the worker's next ``times`` runs die as a corrupted heap would (the process killed mid-request)."""
+    from kernelgym.env.pool import WorkerError
+
+    real, crashed = worker.request, []
+
+    def request(msg, timeout):
+        if msg["op"] == "run" and len(crashed) < times:
+            crashed.append(worker.proc.pid)
+            worker.kill()
+            raise WorkerError("crash", "the worker process died (killed by signal 6 (SIGABRT))")
+        return real(msg, timeout)
+
+    worker.request = request
+    return crashed
+
+
+def test_a_crash_in_a_worker_kept_from_earlier_evaluations_runs_again_in_a_new_one():
+    """An earlier candidate may have damaged the kept worker where no guard saw it: the next candidate is
+    not blamed for the crash; a crash in its own fresh worker still is."""
+    task = get_task("math/add")
+    options = EvalOptions(shape_sets=("dev",))
+    with Evaluator("cpu") as evaluator:
+        assert evaluator.evaluate(task, task.solution_source(), options).correct  # the worker is now kept
+        crashed = _crash_runs(evaluator.run_worker, times=1)
+        result = evaluator.evaluate(task, task.solution_source(), options)
+        assert result.correct, result.feedback
+        assert len(crashed) == 1 and evaluator.run_worker.proc.pid != crashed[0]
+        del evaluator.run_worker.request
+        crashed = _crash_runs(evaluator.run_worker, times=2)
+        result = evaluator.evaluate(task, task.solution_source(), options)
+        assert result.correct is False and len(crashed) == 2 and "died" in result.feedback
