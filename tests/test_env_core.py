@@ -339,13 +339,14 @@ def test_an_error_outside_the_checks_reaches_the_feedback():
     from kernelgym.env.result import EvalResult
 
     task = get_task("math/add")
-    result = EvalResult(task=task.id, target="sm_90a", device="H200", stage="timing", compiled=True, correct=False)
+    result = EvalResult(task=task.id, target="sm_90a", device="H200", stage="timing", compiled=True,
+                        correct=False)
     result.runtime_error = "timing: CUDA out of memory"
     assert "timing: CUDA out of memory" in feedback.render(result, task)
 
 
 def _crash_runs(worker, times: int) -> list[int]:
-    """Make the worker's next ``times`` runs die as a corrupted heap would (the process killed mid-request)."""
+    """Make the worker's next ``times`` runs die as a corrupted heap would (killed mid-request)."""
     from kernelgym.env.pool import WorkerError
 
     real, crashed = worker.request, []

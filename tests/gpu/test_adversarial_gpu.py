@@ -43,6 +43,12 @@ def explain(result: EvalResult) -> str:
 
 def test_side_stream_work_is_timed_by_the_wall_clock_and_flagged(gpu_evaluator):
     result = judge(gpu_evaluator, "side_stream")
+    print("\n" + result.feedback)
+    if result.correct is False and not result.timing:
+        # Its side stream does not wait for the current one, so its outputs may race the harness's own work
+        # there (the poison fill before each run): wrong outputs, and no speedup either way.
+        assert any(c.passed is False for c in result.cases), explain(result)
+        return
     assert result.timing, explain(result)
     assert any("escapes the timed stream" in s for s in result.suspicious), explain(result)
     bench = result.timing[0]
