@@ -218,11 +218,15 @@ def _warm_figures(warm: list[dict[str, Any]], wall: float, on_gpu: bool) -> dict
     timing = [r["stages"].get("timing_candidate", 0.0) for r in warm]
     compile_s = [r["stages"].get("compile", 0.0) for r in warm]
     overhead = [s - t - c for s, t, c in zip(seconds, timing, compile_s, strict=True)]
+    # The wrong candidates stop at their first failing case; the references go through every check
+    # (bench case included), so their overhead is the figure a refinement loop's solved tasks pay.
+    references = [o for o, r in zip(overhead, warm, strict=True) if r["candidate"] == REFERENCE]
     return {
         "evaluations_per_minute_warm": 60 * len(warm) / wall,
         "warm_median_s": statistics.median(seconds), "warm_p90_s": p90(seconds),
         "timing_share": sum(timing) / sum(seconds) if on_gpu else None,
         "overhead_median_s": statistics.median(overhead), "overhead_p90_s": p90(overhead),
+        "overhead_references_median_s": statistics.median(references) if references else None,
     }
 
 
@@ -252,6 +256,7 @@ def run_benchmark(device: str, reps: int = 30, warmup: int = 5, cold: int = 3, s
         "warm_median_s": None, "warm_p90_s": None,
         "cold_seconds": [], "cold_median_s": None, "cold_p90_s": None,
         "timing_share": None, "overhead_median_s": None, "overhead_p90_s": None,
+        "overhead_references_median_s": None,
         "spread_medians_ms": None, "spread_max_over_min": None,
         "harness_matmul_ms": None, "ncu_matmul_ms": None, "ncu_matmul_idle_gpu_ms": None,
         "harness_vs_ncu": None,
@@ -355,6 +360,7 @@ def print_report(report: dict[str, Any], log: Log = _say) -> None:
         f"({report['mix']} candidates; phases: {', '.join(report['phases'])})")
     for key in ("evaluations_per_minute_warm", "first_pass_seconds_total", "warm_median_s", "warm_p90_s",
                 "cold_median_s", "cold_p90_s", "timing_share", "overhead_median_s", "overhead_p90_s",
+                "overhead_references_median_s",
                 "spread_max_over_min", "harness_matmul_ms", "ncu_matmul_ms", "harness_vs_ncu"):
         log(f"  {key:28s} {_fmt(report.get(key))}")
     for note in report["skipped"]:

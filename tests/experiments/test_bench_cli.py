@@ -37,6 +37,10 @@ def test_bench_on_cpu_judges_the_mix_and_writes_the_report(tmp_path: Path,
     assert 0 < report["warm_median_s"] <= report["warm_p90_s"]
     assert len(report["cold_seconds"]) == 1 and report["cold_median_s"] > 0
     assert report["overhead_median_s"] is not None
+    # The reference runs every check; the wrong candidates stop at their first failing case.
+    reference = next(r for r in report["rows"] if r["candidate"] == "reference")
+    assert report["overhead_references_median_s"] == pytest.approx(
+        reference["seconds"] - reference["stages"].get("compile", 0.0))
     for key in TIMED:
         assert report[key] is None, key
     # The targets are GPU figures: reported, never judged on the interpreter.
