@@ -49,3 +49,11 @@ def test_markdown_table_geomeans_per_category():
     assert "| loss | 1 | 0 | - | - | 0 |" in table
     assert "| math/b **<0.5x eager** | yes | 0.40x | 0.25x | - | - |" in table
     assert geometric_mean([None, 0.0]) is None
+
+
+def test_bench_cases_are_checked_once_on_a_gpu():
+    from kernelgym.experiments.cli.suite_cmd import default_shapes
+
+    assert default_shapes("cpu", timing=True) == ("dev", "heldout")
+    assert default_shapes("cuda", timing=True) == ("dev", "heldout")  # bench: after the timing loop
+    assert default_shapes("cuda:1", timing=False) == ("dev", "heldout", "bench")
