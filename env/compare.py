@@ -41,7 +41,8 @@ def compare_outputs(outputs: list[Any], expected: list[Any], meta: list[Any], ta
                 return {"passed": False, "message": f"{label}: got {out!r}, expected {want!r}"}
             continue
         if tuple(out.shape) != tuple(want.shape):
-            return {"passed": False, "message": f"{label} has shape {tuple(out.shape)}; expected {tuple(want.shape)}"}
+            return {"passed": False,
+                    "message": f"{label} has shape {tuple(out.shape)}; expected {tuple(want.shape)}"}
         if out.dtype != want.dtype:
             return {"passed": False, "message": f"{label} has dtype {out.dtype}; expected {want.dtype}"}
         fields = _compare_tensor(out, ref, task.tolerance(str(want.dtype).removeprefix("torch.")))
@@ -69,8 +70,8 @@ def _compare_tensor(out: torch.Tensor, ref: torch.Tensor, tol: Any) -> dict[str,
         ref = ref.to(out.dtype)  # an exact task's answer is the reference as the output's dtype holds it
     r = ref.to(dtype=torch.float64)
     if o.numel() == 0:
-        return {"passed": True, "max_abs_error": 0.0, "max_rel_error": 0.0, "rel_l2_error": 0.0, "mismatches": 0,
-                "message": ""}
+        return {"passed": True, "max_abs_error": 0.0, "max_rel_error": 0.0, "rel_l2_error": 0.0,
+                "mismatches": 0, "message": ""}
     same = (o == r) | (torch.isnan(o) & torch.isnan(r))  # equal infinities and NaN where the reference is NaN
     diff = (o - r).abs()
     diff = torch.where(same, torch.zeros_like(diff), diff)
@@ -96,14 +97,15 @@ def _compare_tensor(out: torch.Tensor, ref: torch.Tensor, tol: Any) -> dict[str,
         what = f"{mismatches} of {out.numel()} elements outside atol={tol.atol:g}, rtol={tol.rtol:g}"
         if nan_out:
             what += f" ({nan_out} NaN where the reference is finite)"
-        fields["message"] = (f"{what}; first at index {list(index)}: got {fields['first_mismatch']['got']:.6g}, "
-                             f"expected {fields['first_mismatch']['expected']:.6g}; max abs error {max_abs:.3g}")
+        first = fields["first_mismatch"]
+        fields["message"] = (f"{what}; first at index {list(index)}: got {first['got']:.6g}, "
+                             f"expected {first['expected']:.6g}; max abs error {max_abs:.3g}")
         fields["passed"] = False
     elif rel_l2 > tol.rel_l2 and out.numel() > 1:
         # (A single value is judged element-wise: its norm-wise ratio is its relative error, which no finite
         # precision meets for a result that cancels to nearly zero, such as a loss of 3e-6 from logits of 50.)
-        fields["message"] = (f"relative L2 error {rel_l2:.3g} exceeds {tol.rel_l2:g}: every element is within the "
-                             "element-wise tolerance, but the output as a whole is off")
+        fields["message"] = (f"relative L2 error {rel_l2:.3g} exceeds {tol.rel_l2:g}: every element is "
+                             "within the element-wise tolerance, but the output as a whole is off")
         fields["passed"] = False
     else:
         fields["message"] = ""

@@ -46,7 +46,8 @@ def resolve_device(device: str = "auto") -> str:
         return "cpu"
     if device.startswith("cuda"):
         if not torch.cuda.is_available():
-            raise ValueError(f"device {device!r} asked for, but no CUDA GPU is visible here; use --device cpu")
+            raise ValueError(f"device {device!r} asked for, but no CUDA GPU is visible here; "
+                             "use --device cpu")
         return device
     raise ValueError(f"unknown device {device!r}; use cpu, cuda or cuda:N")
 

@@ -165,7 +165,8 @@ class Evaluator:
         return gpu_lock(torch.device(self.device).index or 0, shared=True)
 
     # ------------------------------------------------------------------ references
-    def reference(self, task: Task, case: dict[str, Any], seed: int, dist: str) -> tuple[list[torch.Tensor], list[Any]]:
+    def reference(self, task: Task, case: dict[str, Any], seed: int,
+                  dist: str) -> tuple[list[torch.Tensor], list[Any]]:
         """Expected outputs (in high precision) and their expected shapes/dtypes (meta tensors)."""
         key = (task.id, tuple(sorted(case.items())), seed, dist, self.device)
         if key in self._references:
@@ -176,7 +177,8 @@ class Evaluator:
             meta = list(sequence(task.reference(**{k: v.to("meta") if isinstance(v, torch.Tensor) else v
                                                    for k, v in inputs.items()})))
         except Exception:  # noqa: BLE001 - some ops have no meta kernel; run at the real dtype instead
-            meta = [o.to("meta") if isinstance(o, torch.Tensor) else o for o in sequence(task.reference(**inputs))]
+            meta = [o.to("meta") if isinstance(o, torch.Tensor) else o
+                    for o in sequence(task.reference(**inputs))]
         precision = dtype_of(task.reference_precision)
         with torch.no_grad(), self._gpu_shared():
             expected = list(sequence(task.reference(**{k: _upcast(v, precision) for k, v in inputs.items()})))
@@ -204,7 +206,8 @@ class Evaluator:
             result.correct = False if result.correct else result.correct
         finally:
             self._integrity(result)
-            if self.device.startswith("cuda") and torch.cuda.memory_reserved(torch.device(self.device)) > 4 << 30:
+            cuda = self.device.startswith("cuda")
+            if cuda and torch.cuda.memory_reserved(torch.device(self.device)) > 4 << 30:
                 torch.cuda.empty_cache()  # evaluators share GPUs: bench cases must not stay cached here
             result.seconds["total"] = time.perf_counter() - started
             result.feedback = feedback_mod.render(result, task, options.reveal_shapes)
@@ -275,8 +278,9 @@ class Evaluator:
         result.skipped_checks.extend(skipped)
         ran = [c for c in result.cases if c.passed is not None]
         if task.language == "triton" and ran and launched == 0 and result.runtime_error is None:
-            result.violations.append(Violation("no-kernel-launched", "the entrypoint returned without launching "
-                                               "any Triton kernel; the arithmetic must run in a kernel"))
+            result.violations.append(Violation("no-kernel-launched", "the entrypoint returned without "
+                                               "launching any Triton kernel; the arithmetic must run in a "
+                                               "kernel"))
         if task.language == "cuda" and ran and loader_launched == 0 and result.runtime_error is None:
             result.violations.append(Violation(
                 "no-kernel-launched", "the entrypoint returned without launching a kernel built through "
@@ -425,7 +429,8 @@ class Evaluator:
                                                "allocation, views and kernel launches are allowed"))
         if reply.get("mutated") and not any(v.code == "mutated-input" for v in result.violations):
             result.violations.append(Violation("mutated-input", "the candidate modified its inputs: "
-                                               + ", ".join(reply["mutated"]) + "; inputs must be left as given"))
+                                               + ", ".join(reply["mutated"])
+                                               + "; inputs must be left as given"))
         return reply
 
     # ------------------------------------------------------------------ checks against gaming (issue 7)
@@ -548,11 +553,13 @@ class Evaluator:
         if report is not None or result.stage != "static":
             result.sandbox = report or {"not_applied": {"sandbox": "the workers ran without a sandbox"}}
 
-    def _judge(self, task: Task, item: tuple[Any, ...], reply: dict[str, Any], result: EvalResult) -> CaseResult:
+    def _judge(self, task: Task, item: tuple[Any, ...], reply: dict[str, Any],
+               result: EvalResult) -> CaseResult:
         shape_set, case, seed, dist, _ = item
         if not reply.get("ok"):
             kind = reply.get("kind", "runtime")
-            message = {"timeout": "timed out: ", "crash": "crashed: "}.get(kind, "raised an error: ") + reply["error"]
+            prefix = {"timeout": "timed out: ", "crash": "crashed: "}.get(kind, "raised an error: ")
+            message = prefix + reply["error"]
             if result.runtime_error is None:
                 result.runtime_error = reply["error"]
             return CaseResult(shape_set, case, seed, dist, False, message=message)
@@ -571,7 +578,8 @@ class Evaluator:
         shape_set, case, seed, dist, _ = item
         again = self._run(task, item, result)
         if not again or not again.get("ok"):
-            return CaseResult(shape_set, case, seed, dist, False, message="a second run with the same seed failed")
+            return CaseResult(shape_set, case, seed, dist, False,
+                              message="a second run with the same seed failed")
         if not all(_same(a, b) for a, b in zip(reply["outputs"], again["outputs"], strict=True)):
             return CaseResult(shape_set, case, seed, dist, False,
                               message="two runs with the same inputs and seed gave different outputs")
@@ -654,7 +662,8 @@ class Evaluator:
                 result.skipped_checks.append(f"SASS of {kernel['name']}: {exc}")
             result.kernels.append(KernelReport(
                 name=kernel["name"], target=kernel["target"],
-                families={fam: {"ptx": ptx_counts.get(fam, 0), "sass": sass_counts.get(fam, 0)} for fam in FAMILIES},
+                families={fam: {"ptx": ptx_counts.get(fam, 0), "sass": sass_counts.get(fam, 0)}
+                          for fam in FAMILIES},
                 shared_bytes=kernel.get("shared")))
 
     # ------------------------------------------------------------------ CUDA/PTX candidates (loader.py)
@@ -679,8 +688,8 @@ class Evaluator:
             if reply.get("forbidden_ops"):
                 ops = ", ".join(f"{op} (x{n})" for op, n in sorted(reply["forbidden_ops"].items()))
                 result.violations.append(Violation(
-                    "torch-op", f"host code ran PyTorch compute ops: {ops}; only allocation, views and kernel "
-                    "launches are allowed"))
+                    "torch-op", f"host code ran PyTorch compute ops: {ops}; only allocation, views and "
+                    "kernel launches are allowed"))
             if not reply.get("ok"):
                 if reply.get("kind") in ("compile", "launch"):
                     result.compile_errors.append(reply["error"])
@@ -700,8 +709,8 @@ class Evaluator:
         modules = reply.get("modules", [])
         if not modules:
             result.violations.append(Violation(
-                "no-loader-module", "no module was built through kernelgym.env.loader (load_cuda / load_ptx); "
-                "a CUDA/PTX task's kernels must be compiled and launched through it"))
+                "no-loader-module", "no module was built through kernelgym.env.loader (load_cuda / "
+                "load_ptx); a CUDA/PTX task's kernels must be compiled and launched through it"))
             return False
         known = {(k.name, k.target) for k in result.kernels}
         for module in modules:
@@ -728,7 +737,8 @@ class Evaluator:
     def _executed_counts(self, task: Task, options: EvalOptions, result: EvalResult,
                          totals: dict[str, dict[str, int | None]]) -> bool:
         """On a GPU, fill ``totals[family]["executed"]`` from Nsight Compute; False when not measured."""
-        wanted = options.profile if options.profile is not None else bool(task.required_features.get(options.target))
+        wanted = options.profile if options.profile is not None else \
+            bool(task.required_features.get(options.target))
         if not self.device.startswith("cuda") or not wanted:
             if task.required_features.get(options.target):
                 why = "profiling was turned off" if self.device.startswith("cuda") else "they need a GPU"
@@ -797,7 +807,8 @@ class Evaluator:
         for feature in required:
             families = FEATURES[feature]
             if not any(totals[f]["sass"] or totals[f]["ptx"] for f in families):
-                result.missing_features[feature] = f"no {'/'.join(families)} instruction in any compiled kernel"
+                result.missing_features[feature] = \
+                    f"no {'/'.join(families)} instruction in any compiled kernel"
             elif measured and not any(totals[f]["executed"] for f in families):
                 result.missing_features[feature] = (
                     f"{'/'.join(families)} instructions are compiled in (sass "
@@ -816,8 +827,9 @@ class Evaluator:
             # the largest elementwise tasks), and a wrong result is thrown away with its timing.
             try:
                 t_candidate = time.perf_counter()
-                stats = self.run_worker.request({"op": "time", "task": task.id, "case": case, "seeds": [0, 1, 2],
-                                                 "warmup": options.warmup, "reps": options.reps},
+                stats = self.run_worker.request({"op": "time", "task": task.id, "case": case,
+                                                 "seeds": [0, 1, 2], "warmup": options.warmup,
+                                                 "reps": options.reps},
                                                 timeout=options.limits.timing)
                 result.seconds["timing_candidate"] = result.seconds.get("timing_candidate", 0.0) + \
                     time.perf_counter() - t_candidate
@@ -834,22 +846,24 @@ class Evaluator:
             if stats.get("hidden_work"):
                 result.suspicious.append(
                     f"{case}: the wall clock ({stats['wall_median_ms']:.3f} ms) is far above the CUDA events "
-                    f"({stats['event_median_ms']:.3f} ms): work escapes the timed stream; the wall clock is used")
-            # Re-check on fresh inputs after the timing loop: a kernel that behaves differently once warm fails.
+                    f"({stats['event_median_ms']:.3f} ms): work escapes the timed stream; the wall clock is "
+                    "used")
+            # Check on fresh inputs after the timing loop: a kernel that behaves differently once warm fails.
             after = ("bench", case, 7, "uniform", False)
-            recheck = self._judge(task, after, self._run(task, after, result) or {"ok": False, "error": "?"}, result)
+            reply = self._run(task, after, result) or {"ok": False, "error": "no reply"}
+            recheck = self._judge(task, after, reply, result)
             result.cases.append(recheck)
             if not recheck.passed:
                 result.correct = False
-                result.violations.append(Violation("inconsistent", "outputs were right before the timing loop and "
-                                                   "wrong after it, on fresh inputs"))
+                result.violations.append(Violation("inconsistent", "outputs were right in the checks before "
+                                                   "the timing loop and wrong after it, on fresh inputs"))
                 return
             t_baselines = time.perf_counter()
             baselines = self._baseline_times(task, case, options)
             result.seconds["timing_baselines"] = result.seconds.get("timing_baselines", 0.0) + \
                 time.perf_counter() - t_baselines
-            timing = Timing(case=case, median_ms=stats["median_ms"], min_ms=stats["min_ms"], max_ms=stats["max_ms"],
-                            runs=stats["runs"], baselines_ms=baselines)
+            timing = Timing(case=case, median_ms=stats["median_ms"], min_ms=stats["min_ms"],
+                            max_ms=stats["max_ms"], runs=stats["runs"], baselines_ms=baselines)
             flops, nbytes = task.flops(case), task.bytes(case)
             timing.tflops = flops / (timing.median_ms * 1e9)
             timing.gbps = nbytes / (timing.median_ms * 1e6)
@@ -862,10 +876,12 @@ class Evaluator:
                 ratios.setdefault(name, []).append(ms / timing.median_ms)
             vendor = baselines.get("vendor")
             if vendor and vendor / timing.median_ms > 3:
-                result.suspicious.append(f"{case}: {vendor / timing.median_ms:.1f}x faster than the vendor library")
+                result.suspicious.append(
+                    f"{case}: {vendor / timing.median_ms:.1f}x faster than the vendor library")
             timings.append(timing)
         result.timing = timings
-        result.speedup = {name: math.exp(statistics.fmean(math.log(r) for r in rs)) for name, rs in ratios.items()}
+        result.speedup = {name: math.exp(statistics.fmean(math.log(r) for r in rs))
+                          for name, rs in ratios.items()}
 
     def _baseline_times(self, task: Task, case: dict[str, Any], options: EvalOptions) -> dict[str, float]:
         from .timing import time_callable
@@ -874,7 +890,8 @@ class Evaluator:
         if key in self._baselines:
             return self._baselines[key]
         disk_key = fingerprint(task.id, code_fingerprint(task.reference, task.vendor, task.make_inputs), case,
-                               task.baselines, environment_fingerprint(self.device), options.warmup, options.reps)
+                               task.baselines, environment_fingerprint(self.device), options.warmup,
+                               options.reps)
         cached = self._baseline_cache.get(disk_key)
         if cached is not None:
             self._baselines[key] = cached
@@ -891,7 +908,8 @@ class Evaluator:
         with torch.no_grad():
             for name, fn in fns.items():
                 try:
-                    times[name] = time_callable(fn, inputs, warmup=options.warmup, reps=options.reps)["median_ms"]
+                    stats = time_callable(fn, inputs, warmup=options.warmup, reps=options.reps)
+                    times[name] = stats["median_ms"]
                 except Exception as exc:  # noqa: BLE001 - a baseline that fails is left out, and said
                     times[f"{name} (failed: {type(exc).__name__})"] = float("nan")
         self._baselines[key] = {k: v for k, v in times.items() if v == v}

@@ -58,8 +58,8 @@ def render(result: EvalResult, task: Task, reveal_shapes: bool = True) -> str:
         used = [f"{fam} (ptx {c['ptx']}, sass {c['sass']}"
                 + (f", executed {c['executed']}" if c.get("executed") is not None else "") + ")"
                 for fam, c in result.instructions.items() if c["ptx"] or c["sass"] or c.get("executed")]
-        lines.append(f"Instructions on {result.target}: " + (", ".join(used) if used else "no tensor-core, TMA, "
-                     "async-copy or barrier instructions"))
+        none = "no tensor-core, TMA, async-copy or barrier instructions"
+        lines.append(f"Instructions on {result.target}: " + (", ".join(used) if used else none))
     for k in result.kernels:
         report = [f"{k.registers} registers" if k.registers is not None else "",
                   f"{k.spills} spilled bytes" if k.spills else "",

@@ -36,8 +36,8 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
            "warpgroup matrix multiply-accumulate (sm_90a)"),
     Family("mma.sync", _re(r"^mma\.sync\."), _re(r"^(HMMA|IMMA|DMMA|BMMA)\b"),
            "warp-level matrix multiply-accumulate (sm_80 style)"),
-    Family("tma", _re(r"^cp(\.reduce)?\.async\.bulk\.(prefetch\.)?tensor\."), _re(r"^UTMA(LDG|STG|PF|REDG)\b"),
-           "tensor memory accelerator bulk tensor copies"),
+    Family("tma", _re(r"^cp(\.reduce)?\.async\.bulk\.(prefetch\.)?tensor\."),
+           _re(r"^UTMA(LDG|STG|PF|REDG)\b"), "tensor memory accelerator bulk tensor copies"),
     Family("bulk-copy", _re(r"^cp(\.reduce)?\.async\.bulk\.(prefetch\.)?(?!tensor)(global|shared|L2)"),
            _re(r"^UBLK(CP|RED|PF)\b"), "non-tensor bulk copies (cp.async.bulk without a tensor map)"),
     Family("tma-flush", _re(r"^cp\.async\.bulk\.(commit|wait)_group\b"), _re(r"^UTMACMDFLUSH\b"),
@@ -71,7 +71,8 @@ FEATURES: dict[str, tuple[str, ...]] = {
 _PTX_SKIP = re.compile(r"^(\.|//|\}|\{|\$|@?$)")
 _PTX_LABEL = re.compile(r"^[$\w]+:")
 _PTX_PRED = re.compile(r"^@!?%?\w+\s+")
-_SASS_LINE = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/\s+(?:\{\s*)?(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*(?:\.[\w.]+)?)")
+_SASS_LINE = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/\s+(?:\{\s*)?(?:@!?U?P[T0-9]+\s+)?"
+                        r"([A-Z][A-Z0-9_]*(?:\.[\w.]+)?)")
 _SASS_FUNC = re.compile(r"Function\s*:\s*(\S+)")
 
 

@@ -25,8 +25,8 @@ from . import sandbox as sandbox_mod
 from . import wire
 
 SECRET_NAME = re.compile(r"(API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE_KEY|AUTH|SESSION)", re.I)
-SECRET_PREFIXES = ("AWS_", "AZURE_", "GCP_", "GOOGLE_APPLICATION", "HF_", "HUGGING", "OPENAI", "ANTHROPIC", "GH_",
-                   "GITHUB_", "SSH_")
+SECRET_PREFIXES = ("AWS_", "AZURE_", "GCP_", "GOOGLE_APPLICATION", "HF_", "HUGGING", "OPENAI", "ANTHROPIC",
+                   "GH_", "GITHUB_", "SSH_")
 LOG_TAIL_BYTES = 4000
 
 
@@ -167,8 +167,8 @@ class Worker:
             wire.send(self.conn, msg)
             if not self.conn.poll(timeout):
                 self.kill()
-                raise WorkerError("timeout", f"no answer within {timeout:g} s (an infinite loop, in Python or "
-                                             "in a kernel, or work far too slow); the worker was killed")
+                raise WorkerError("timeout", f"no answer within {timeout:g} s (an infinite loop, in Python "
+                                             "or in a kernel, or work far too slow); the worker was killed")
             reply = wire.recv(self.conn)
             if not isinstance(reply, dict) or reply.get("id") != msg["id"]:
                 self._forged("a reply did not answer the request it came back for (the candidate wrote to "
@@ -180,8 +180,10 @@ class Worker:
             code = self.proc.wait(timeout=5) if self.proc is not None else None
             tail = self.log_tail()
             self.kill()
-            how = f"killed by signal {-code} ({signal.Signals(-code).name})" if code and code < 0 else f"exit {code}"
-            raise WorkerError("crash", f"the worker process died ({how}){': ' + tail if tail else ''}") from exc
+            how = f"killed by signal {-code} ({signal.Signals(-code).name})" if code and code < 0 \
+                else f"exit {code}"
+            said = f": {tail}" if tail else ""
+            raise WorkerError("crash", f"the worker process died ({how}){said}") from exc
 
     def _forged(self, message: str) -> None:
         self.incidents.append(["forged-reply", message])

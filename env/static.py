@@ -92,8 +92,8 @@ class _Scanner(ast.NodeVisitor):
                       f"(only {', '.join(HARNESS_MODULES_ALLOWED)} is)", node)
             return
         if root in FORBIDDEN_MODULES and not (root == "ctypes" and self.language == "cuda"):
-            self.flag("forbidden-import", f"importing {module!r} is not allowed in a candidate "
-                      "(no processes, threads, sockets, dynamic imports or introspection of the harness)", node)
+            self.flag("forbidden-import", f"importing {module!r} is not allowed in a candidate (no "
+                      "processes, threads, sockets, dynamic imports or introspection of the harness)", node)
 
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
@@ -108,9 +108,10 @@ class _Scanner(ast.NodeVisitor):
         for alias in node.names:
             full = f"{module}.{alias.name}"
             self.aliases[alias.asname or alias.name] = full
-            if module.startswith("torch") and not self._torch_call_allowed(full) and not self._is_namespace(full):
-                self.flag("torch-compute", f"importing {full} brings a PyTorch compute op into the candidate; "
-                          "do the arithmetic in a kernel", node)
+            compute = not self._torch_call_allowed(full) and not self._is_namespace(full)
+            if module.startswith("torch") and compute:
+                self.flag("torch-compute", f"importing {full} brings a PyTorch compute op into the "
+                          "candidate; do the arithmetic in a kernel", node)
 
     @staticmethod
     def _is_namespace(full: str) -> bool:
@@ -147,8 +148,8 @@ class _Scanner(ast.NodeVisitor):
             full = self._resolve(node.func)
             if full:
                 if full.startswith("torch.") and not self._torch_call_allowed(full):
-                    self.flag("torch-compute", f"{full}() is a PyTorch compute op; host code may only allocate, "
-                              "take views and launch kernels", node)
+                    self.flag("torch-compute", f"{full}() is a PyTorch compute op; host code may only "
+                              "allocate, take views and launch kernels", node)
                 elif full in FORBIDDEN_BUILTINS:
                     self.flag("forbidden-call", f"{full}() is not allowed in a candidate", node)
                 elif full.startswith("os.") and full.split(".", 1)[1] in FORBIDDEN_OS:
@@ -156,8 +157,8 @@ class _Scanner(ast.NodeVisitor):
                 elif full in ("getattr", "setattr") and node.args:
                     target = self._resolve(node.args[0]) or ""
                     if target.startswith("torch") or target in ("F", "time"):
-                        self.flag("obfuscated-access", f"{full}() on {target} hides which function is called; "
-                                  "name it directly", node)
+                        self.flag("obfuscated-access", f"{full}() on {target} hides which function is "
+                                  "called; name it directly", node)
                 elif full.startswith(("sys._getframe", "sys.modules")):
                     self.flag("forbidden-call", f"{full} reaches into the harness", node)
                 if full in ("getattr", "setattr", "delattr", "hasattr", "vars", "dir") and node.args:
@@ -192,7 +193,8 @@ class _Scanner(ast.NodeVisitor):
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
         if isinstance(node.op, ast.MatMult) and not self._in_kernel:
-            self.flag("torch-compute", "the @ operator in host code runs a PyTorch matmul; use a kernel", node)
+            self.flag("torch-compute", "the @ operator in host code runs a PyTorch matmul; use a kernel",
+                      node)
         self.generic_visit(node)
 
 
@@ -225,9 +227,9 @@ def check_source(source: str, entrypoint: str, params: list[str], language: str 
     elif entry is not None:
         got = [a.arg for a in entry.args.posonlyargs + entry.args.args]
         if got[: len(params)] != params:
-            violations.append(Violation("signature", f"{entrypoint}({', '.join(got)}) does not match the task's "
-                                        f"parameters ({', '.join(params)})", entry.lineno))
+            violations.append(Violation("signature", f"{entrypoint}({', '.join(got)}) does not match the "
+                                        f"task's parameters ({', '.join(params)})", entry.lineno))
     if language == "triton" and not scanner.kernels:
-        violations.append(Violation("no-kernel", "no @triton.jit kernel is defined; a Triton task's arithmetic "
-                                    "must run in Triton kernels"))
+        violations.append(Violation("no-kernel", "no @triton.jit kernel is defined; a Triton task's "
+                                    "arithmetic must run in Triton kernels"))
     return StaticReport(not violations, violations, scanner.kernels, tree)

@@ -104,7 +104,8 @@ def install_recorder() -> None:
         def run(self: Any, *args: Any, **kwargs: Any) -> Any:
             launch = None
             if cls.__name__ in ("JITFunction", "InterpretedFunction") and not kwargs.get("warmup"):
-                launch = RECORDER.record(self.fn, args, {k: v for k, v in kwargs.items() if k not in ("grid", "warmup")})
+                given = {k: v for k, v in kwargs.items() if k not in ("grid", "warmup")}
+                launch = RECORDER.record(self.fn, args, given)
             try:
                 with policy.paused():
                     value = original(self, *args, **kwargs)
@@ -147,7 +148,8 @@ def _decode(value: Any) -> Any:
     if isinstance(value, dict) and "tl_dtype" in value:
         import triton.language as tl
 
-        return getattr(tl, value["tl_dtype"]) if hasattr(tl, value["tl_dtype"]) else tl.dtype(value["tl_dtype"])
+        name = value["tl_dtype"]
+        return getattr(tl, name) if hasattr(tl, name) else tl.dtype(name)
     if isinstance(value, list):
         return [_decode(v) for v in value]
     return value

@@ -94,7 +94,8 @@ def _trim_traceback(exc: BaseException, candidate: Path | None) -> str:
 
 
 def _is_compile_error(exc: BaseException) -> bool:
-    return type(exc).__name__ in ("CompilationError", "CompileTimeAssertionFailure", "UnsupportedLanguageConstruct")
+    return type(exc).__name__ in ("CompilationError", "CompileTimeAssertionFailure",
+                                  "UnsupportedLanguageConstruct")
 
 
 def _fresh_directory() -> None:
@@ -142,7 +143,8 @@ def op_load(state: State, msg: dict[str, Any]) -> dict[str, Any]:
     expected = msg.get("params") or []
     if params[: len(expected)] != expected:
         return {"ok": False, "kind": "signature",
-                "error": f"{msg['entrypoint']} takes ({', '.join(params)}); the task passes ({', '.join(expected)})"}
+                "error": f"{msg['entrypoint']} takes ({', '.join(params)}); the task passes "
+                         f"({', '.join(expected)})"}
     state.entry = entry
     triton_support.RECORDER.launches.clear()
     triton_support.RECORDER.jit_kernels.clear()
@@ -327,7 +329,8 @@ def op_time(state: State, msg: dict[str, Any]) -> dict[str, Any]:
     from kernelgym.env.timing import time_callable
 
     task = get_task(msg["task"])
-    input_sets = [task.make_inputs(msg["case"], Sampler(seed, "normal", state.device)) for seed in msg["seeds"]]
+    input_sets = [task.make_inputs(msg["case"], Sampler(seed, "normal", state.device))
+                  for seed in msg["seeds"]]
     # The recorder keeps the arguments of the launches it records (for offline compilation); the
     # timing loop's hundreds of launches on bench-sized tensors must not be kept alive by it.
     keep = triton_support.RECORDER.keep
@@ -342,8 +345,8 @@ def op_time(state: State, msg: dict[str, Any]) -> dict[str, Any]:
     return {"ok": True, **stats, "forbidden_ops": mode.forbidden(), "tampered": tampered()}
 
 
-HANDLERS = {"jit_kernels": op_jit_kernels, "load": op_load, "run": op_run, "specs": op_specs, "compile": op_compile, "time": op_time,
-            "modules": op_modules, "dry_run": op_dry_run,
+HANDLERS = {"jit_kernels": op_jit_kernels, "load": op_load, "run": op_run, "specs": op_specs,
+            "compile": op_compile, "time": op_time, "modules": op_modules, "dry_run": op_dry_run,
             "ping": lambda state, msg: {"ok": True, "pid": os.getpid(), "tampered": tampered()}}
 
 

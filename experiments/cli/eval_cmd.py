@@ -39,8 +39,8 @@ def read_source(file: str) -> str:
 
 def json_view(result: dict) -> dict:
     """The documented JSON fields first, then the rest of the result."""
-    keys = ("task", "stage", "compiled", "correct", "violations", "errors", "instructions", "required_features_met",
-            "timing", "speedup", "feedback")
+    keys = ("task", "stage", "compiled", "correct", "violations", "errors", "instructions",
+            "required_features_met", "timing", "speedup", "feedback")
     return {**{k: result.get(k) for k in keys}, **{k: v for k, v in result.items() if k not in keys}}
 
 

@@ -11,7 +11,8 @@ from ..registry import register
 from ..spec import Task, Tolerance, elem_size
 
 
-def attention_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False) -> torch.Tensor:
+def attention_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                        causal: bool = False) -> torch.Tensor:
     """Attention written as a PyTorch user would, without a fused kernel (the eager baseline)."""
     scores = (q @ k.transpose(-1, -2)) * (1.0 / math.sqrt(q.shape[-1]))
     if causal:
@@ -44,7 +45,8 @@ register(Task(
     id="fusion/attention",
     entrypoint="attention",
     signature=(
-        "def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False) -> torch.Tensor"
+        "def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False) "
+        "-> torch.Tensor"
     ),
     description="""
 Scaled dot-product attention, as torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal):
@@ -74,7 +76,8 @@ S x S score matrix in global memory will be slow on the bench shapes (S = 4096).
     },
     dtypes=("float16", "bfloat16"),
     tolerances={
-        "float16": Tolerance(2e-3, 2e-2, 3e-3, "P is rounded to fp16 before P@V in fast kernels; outputs O(1)"),
+        "float16": Tolerance(2e-3, 2e-2, 3e-3,
+                             "P is rounded to fp16 before P@V in fast kernels; outputs O(1)"),
         "bfloat16": Tolerance(1.6e-2, 3e-2, 1.5e-2, "P and the output rounded to bf16 (4e-3 relative each)"),
     },
     flops=_attention_flops,

@@ -94,7 +94,8 @@ E[x^2] - E[x]^2 formula loses precision, and N = 1 (the output is then the bias)
     dtypes=("float32", "float16"),
     tolerances={
         "float32": Tolerance(1e-4, 1e-4, 1e-5, "outputs O(1); mean and variance reorderings cost ~1e-6"),
-        "float16": Tolerance(4e-3, 1e-2, 2e-3, "fp16 output rounding (5e-4 relative) times |weight| up to ~3"),
+        "float16": Tolerance(4e-3, 1e-2, 2e-3,
+                             "fp16 output rounding (5e-4 relative) times |weight| up to ~3"),
     },
     flops=lambda c: 8 * c["m"] * c["n"],
     bytes=lambda c: (2 * c["m"] * c["n"] + 2 * c["n"]) * elem_size(c["dtype"]),

@@ -40,8 +40,10 @@ def test_bad_input_is_a_usage_error(capsys):
 
 def test_markdown_table_geomeans_per_category():
     rows = [
-        {"task": "math/a", "category": "math", "correct": True, "speedup": {"eager": 2.0, "torch.compile": 1.0}},
-        {"task": "math/b", "category": "math", "correct": True, "speedup": {"eager": 0.4, "torch.compile": 0.25}},
+        {"task": "math/a", "category": "math", "correct": True,
+         "speedup": {"eager": 2.0, "torch.compile": 1.0}},
+        {"task": "math/b", "category": "math", "correct": True,
+         "speedup": {"eager": 0.4, "torch.compile": 0.25}},
         {"task": "loss/c", "category": "loss", "correct": False, "speedup": None},
     ]
     table = markdown_table(rows)

@@ -21,8 +21,8 @@ def gpu_evaluator():
 @pytest.mark.parametrize("task_id", CORE)
 def test_reference_passes_every_shape_set_with_timing(gpu_evaluator, task_id):
     task = get_task(task_id)
-    result = gpu_evaluator.evaluate(task, task.solution_source(),
-                                    EvalOptions(device="cuda", shape_sets=("dev", "heldout"), reps=10, warmup=3))
+    options = EvalOptions(device="cuda", shape_sets=("dev", "heldout"), reps=10, warmup=3)
+    result = gpu_evaluator.evaluate(task, task.solution_source(), options)
     assert result.correct, result.feedback
     assert result.stage == "done"
     assert not any(c.skipped for c in result.cases), "bf16 cases run on a GPU"
@@ -37,8 +37,10 @@ def test_reference_passes_every_shape_set_with_timing(gpu_evaluator, task_id):
 
 def test_wrong_bf16_kernel_fails_on_the_gpu(gpu_evaluator):
     task = get_task("matmul/matmul")
-    wrong = task.solution_source().replace("for k in range(0, K, BLOCK_K):", "for k in range(0, K - BLOCK_K + 1, BLOCK_K):")
-    result = gpu_evaluator.evaluate(task, wrong, EvalOptions(device="cuda", shape_sets=("dev", "heldout"), timing=False))
+    wrong = task.solution_source().replace("for k in range(0, K, BLOCK_K):",
+                                           "for k in range(0, K - BLOCK_K + 1, BLOCK_K):")
+    options = EvalOptions(device="cuda", shape_sets=("dev", "heldout"), timing=False)
+    result = gpu_evaluator.evaluate(task, wrong, options)
     assert result.correct is False
     assert any(c.case.get("dtype") == "bfloat16" and c.passed is False for c in result.cases) or result.errors
 
@@ -62,10 +64,11 @@ def test_out_of_bounds_access_is_a_verdict_and_the_worker_is_replaced(gpu_evalua
 
 def test_kernel_that_never_ends_is_killed():
     task = get_task("math/add")
-    src = task.solution_source().replace("    x = tl.load(x_ptr + offsets, mask=mask)\n",
-                                         "    x = tl.load(x_ptr + offsets, mask=mask)\n    while n > 0:\n        x += 1\n")
+    load = "    x = tl.load(x_ptr + offsets, mask=mask)\n"
+    src = task.solution_source().replace(load, load + "    while n > 0:\n        x += 1\n")
     with Evaluator("cuda") as evaluator:
-        result = evaluator.evaluate(task, src, EvalOptions(device="cuda", timing=False, limits=Limits(run=20)))
+        options = EvalOptions(device="cuda", timing=False, limits=Limits(run=20))
+        result = evaluator.evaluate(task, src, options)
         assert result.correct is False
         assert "timed out" in result.cases[-1].message
         again = evaluator.evaluate(task, task.solution_source(), EvalOptions(device="cuda", timing=False))
@@ -73,15 +76,16 @@ def test_kernel_that_never_ends_is_killed():
 
 
 def test_repeated_evaluations_are_each_timed_against_cached_baselines(gpu_evaluator):
-    """The spread target itself (5 repeats within 1%) is a benchmark figure (`kernelgym bench`), not a test."""
+    """The spread target itself (5 repeats within 1%) is a benchmark figure (`kernelgym bench`)."""
     task = get_task("matmul/matmul")
     results = [gpu_evaluator.evaluate(task, task.solution_source(), EvalOptions(device="cuda", reps=20))
                for _ in range(5)]
     medians = [r.timing[0].median_ms for r in results]
-    print(f"\nmatmul bench[0] medians over 5 evaluations: {medians}, spread {max(medians) / min(medians):.4f}")
+    spread = max(medians) / min(medians)
+    print(f"\nmatmul bench[0] medians over 5 evaluations: {medians}, spread {spread:.4f}")
     assert all(r.correct and m > 0 for r, m in zip(results, medians, strict=True))
     assert all(r.timing[0].baselines_ms == results[0].timing[0].baselines_ms for r in results[1:])
-    assert all(r.seconds.get("timing_baselines", 0.0) < 0.5 for r in results[1:]), "baselines were measured again"
+    assert all(r.seconds.get("timing_baselines", 0.0) < 0.5 for r in results[1:]), "baselines measured again"
 
 
 def test_device_is_an_h200_or_the_ceilings_are_absent():

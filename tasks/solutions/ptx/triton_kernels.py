@@ -40,8 +40,8 @@ def gemm_bf16(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexp
 
 
 @triton.jit
-def gemm_bf16_persistent(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-                         GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr):
+def gemm_bf16_persistent(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                         BK: tl.constexpr, GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr):
     """One program per SM walks tiles NUM_SMS apart; the flattened loop lets the TMA loads of the
     next tile start while this tile's epilogue stores, which a program per tile cannot."""
     tiles = tl.cdiv(M, BM) * tl.cdiv(N, BN)
