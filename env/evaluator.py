@@ -102,11 +102,11 @@ def _same(a: Any, b: Any) -> bool:
 
 
 LATE_CALLS = 16
+"""Extra calls before the late re-check (``Evaluator._late_recheck``)."""
+LATE_SEED = 7919
 REFERENCE_CACHE_BYTES = 256 << 20
 """Reference answers up to this size are kept for the next candidate of the same task (dev and
 heldout cases); bench-sized ones are computed per evaluation instead of pinning gigabytes."""
-"""Extra calls before the late re-check (``Evaluator._late_recheck``)."""
-LATE_SEED = 7919
 
 
 def _digest(outputs: list[Any]) -> str:
