@@ -7,6 +7,7 @@ arithmetic on this card".
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import torch
@@ -50,6 +51,27 @@ def resolve_device(device: str = "auto") -> str:
                              "use --device cpu")
         return device
     raise ValueError(f"unknown device {device!r}; use cpu, cuda or cuda:N")
+
+
+def physical_gpu(index: int) -> str:
+    """The id of visible GPU ``index`` as the machine numbers it (``CUDA_VISIBLE_DEVICES`` resolved):
+    what a child process is pinned to, and what names a GPU's lock for every process on the host."""
+    visible = [d.strip() for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
+    return visible[index] if index < len(visible) else str(index)
+
+
+RESERVED_LIMIT = 4 << 30
+"""Cached GPU memory a process may keep between evaluations: several evaluators share a GPU, and the
+caching allocator would otherwise hold every bench case's inputs and outputs for good."""
+
+
+def release_cached_memory(device: str, empty_cache=torch.cuda.empty_cache,
+                          reserved=torch.cuda.memory_reserved) -> None:
+    """Give cached GPU memory back above ``RESERVED_LIMIT``. The torch functions are bound when this module
+    is imported, before a worker loads any candidate, so a candidate that patches them changes nothing."""
+    if device.startswith("cuda") and torch.cuda.is_initialized() and \
+            reserved(torch.device(device)) > RESERVED_LIMIT:
+        empty_cache()
 
 
 def device_name(device: str) -> str:

@@ -24,7 +24,7 @@ from kernelgym.tasks.spec import dtype_of, sequence
 from . import feedback as feedback_mod
 from .cache import JsonCache, code_fingerprint, environment_fingerprint, fingerprint
 from .compare import compare_outputs, raw_bytes, same_bits
-from .device import ceilings_for, device_name, resolve_device, roofline_ms
+from .device import ceilings_for, device_name, release_cached_memory, resolve_device, roofline_ms
 from .instructions import FAMILIES, FEATURES, count_cubin, count_ptx
 from .pool import Worker, WorkerError
 from .result import CaseResult, EvalResult, KernelReport, Timing, Violation
@@ -206,9 +206,7 @@ class Evaluator:
             result.correct = False if result.correct else result.correct
         finally:
             self._integrity(result)
-            cuda = self.device.startswith("cuda")
-            if cuda and torch.cuda.memory_reserved(torch.device(self.device)) > 4 << 30:
-                torch.cuda.empty_cache()  # evaluators share GPUs: bench cases must not stay cached here
+            release_cached_memory(self.device)
             result.seconds["total"] = time.perf_counter() - started
             result.feedback = feedback_mod.render(result, task, options.reveal_shapes)
         return result

@@ -23,6 +23,7 @@ from typing import Any
 
 from . import sandbox as sandbox_mod
 from . import wire
+from .device import physical_gpu
 
 SECRET_NAME = re.compile(r"(API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE_KEY|AUTH|SESSION)", re.I)
 SECRET_PREFIXES = ("AWS_", "AZURE_", "GCP_", "GOOGLE_APPLICATION", "HF_", "HUGGING", "OPENAI", "ANTHROPIC",
@@ -57,9 +58,7 @@ def clean_environment(device: str, mode: str, workdir: Path) -> dict[str, str]:
         "TRITON_DEFAULT_FP_FUSION": env.get("TRITON_DEFAULT_FP_FUSION", "1"),
     })
     if device.startswith("cuda") and ":" in device:
-        index = int(device.split(":", 1)[1])
-        visible = [d for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
-        env["CUDA_VISIBLE_DEVICES"] = visible[index] if index < len(visible) else str(index)
+        env["CUDA_VISIBLE_DEVICES"] = physical_gpu(int(device.split(":", 1)[1]))
         env["KERNELGYM_DEVICE"] = "cuda"
     return env
 

@@ -20,6 +20,8 @@ from typing import Any
 
 import torch
 
+from .device import physical_gpu
+
 L2_FLUSH_BYTES = 256 << 20  # several times the H200's 60 MB L2
 WARMUP_SECONDS = 0.1
 MAX_WARMUP_CALLS = 2000
@@ -39,10 +41,7 @@ def gpu_lock(device_index: int | None = None, *, shared: bool = False) -> Iterat
     for the checks in flight, and new ones wait for it. A thread that already holds the lock (a
     check inside a timed section, or the reverse) does not take it again.
     """
-    if device_index is None:
-        device_index = torch.cuda.current_device()
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
-    physical = visible.split(",")[device_index] if visible else str(device_index)
+    physical = physical_gpu(torch.cuda.current_device() if device_index is None else device_index)
     held = getattr(_HELD, "gpus", None)
     if held is None:
         held = _HELD.gpus = set()

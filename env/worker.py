@@ -28,6 +28,7 @@ import torch  # noqa: E402
 from kernelgym.env import loader, policy, triton_support, wire  # noqa: E402
 from kernelgym.env import sandbox as sandbox_layer  # noqa: E402
 from kernelgym.env.compare import same_bits  # noqa: E402
+from kernelgym.env.device import release_cached_memory  # noqa: E402
 from kernelgym.tasks import Sampler, get_task  # noqa: E402
 from kernelgym.tasks.spec import sequence  # noqa: E402
 
@@ -40,17 +41,6 @@ _PRISTINE = {
     "time.perf_counter": time.perf_counter,
     "torch.Tensor.__eq__": torch.Tensor.__eq__,
 }
-
-_EMPTY_CACHE = torch.cuda.empty_cache
-_RESERVED = torch.cuda.memory_reserved
-RESERVED_LIMIT = 4 << 30
-"""Cached GPU memory a worker may keep between requests: several evaluators share a GPU, and the
-caching allocator would otherwise hold every bench case's inputs and outputs for good."""
-
-
-def _release_gpu_memory(device: str) -> None:
-    if device.startswith("cuda") and torch.cuda.is_initialized() and _RESERVED() > RESERVED_LIMIT:
-        _EMPTY_CACHE()
 
 
 def _resolve(path: str) -> Any:
@@ -373,7 +363,7 @@ def main() -> None:
             failure = {"ok": False, "kind": "internal", "error": f"unencodable reply: {exc}"}
             wire.send(conn, _seal(failure, msg))
         del reply
-        _release_gpu_memory(state.device)
+        release_cached_memory(state.device)
 
 
 def _guarded_namespaces() -> dict[str, Any]:

@@ -63,9 +63,9 @@ def _start_evaluator(devices: Any) -> None:
     if device.startswith("cuda:"):
         # Pin the whole process (its baselines and its worker's candidate) to that one GPU before CUDA
         # starts here, so the per-GPU timing lock and every allocation agree on which GPU it is.
-        index = int(device.split(":")[1])
-        visible = [d for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
-        os.environ["CUDA_VISIBLE_DEVICES"] = visible[index] if index < len(visible) else str(index)
+        from kernelgym.env.device import physical_gpu
+
+        os.environ["CUDA_VISIBLE_DEVICES"] = physical_gpu(int(device.split(":")[1]))
         device = "cuda"
     _EVALUATOR = Evaluator(device)
     Finalize(_EVALUATOR, _EVALUATOR.close, exitpriority=10)
