@@ -10,12 +10,14 @@ a process that never ran the interpreter (the interpreter patches ``triton.langu
 from __future__ import annotations
 
 import base64
+import contextlib
 import functools
 import json
 import os
 import re
 import subprocess
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,6 +63,17 @@ class LaunchRecorder:
         launch = Launch(fn, args, dict(kwargs))
         self.launches.append(launch)
         return launch
+
+    @contextlib.contextmanager
+    def unrecorded(self) -> Iterator[None]:
+        """Launches made meanwhile are neither counted nor kept (the harness's own, or the timing loop's
+        hundreds, whose bench-sized arguments a kept launch would hold alive)."""
+        count, keep = self.count, self.keep
+        self.keep = False
+        try:
+            yield
+        finally:
+            self.count, self.keep = count, keep
 
     def keep_compiled(self, fn: Any, kernel: Any) -> None:
         asm = getattr(kernel, "asm", None)

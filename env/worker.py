@@ -169,12 +169,8 @@ def _scrub_shared_memory() -> str | None:
     is not the candidate's."""
     from kernelgym.env.scrub import scrub_shared_memory
 
-    count, keep = triton_support.RECORDER.count, triton_support.RECORDER.keep
-    triton_support.RECORDER.keep = False
-    try:
+    with triton_support.RECORDER.unrecorded():
         return scrub_shared_memory()
-    finally:
-        triton_support.RECORDER.count, triton_support.RECORDER.keep = count, keep
 
 
 def _synchronize(device: str) -> None:
@@ -321,17 +317,10 @@ def op_time(state: State, msg: dict[str, Any]) -> dict[str, Any]:
     task = get_task(msg["task"])
     input_sets = [task.make_inputs(msg["case"], Sampler(seed, "normal", state.device))
                   for seed in msg["seeds"]]
-    # The recorder keeps the arguments of the launches it records (for offline compilation); the
-    # timing loop's hundreds of launches on bench-sized tensors must not be kept alive by it.
-    keep = triton_support.RECORDER.keep
-    triton_support.RECORDER.keep = False
-    try:
-        with policy.watching() as mode:
-            stats = time_callable(state.entry, input_sets, warmup=msg["warmup"], reps=msg["reps"],
-                                  event_cls=_PRISTINE["torch.cuda.Event"],
-                                  synchronize=_PRISTINE["torch.cuda.synchronize"])
-    finally:
-        triton_support.RECORDER.keep = keep
+    with triton_support.RECORDER.unrecorded(), policy.watching() as mode:
+        stats = time_callable(state.entry, input_sets, warmup=msg["warmup"], reps=msg["reps"],
+                              event_cls=_PRISTINE["torch.cuda.Event"],
+                              synchronize=_PRISTINE["torch.cuda.synchronize"])
     return {"ok": True, **stats, "forbidden_ops": mode.forbidden(), "tampered": tampered()}
 
 

@@ -377,3 +377,14 @@ def test_a_crash_in_a_worker_kept_from_earlier_evaluations_runs_again_in_a_new_o
         crashed = _crash_runs(evaluator.run_worker, times=2)
         result = evaluator.evaluate(task, task.solution_source(), options)
         assert result.correct is False and len(crashed) == 2 and "died" in result.feedback
+
+
+def test_launches_made_unrecorded_are_neither_counted_nor_kept():
+    from kernelgym.env.triton_support import LaunchRecorder
+
+    recorder = LaunchRecorder()
+    recorder.record(print, (1,), {})
+    with recorder.unrecorded():
+        for _ in range(300):  # the timing loop's launches: none may hold its arguments alive
+            recorder.record(print, (2,), {})
+    assert recorder.count == 1 and len(recorder.launches) == 1 and recorder.keep
