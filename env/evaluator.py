@@ -392,6 +392,14 @@ class Evaluator:
                                            "candidate's to change"))
         self.run_worker.stop()  # never reuse a process whose torch was patched
 
+    def _send_run(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """One run request; a dead or overrunning worker becomes a failed reply of that kind."""
+        try:
+            with self._gpu_shared():
+                return self.run_worker.request(msg, timeout=self._options.limits.run)
+        except WorkerError as exc:
+            return {"ok": False, "kind": exc.kind, "error": str(exc)}
+
     def _run(self, task: Task, item: tuple[Any, ...], result: EvalResult) -> dict[str, Any] | None:
         shape_set, case, seed, dist, _ = item
         expected, meta = self.reference(task, case, seed, dist)
@@ -399,19 +407,11 @@ class Evaluator:
         msg = {"op": "run", "task": task.id, "case": case, "seed": seed, "distribution": dist,
                "poison_bytes": max(poison_bytes, 1 << 20), "max_output_bytes": 2 * poison_bytes + (16 << 20)}
         pid = self._worker_pid()
-        try:
-            with self._gpu_shared():
-                reply = self.run_worker.request(msg, timeout=self._options.limits.run)
-        except WorkerError as exc:
-            reply = {"ok": False, "kind": exc.kind, "error": str(exc)}
-            if exc.kind == "crash" and pid is not None and pid == self._inherited:
-                self._inherited = None  # once: a crash in a worker of its own is the candidate's
-                if self._load(task, self._source, _params(task), result):
-                    try:
-                        with self._gpu_shared():
-                            reply = self.run_worker.request(msg, timeout=self._options.limits.run)
-                    except WorkerError as again:
-                        reply = {"ok": False, "kind": again.kind, "error": str(again)}
+        reply = self._send_run(msg)
+        if reply.get("kind") == "crash" and pid is not None and pid == self._inherited:
+            self._inherited = None  # once: a crash in a worker of its own is the candidate's
+            if self._load(task, self._source, _params(task), result):
+                reply = self._send_run(msg)
         out = self.run_worker.log_tail(clear=True)
         if out:
             result.stdout = (result.stdout + "\n" + out).strip()[-4000:]
