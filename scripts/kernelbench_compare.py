@@ -29,7 +29,7 @@ from pathlib import Path
 
 import torch
 from kernelgym.env import EvalOptions, Evaluator
-from kernelgym.experiments.bench.eval_throughput import mix
+from kernelgym.experiments.bench.eval_throughput import mix, p90
 from kernelgym.tasks import get_task
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -105,11 +105,6 @@ def kernelbench_eval(kb_eval, kb_timing, task_id: str, source: str, case: dict) 
     return {"task": task_id, "seconds": seconds, "compiled": getattr(result, "compiled", None),
             "correct": getattr(result, "correctness", None), "runtime_us": getattr(result, "runtime", None),
             "baselines_us": baselines}
-
-
-def p90(values: list[float]) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
 
 
 def main() -> None:

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import multiprocessing
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any
 
+from kernelgym.experiments.metrics import geomean
 from kernelgym.tasks import all_tasks
 
 from . import UsageError
@@ -51,15 +51,13 @@ JOBS_PER_GPU = 4
 """On the H200, 8 evaluators per GPU ran out of its 140 GB on bench cases (2026-11-29); 4 leave room."""
 
 
-def _start_evaluator(devices: Any) -> None:
-    """Pool initializer: this process's evaluator, on the next device of the shared queue (one GPU each
-    in turn), kept for every task the process is given and closed when the pool shuts down."""
+def _open_evaluator(device: str) -> None:
+    """This process's evaluator, kept for every task the process is given and closed at its exit."""
     global _EVALUATOR
     from multiprocessing.util import Finalize
 
     from kernelgym.env import Evaluator
 
-    device = devices.get() if devices is not None else "cpu"
     if device.startswith("cuda:"):
         # Pin the whole process (its baselines and its worker's candidate) to that one GPU before CUDA
         # starts here, so the per-GPU timing lock and every allocation agree on which GPU it is.
@@ -71,14 +69,16 @@ def _start_evaluator(devices: Any) -> None:
     Finalize(_EVALUATOR, _EVALUATOR.close, exitpriority=10)
 
 
+def _start_evaluator(devices: Any) -> None:
+    """Pool initializer: each process takes the next device of the shared queue (one GPU each in turn)."""
+    _open_evaluator(devices.get())
+
+
 def _check_one(task_id: str, shapes: tuple[str, ...], target: str, timing: bool,
                reps: int | None = None) -> dict[str, Any]:
     from kernelgym.env import EvalOptions
     from kernelgym.tasks import get_task
 
-    global _EVALUATOR
-    if _EVALUATOR is None:
-        _start_evaluator(None)
     evaluator = _EVALUATOR
     task = get_task(task_id)
     started = time.perf_counter()
@@ -180,7 +180,7 @@ def check_suite(args: argparse.Namespace) -> int:
                       f"cases take gigabytes each); using {most}", flush=True)
                 jobs = most
         if jobs == 1 and ids:
-            _start_evaluator(_queue_of([device]))
+            _open_evaluator(device)
             for task_id in ids:
                 finished(_check_one(task_id, shapes, args.target, timing, args.reps))
         elif ids:
@@ -223,27 +223,11 @@ def check_suite(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _queue_of(items: list[str]) -> Any:
-    import queue
-
-    q: queue.Queue[str] = queue.Queue()
-    for item in items:
-        q.put(item)
-    return q
-
-
 def _print_row(row: dict[str, Any], device: str, n: int, total: int) -> None:
     sp = row.get("speedup") or {}
     mark = "yes" if row["correct"] else ("n/a" if row["correct"] is None else "NO")
     speed = "  ".join(f"{k} {sp[k]:.2f}x" for k in ("eager", "torch.compile", "vendor") if k in sp)
     print(f"[{n}/{total}] {row['task']}: correct {mark}, {row['seconds']:.1f} s {speed}".rstrip(), flush=True)
-
-
-def geometric_mean(values: list[float]) -> float | None:
-    values = [v for v in values if v and v > 0]
-    if not values:
-        return None
-    return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
 def markdown_table(rows: list[dict[str, Any]]) -> str:
@@ -255,7 +239,7 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
         group = [r for r in rows if category in ("all", r["category"])]
         eager = [(r.get("speedup") or {}).get("eager") for r in group]
         compiled = [(r.get("speedup") or {}).get("torch.compile") for r in group]
-        g_e, g_c = geometric_mean(eager), geometric_mean(compiled)
+        g_e, g_c = geomean(eager), geomean(compiled)
         slower = sum(1 for v in eager if v is not None and v < 1)
         out.append(f"| {category} | {len(group)} | {sum(1 for r in group if r['correct'])} | "
                    f"{'-' if g_e is None else f'{g_e:.2f}x'} | {'-' if g_c is None else f'{g_c:.2f}x'} | "

@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 
 from kernelgym.experiments.cli import main
-from kernelgym.experiments.cli.suite_cmd import geometric_mean, markdown_table
+from kernelgym.experiments.cli.suite_cmd import markdown_table
+from kernelgym.experiments.metrics import geomean
 
 
 def test_suite_check_streams_rows_and_resumes(tmp_path, capsys):
@@ -50,7 +51,7 @@ def test_markdown_table_geomeans_per_category():
     assert "| math | 2 | 2 | 0.89x | 0.50x | 1 |" in table
     assert "| loss | 1 | 0 | - | - | 0 |" in table
     assert "| math/b **<0.5x eager** | yes | 0.40x | 0.25x | - | - |" in table
-    assert geometric_mean([None, 0.0]) is None
+    assert geomean([None, 0.0]) is None
 
 
 def test_bench_cases_are_checked_once_on_a_gpu():
