@@ -23,7 +23,6 @@ import functools
 import json
 import os
 import re
-import shutil
 import statistics
 import subprocess
 import sys
@@ -143,9 +142,11 @@ def ncu_matmul(case: dict[str, Any], device: str = "cuda", log: Log = _say, skip
     ones; ``skip=2, count=1`` is a GPU fresh from idle, at its highest clocks. The figure owes
     nothing to the harness checked against it. None when ncu is missing or fails.
     """
-    exe = shutil.which("ncu")
+    from kernelgym.env.profile import ncu_path
+
+    exe = ncu_path()
     if exe is None:
-        log("ncu: not on PATH; no Nsight Compute comparison")
+        log("ncu: not installed (PATH, CUDA_HOME, /usr/local/cuda); no Nsight Compute comparison")
         return None
     script = textwrap.dedent(f"""
         import importlib.util, torch
