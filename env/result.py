@@ -64,6 +64,8 @@ class Timing:
     max_ms: float
     runs: int
     baselines_ms: dict[str, float] = field(default_factory=dict)
+    host_issue_ms: float | None = None
+    """Median host time to issue one call (until ``fn`` returns); near ``median_ms``: host-bound."""
     tflops: float | None = None
     gbps: float | None = None
     roofline_fraction: float | None = None

@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # Every GPU test and measurement of kernelgym, in one device call (10 minutes at most there):
 #
-#   bash scripts/gpu_session.sh [streams|scale|all]   # carry .whl (gymnasium, pydantic), .kb, .sweep
+#   bash scripts/gpu_session.sh [streams|scale|all|suite]   # carry .whl (gymnasium, pydantic), .kb, .sweep
 #
 # streams (the default): four streams at once, one GPU each where there are four (timing holds its
-# GPU alone, so streams never disturb each other's timings): A `kernelgym bench` then the KernelBench
-# comparison; B the sandbox probe then the GPU tests; C the GEMM sweep then every `ptx` reference
+# GPU alone, so streams never disturb each other's timings): A the timing probe, `kernelgym bench`,
+# then the KernelBench comparison; B the sandbox probe then the GPU tests; C the GEMM sweep then every `ptx` reference
 # through the evaluator; D the triton suite's references, timed, until the deadline (rows appended
 # to suite.jsonl; SUITE_RESUME=path resumes an earlier call's file). With fewer GPUs they share.
 # scale: the multi-GPU throughput (1, 2, 4, 8 GPUs as there are), then the suite on every GPU but
-# the last, and the GPU tests on the last. all: scale's throughput, then streams. SKIP="probe sweep
-# ptx kb" leaves those steps out of streams (the suite then takes the GPU of a skipped stream C).
+# the last, and the GPU tests on the last. all: scale's throughput, then streams. SKIP="timing bench
+# kb probe tests sweep ptx suite" leaves those steps out of streams (the suite then takes the GPU
+# of a skipped stream C). With fewer than four GPUs, the suite runs after the tests, on GPU 1.
+# suite: the triton suite alone on every GPU.
 # Logs land in $OUT (8 files at most come back); every JSON report is merged into $OUT/results.json.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -48,16 +50,23 @@ if [[ $part == scale ]]; then
   suite "$rest" $(( 4 * (last > 0 ? last : 1) )) > "$OUT/D-suite.log" 2>&1 &
   wait
 fi
+if [[ $part == suite ]]; then  # the triton suite alone, on every GPU, SUITE_JOBS evaluators each
+  suite "$(seq -s, 0 $(( gpus > 0 ? gpus - 1 : 0 )))" $(( ${SUITE_JOBS:-4} * (gpus > 0 ? gpus : 1) )) \
+    > "$OUT/D-suite.log" 2>&1
+fi
 if [[ $part == streams || $part == all ]]; then
-  on() { [[ " ${SKIP:-} " != *" $1 "* ]]; }  # SKIP="probe sweep ptx kb" leaves those steps out
+  on() { [[ " ${SKIP:-} " != *" $1 "* ]]; }  # SKIP="probe sweep ptx kb ..." leaves those steps out
   ( export CUDA_VISIBLE_DEVICES=$(g 0)
-    timeout "$(cap 200)" kernelgym bench --device cuda --out $J/bench.json
+    on timing && timeout "$(cap 150)" python3 scripts/timing_probe.py --out $J/timing_probe.json
+    on bench && timeout "$(cap 300)" kernelgym bench --device cuda --out $J/bench.json
     on kb && timeout "$(cap 330)" python3 scripts/kernelbench_compare.py --kb .kb/src \
       --tasks "${KB_TASKS:-math/add,normalization/softmax,matmul/matmul}" --out $J/kb.json ) > "$OUT/A-bench-kb.log" 2>&1 &
   ( export CUDA_VISIBLE_DEVICES=$(g 1)
     on probe && OUT=$J timeout "$(cap 150)" python3 scripts/sandbox_probe.py
-    timeout "$(cap 380)" python3 -m pytest -v tests/gpu tests/test_sandbox.py -p no:cacheprovider -rA --timeout 150
-  ) > "$OUT/B-probe-tests.log" 2>&1 &
+    on tests && timeout "$(cap 380)" python3 -m pytest -v tests/gpu tests/test_sandbox.py -p no:cacheprovider \
+      -rA --timeout 150
+    (( gpus < 4 )) && on suite && suite "$(g 1)" "${SUITE_JOBS:-4}" > "$OUT/D-suite.log" 2>&1
+  ) > "$OUT/B-probe-tests.log" 2>&1 &  # with fewer than four GPUs the suite follows the tests on GPU 1
   suite_gpus=$(g 3)
   if on sweep || on ptx; then
     ( export CUDA_VISIBLE_DEVICES=$(g 2)
@@ -67,7 +76,9 @@ if [[ $part == streams || $part == all ]]; then
   elif [[ $gpus -ge 4 ]]; then
     suite_gpus="$(g 2),$(g 3)"  # the GPU of the skipped stream joins the suite
   fi
-  suite "$suite_gpus" $(( ${SUITE_JOBS:-4} * (${#suite_gpus} + 1) / 2 )) > "$OUT/D-suite.log" 2>&1 &
+  if (( gpus >= 4 )) && on suite; then
+    suite "$suite_gpus" $(( ${SUITE_JOBS:-4} * (${#suite_gpus} + 1) / 2 )) > "$OUT/D-suite.log" 2>&1 &
+  fi
   wait
 fi
 

@@ -103,8 +103,8 @@ def kernelbench_eval(kb_eval, kb_timing, task_id: str, source: str, case: dict) 
         baselines["torch.compile" if compiled else "eager"] = stats.get("mean")
     seconds = time.perf_counter() - started
     return {"task": task_id, "seconds": seconds, "compiled": getattr(result, "compiled", None),
-            "correct": getattr(result, "correctness", None), "runtime_us": getattr(result, "runtime", None),
-            "baselines_us": baselines}
+            "correct": getattr(result, "correctness", None), "runtime_ms": getattr(result, "runtime", None),
+            "baselines_ms": baselines}
 
 
 def main() -> None:
@@ -141,6 +141,16 @@ def main() -> None:
                             "seconds": time.perf_counter() - t0})
             print("kernelgym:", kg_rows[-1], flush=True)
         kg_wall = time.perf_counter() - started
+        # The same candidates again: baselines cached, as for every candidate after the first of a task
+        # in an experiment (KernelBench measures its baselines anew for each evaluation).
+        started = time.perf_counter()
+        kg_warm = []
+        for task_id, _, source, _ in items:
+            t0 = time.perf_counter()
+            evaluator.evaluate(get_task(task_id), source, options)
+            kg_warm.append(time.perf_counter() - t0)
+        kg_warm_wall = time.perf_counter() - started
+        print(f"kernelgym, second pass (baselines cached): {kg_warm}", flush=True)
         mm = get_task("matmul/matmul")
         kg_medians = []
         for _ in range(5):
@@ -177,30 +187,35 @@ def main() -> None:
         except Exception as exc:  # noqa: BLE001 - reported; the rest of the comparison stands
             print(f"kernelbench: the matmul spread run failed: {type(exc).__name__}: {exc}"[:500], flush=True)
             continue
-        print("kernelbench: matmul runtime (us):", r.runtime, flush=True)
+        print("kernelbench: matmul runtime (ms):", r.runtime, flush=True)
         kb_runtimes.append(r.runtime)
 
     kb_seconds = [r["seconds"] for r in kb_rows if r.get("seconds")]
     report["kernelgym"] = {"evaluations_per_minute": 60 * len(items) / kg_wall,
                            "median_s": statistics.median(r["seconds"] for r in kg_rows),
                            "p90_s": p90([r["seconds"] for r in kg_rows]),
+                           "evaluations_per_minute_second_pass": 60 * len(items) / kg_warm_wall,
+                           "second_pass_median_s": statistics.median(kg_warm),
                            "spread_ms": kg_medians,
                            "spread_max_over_min": max(kg_medians) / min(kg_medians) if kg_medians else None,
                            "rows": kg_rows}
     report["kernelbench"] = {"evaluations_per_minute": 60 * len(items) / kb_wall,
                              "median_s": statistics.median(kb_seconds) if kb_seconds else None,
                              "p90_s": p90(kb_seconds) if kb_seconds else None,
-                             "spread_us": kb_runtimes,
+                             "spread_ms": kb_runtimes,
                              "spread_max_over_min": max(kb_runtimes) / min(kb_runtimes)
                              if kb_runtimes and min(kb_runtimes) > 0 else None, "rows": kb_rows}
     report["throughput_ratio"] = report["kernelgym"]["evaluations_per_minute"] / \
+        report["kernelbench"]["evaluations_per_minute"]
+    report["throughput_ratio_second_pass"] = report["kernelgym"]["evaluations_per_minute_second_pass"] / \
         report["kernelbench"]["evaluations_per_minute"]
     Path(args.out).write_text(json.dumps(report, indent=1, default=str))
     for name in ("kernelgym", "kernelbench"):
         r = report[name]
         print(f"{name}: {r['evaluations_per_minute']:.1f} evaluations/min, median {r['median_s']} s, "
               f"p90 {r['p90_s']} s, spread {r['spread_max_over_min']}")
-    print(f"throughput ratio kernelgym/kernelbench: {report['throughput_ratio']:.2f}")
+    print(f"throughput ratio kernelgym/kernelbench: {report['throughput_ratio']:.2f} (first pass, fresh "
+          f"cache), {report['throughput_ratio_second_pass']:.2f} (second pass, baselines cached)")
 
 
 if __name__ == "__main__":

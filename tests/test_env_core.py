@@ -388,3 +388,22 @@ def test_launches_made_unrecorded_are_neither_counted_nor_kept():
         for _ in range(300):  # the timing loop's launches: none may hold its arguments alive
             recorder.record(print, (2,), {})
     assert recorder.count == 1 and len(recorder.launches) == 1 and recorder.keep
+
+
+def test_each_torch_compile_baseline_gets_its_own_dynamo_cache():
+    """Tasks declared in a loop share one reference lambda; past Dynamo's recompile limit (8) a shared
+    code object would run eager code under the name torch.compile."""
+    import torch
+    from kernelgym.env.evaluator import _own_code
+    from torch._dynamo.utils import counters
+
+    def shared(x):
+        return torch.nn.functional.gelu(x) * 2
+
+    dtypes = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+    counters.clear()
+    for i in range(12):
+        compiled = torch.compile(_own_code(shared), backend="eager", dynamic=False)
+        x = torch.randn(3 + i, 5, dtype=dtypes[i % 4])
+        assert torch.equal(compiled(x), shared(x))
+    assert counters["stats"]["unique_graphs"] == 12

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from kernelgym.env.timing import gpu_lock
+from kernelgym.env.timing import bench_slot, gpu_lock
 
 
 def _hold(shared: bool, entered: threading.Event, release: threading.Event) -> None:
@@ -72,3 +72,40 @@ def test_a_thread_holding_the_gpu_does_not_wait_for_itself(tmp_path, monkeypatch
     t = threading.Thread(target=nested, daemon=True)
     t.start()
     assert done.wait(5), "a check inside a timed section deadlocked"
+
+
+def _in_slot(entered: threading.Event, release: threading.Event, index: int = 0) -> None:
+    with bench_slot(index):
+        entered.set()
+        release.wait(10)
+
+
+def test_bench_phases_take_one_of_a_few_slots_per_gpu(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNELGYM_LOCK_DIR", str(tmp_path))
+    monkeypatch.setenv("KERNELGYM_BENCH_SLOTS", "2")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    release = threading.Event()
+    entered = [threading.Event() for _ in range(3)]
+    threads = [threading.Thread(target=_in_slot, args=(e, release), daemon=True) for e in entered]
+    for t in threads:
+        t.start()
+    time.sleep(0.5)
+    assert sum(e.is_set() for e in entered) == 2, "two slots: exactly two bench phases at once"
+    other_gpu = threading.Event()
+    threading.Thread(target=_in_slot, args=(other_gpu, release, 1), daemon=True).start()
+    assert other_gpu.wait(5), "GPU 1's slots are not GPU 0's"
+    release.set()
+    assert all(e.wait(5) for e in entered), "the third waited for a slot and then got one"
+
+
+def test_a_thread_in_a_slot_does_not_wait_for_itself(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNELGYM_LOCK_DIR", str(tmp_path))
+    done = threading.Event()
+
+    def nested() -> None:
+        with bench_slot(0, slots=1), bench_slot(0, slots=1), gpu_lock(0):
+            done.set()
+
+    t = threading.Thread(target=nested, daemon=True)
+    t.start()
+    assert done.wait(5), "a nested bench phase deadlocked"

@@ -318,7 +318,8 @@ def run_benchmark(device: str, reps: int = 30, warmup: int = 5, cold: int = 3, s
                 r = evaluator.evaluate(task, task.solution_source(), options)
                 if r.timing:
                     medians.append(r.timing[0].median_ms)
-                    log(f"spread {i + 1}/{spread}: {SPREAD_TASK} reference median {medians[-1]:.4f} ms")
+                    log(f"spread {i + 1}/{spread}: {SPREAD_TASK} reference median {medians[-1]:.4f} ms "
+                        f"(host issues a call in {r.timing[0].host_issue_ms:.4f} ms)")
                 else:
                     log(f"spread {i + 1}/{spread}: {SPREAD_TASK} reference not timed: {r.feedback[:300]}")
             report["spread_medians_ms"] = medians
