@@ -41,15 +41,11 @@ def gpu_lock(device_index: int | None = None, *, shared: bool = False) -> Iterat
     for the checks in flight, and new ones wait for it. A thread that already holds the lock (a
     check inside a timed section, or the reverse) does not take it again.
     """
-    physical = physical_gpu(torch.cuda.current_device() if device_index is None else device_index)
-    held = getattr(_HELD, "gpus", None)
-    if held is None:
-        held = _HELD.gpus = set()
+    physical, held = _physical_and_held(device_index, "gpus")
     if physical in held:
         yield
         return
-    path = os.path.join(os.environ.get("KERNELGYM_LOCK_DIR", tempfile.gettempdir()),
-                        f"kernelgym-gpu-{physical}.lock")
+    path = _lock_path(f"kernelgym-gpu-{physical}.lock")
     if not os.path.exists(path):
         open(path, "a").close()  # noqa: SIM115 - created once, then only read-opened (a sandbox may forbid writes)
     with open(path) as handle:
@@ -74,19 +70,13 @@ def bench_slot(device_index: int | None = None, slots: int | None = None) -> Ite
     slot (``KERNELGYM_BENCH_SLOTS`` overrides the count). Separate from ``gpu_lock``, which a worker takes
     inside the slot its evaluator holds.
     """
-    physical = physical_gpu(torch.cuda.current_device() if device_index is None else device_index)
-    held = getattr(_HELD, "slots", None)
-    if held is None:
-        held = _HELD.slots = set()
+    physical, held = _physical_and_held(device_index, "slots")
     if physical in held:
         yield
         return
     count = max(1, slots or int(os.environ.get("KERNELGYM_BENCH_SLOTS", BENCH_SLOTS)))
-    folder = os.environ.get("KERNELGYM_LOCK_DIR", tempfile.gettempdir())
-    handles = []
-    for k in range(count):
-        path = os.path.join(folder, f"kernelgym-gpu-{physical}-bench-{k}.lock")
-        handles.append(open(path, "a+"))  # noqa: SIM115 - closed below
+    handles = [open(_lock_path(f"kernelgym-gpu-{physical}-bench-{k}.lock"), "a+")  # noqa: SIM115 - closed below
+               for k in range(count)]
     try:
         while True:
             taken = next((h for h in handles if _try_lock(h)), None)
@@ -102,6 +92,20 @@ def bench_slot(device_index: int | None = None, slots: int | None = None) -> Ite
     finally:
         for handle in handles:
             handle.close()
+
+
+def _physical_and_held(device_index: int | None, kind: str) -> tuple[str, set[str]]:
+    """The physical GPU id, and this thread's set of GPUs it already holds a ``kind`` lock on."""
+    physical = physical_gpu(torch.cuda.current_device() if device_index is None else device_index)
+    held = getattr(_HELD, kind, None)
+    if held is None:
+        held = set()
+        setattr(_HELD, kind, held)
+    return physical, held
+
+
+def _lock_path(name: str) -> str:
+    return os.path.join(os.environ.get("KERNELGYM_LOCK_DIR", tempfile.gettempdir()), name)
 
 
 def _try_lock(handle: Any) -> bool:
