@@ -123,6 +123,8 @@ def time_callable(fn: Callable[..., Any], input_sets: Sequence[dict[str, Any]], 
 
     ``preroll_ms`` queues a GPU spin of that length between the L2 flush and the start event, so
     that up to that much of the call's host-side launch work happens while the GPU is still busy.
+    Only scripts/timing_probe.py sets it: on the H200 it changed nothing (the host issues a call in
+    ~0.1 ms) and it would let side-stream work hide under the spin, so the evaluator leaves it at 0.
     """
     event_cls = event_cls or torch.cuda.Event
     synchronize = synchronize or torch.cuda.synchronize
