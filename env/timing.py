@@ -50,12 +50,8 @@ def gpu_lock(device_index: int | None = None, *, shared: bool = False) -> Iterat
         open(path, "a").close()  # noqa: SIM115 - created once, then only read-opened (a sandbox may forbid writes)
     with open(path) as handle:
         fcntl.flock(handle, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
-        held.add(physical)
-        try:
+        with _marked_held(held, physical, handle):
             yield
-        finally:
-            held.discard(physical)
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 BENCH_SLOTS = 2  # bench phases at once on one GPU: each can hold tens of GB (inputs, float64 answers)
@@ -83,12 +79,8 @@ def bench_slot(device_index: int | None = None, slots: int | None = None) -> Ite
             if taken is not None:
                 break
             time.sleep(0.05)
-        held.add(physical)
-        try:
+        with _marked_held(held, physical, taken):
             yield
-        finally:
-            held.discard(physical)
-            fcntl.flock(taken, fcntl.LOCK_UN)
     finally:
         for handle in handles:
             handle.close()
@@ -102,6 +94,17 @@ def _physical_and_held(device_index: int | None, kind: str) -> tuple[str, set[st
         held = set()
         setattr(_HELD, kind, held)
     return physical, held
+
+
+@contextlib.contextmanager
+def _marked_held(held: set[str], physical: str, locked: Any) -> Iterator[None]:
+    """This thread holds ``physical`` (so it does not wait for itself) until the body ends; then unlock."""
+    held.add(physical)
+    try:
+        yield
+    finally:
+        held.discard(physical)
+        fcntl.flock(locked, fcntl.LOCK_UN)
 
 
 def _lock_path(name: str) -> str:
