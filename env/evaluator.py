@@ -818,11 +818,11 @@ class Evaluator:
     def _timing(self, task: Task, options: EvalOptions, result: EvalResult) -> None:
         from .timing import bench_slot
 
-        try:
-            with bench_slot(torch.device(self.device).index or 0):
+        with bench_slot(torch.device(self.device).index or 0):
+            try:
                 self._timing_in_slot(task, options, result)
-        finally:
-            release_cached_memory(self.device)  # the next bench phase on this GPU needs the memory
+            finally:
+                release_cached_memory(self.device)  # before the slot: the next bench phase needs the memory
 
     def _timing_in_slot(self, task: Task, options: EvalOptions, result: EvalResult) -> None:
         ceilings = ceilings_for(self.device)
