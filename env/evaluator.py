@@ -816,15 +816,32 @@ class Evaluator:
         result.arch_verified = result.required_features_met
 
     def _timing(self, task: Task, options: EvalOptions, result: EvalResult) -> None:
+        """The bench phase, in one of the GPU's bench slots; if the GPU's memory runs out while another
+        evaluation's bench phase shares it, the phase runs again with every slot (alone on the GPU)."""
         from .timing import bench_slot
 
-        with bench_slot(torch.device(self.device).index or 0):
-            try:
-                self._timing_in_slot(task, options, result)
-            finally:
-                release_cached_memory(self.device)  # before the slot: the next bench phase needs the memory
+        index = torch.device(self.device).index or 0
+        marks = len(result.cases), len(result.violations), len(result.suspicious), result.correct
+        for alone in (False, True):
+            with bench_slot(index, alone=alone):
+                try:
+                    self._timing_in_slot(task, options, result, alone)
+                    return
+                except _SharedOutOfMemory:
+                    del result.cases[marks[0]:], result.violations[marks[1]:], result.suspicious[marks[2]:]
+                    result.runtime_error, result.correct = None, marks[3]
+                finally:
+                    release_cached_memory(self.device)  # inside the slot: the next phase needs it
 
-    def _timing_in_slot(self, task: Task, options: EvalOptions, result: EvalResult) -> None:
+    def _timing_in_slot(self, task: Task, options: EvalOptions, result: EvalResult, alone: bool) -> None:
+        try:
+            self._bench_cases(task, options, result, alone)
+        except torch.OutOfMemoryError:  # the harness's own reference or inputs at a bench shape
+            if not alone:
+                raise _SharedOutOfMemory from None
+            raise
+
+    def _bench_cases(self, task: Task, options: EvalOptions, result: EvalResult, alone: bool) -> None:
         ceilings = ceilings_for(self.device)
         timings: list[Timing] = []
         ratios: dict[str, list[float]] = {}
@@ -845,6 +862,7 @@ class Evaluator:
                 result.correct = False
                 return
             if not stats.get("ok"):
+                _raise_if_shared_oom(stats, alone)
                 result.runtime_error = f"timing: {stats.get('error')}"
                 result.correct = False
                 return
@@ -860,6 +878,7 @@ class Evaluator:
             reply = self._run(task, after, result) or {"ok": False, "error": "no reply"}
             if not reply.get("ok") and "OutOfMemoryError" in str(reply.get("error")):
                 # Not evidence of a kernel that changes once warm: the GPU's memory ran out under it.
+                _raise_if_shared_oom(reply, alone)
                 result.runtime_error = f"bench check after the timing loop: {reply.get('error')}"
                 result.correct = False
                 return
@@ -871,7 +890,7 @@ class Evaluator:
                                                    "the timing loop and wrong after it, on fresh inputs"))
                 return
             t_baselines = time.perf_counter()
-            baselines = self._baseline_times(task, case, options)
+            baselines = self._baseline_times(task, case, options, alone)
             result.seconds["timing_baselines"] = result.seconds.get("timing_baselines", 0.0) + \
                 time.perf_counter() - t_baselines
             timing = Timing(case=case, median_ms=stats["median_ms"], min_ms=stats["min_ms"],
@@ -896,7 +915,8 @@ class Evaluator:
         result.speedup = {name: math.exp(statistics.fmean(math.log(r) for r in rs))
                           for name, rs in ratios.items()}
 
-    def _baseline_times(self, task: Task, case: dict[str, Any], options: EvalOptions) -> dict[str, float]:
+    def _baseline_times(self, task: Task, case: dict[str, Any], options: EvalOptions, alone: bool = True
+                        ) -> dict[str, float]:
         from .timing import time_callable
 
         key = (task.id, tuple(sorted(case.items())), self.device)
@@ -923,12 +943,25 @@ class Evaluator:
                 try:
                     stats = time_callable(fn, inputs, warmup=options.warmup, reps=options.reps)
                     times[name] = stats["median_ms"]
+                except torch.OutOfMemoryError:
+                    if not alone:
+                        raise _SharedOutOfMemory from None
+                    times[f"{name} (failed: OutOfMemoryError)"] = float("nan")
                 except Exception as exc:  # noqa: BLE001 - a baseline that fails is left out, and said
                     times[f"{name} (failed: {type(exc).__name__})"] = float("nan")
         self._baselines[key] = {k: v for k, v in times.items() if v == v}
         if all(v == v for v in times.values()):
             self._baseline_cache.put(disk_key, self._baselines[key])
         return self._baselines[key]
+
+
+class _SharedOutOfMemory(Exception):
+    """The GPU ran out of memory in a bench phase that shared it with another evaluation's."""
+
+
+def _raise_if_shared_oom(reply: dict[str, Any], alone: bool) -> None:
+    if not alone and "OutOfMemoryError" in str(reply.get("error")):
+        raise _SharedOutOfMemory
 
 
 def _own_code(fn: Any) -> Any:

@@ -58,13 +58,15 @@ BENCH_SLOTS = 2  # bench phases at once on one GPU: each can hold tens of GB (in
 
 
 @contextlib.contextmanager
-def bench_slot(device_index: int | None = None, slots: int | None = None) -> Iterator[None]:
+def bench_slot(device_index: int | None = None, slots: int | None = None, *, alone: bool = False
+               ) -> Iterator[None]:
     """One of a GPU's few slots for an evaluation's bench phase (its timing, bench check and baselines).
 
     Checks at dev and heldout sizes need little memory and share the GPU freely, but bench shapes fill
     it: four evaluations timing at once ran a 140 GB H200 out of memory. Other processes wait for a free
-    slot (``KERNELGYM_BENCH_SLOTS`` overrides the count). Separate from ``gpu_lock``, which a worker takes
-    inside the slot its evaluator holds.
+    slot (``KERNELGYM_BENCH_SLOTS`` overrides the count). ``alone`` takes every slot, for a bench phase
+    that ran out of memory beside another one (two attention references at once need over 140 GB).
+    Separate from ``gpu_lock``, which a worker takes inside the slot its evaluator holds.
     """
     physical, held = _physical_and_held(device_index, "slots")
     if physical in held:
@@ -74,12 +76,15 @@ def bench_slot(device_index: int | None = None, slots: int | None = None) -> Ite
     handles = [open(_lock_path(f"kernelgym-gpu-{physical}-bench-{k}.lock"), "a+")  # noqa: SIM115 - closed below
                for k in range(count)]
     try:
-        while True:
-            taken = next((h for h in handles if _try_lock(h)), None)
-            if taken is not None:
-                break
-            time.sleep(0.05)
-        with _marked_held(held, physical, taken):
+        if alone:
+            for handle in handles:  # blocking and in one order: two phases waiting to be alone never deadlock
+                fcntl.flock(handle, fcntl.LOCK_EX)
+            taken = handles
+        else:
+            while (free := next((h for h in handles if _try_lock(h)), None)) is None:
+                time.sleep(0.05)
+            taken = [free]
+        with _marked_held(held, physical, *taken):
             yield
     finally:
         for handle in handles:
@@ -97,14 +102,15 @@ def _physical_and_held(device_index: int | None, kind: str) -> tuple[str, set[st
 
 
 @contextlib.contextmanager
-def _marked_held(held: set[str], physical: str, locked: Any) -> Iterator[None]:
+def _marked_held(held: set[str], physical: str, *locked: Any) -> Iterator[None]:
     """This thread holds ``physical`` (so it does not wait for itself) until the body ends; then unlock."""
     held.add(physical)
     try:
         yield
     finally:
         held.discard(physical)
-        fcntl.flock(locked, fcntl.LOCK_UN)
+        for handle in locked:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _lock_path(name: str) -> str:

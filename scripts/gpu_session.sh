@@ -12,6 +12,7 @@
 # the last, and the GPU tests on the last. all: scale's throughput, then streams. SKIP="timing bench
 # kb probe tests sweep ptx suite" leaves those steps out of streams (the suite then takes the GPU
 # of a skipped stream C). With fewer than four GPUs, the suite runs after the tests, on GPU 1.
+# GPU_TESTS="path or node id ..." picks the tests of stream B (default: tests/gpu tests/test_sandbox.py).
 # suite: the triton suite alone on every GPU.
 # Logs land in $OUT (8 files at most come back); every JSON report is merged into $OUT/results.json.
 set -uo pipefail
@@ -63,8 +64,8 @@ if [[ $part == streams || $part == all ]]; then
       --tasks "${KB_TASKS:-math/add,normalization/softmax,matmul/matmul}" --out $J/kb.json ) > "$OUT/A-bench-kb.log" 2>&1 &
   ( export CUDA_VISIBLE_DEVICES=$(g 1)
     on probe && OUT=$J timeout "$(cap 150)" python3 scripts/sandbox_probe.py
-    on tests && timeout "$(cap 380)" python3 -m pytest -v tests/gpu tests/test_sandbox.py -p no:cacheprovider \
-      -rA --timeout 150
+    on tests && timeout "$(cap 380)" python3 -m pytest -v ${GPU_TESTS:-tests/gpu tests/test_sandbox.py} \
+      -p no:cacheprovider -rA --timeout 150
     (( gpus < 4 )) && on suite && suite "$(g 1)" "${SUITE_JOBS:-4}" > "$OUT/D-suite.log" 2>&1
   ) > "$OUT/B-probe-tests.log" 2>&1 &  # with fewer than four GPUs the suite follows the tests on GPU 1
   suite_gpus=$(g 3)

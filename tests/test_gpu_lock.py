@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import fcntl
 import threading
 import time
 
+import torch
+from kernelgym.env import EvalOptions, Evaluator
+from kernelgym.env.result import EvalResult, Violation
 from kernelgym.env.timing import bench_slot, gpu_lock
+from kernelgym.tasks import get_task
 
 
 def _hold(shared: bool, entered: threading.Event, release: threading.Event) -> None:
@@ -109,3 +114,97 @@ def test_a_thread_in_a_slot_does_not_wait_for_itself(tmp_path, monkeypatch):
     t = threading.Thread(target=nested, daemon=True)
     t.start()
     assert done.wait(5), "a nested bench phase deadlocked"
+
+
+def _free_slots(lock_dir, count: int = 2, gpu: str = "0") -> int:
+    """How many of a GPU's bench slots another process could take now."""
+    free = 0
+    for k in range(count):
+        with open(lock_dir / f"kernelgym-gpu-{gpu}-bench-{k}.lock", "a+") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue
+            free += 1
+            fcntl.flock(handle, fcntl.LOCK_UN)
+    return free
+
+
+def test_a_phase_alone_waits_for_every_slot_and_holds_them_all(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNELGYM_LOCK_DIR", str(tmp_path))
+    monkeypatch.setenv("KERNELGYM_BENCH_SLOTS", "2")
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    release, shared_in = threading.Event(), threading.Event()
+    threading.Thread(target=_in_slot, args=(shared_in, release), daemon=True).start()
+    assert shared_in.wait(5)
+    alone_in, alone_out = threading.Event(), threading.Event()
+
+    def alone() -> None:
+        with bench_slot(0, alone=True):
+            alone_in.set()
+            alone_out.wait(10)
+
+    threading.Thread(target=alone, daemon=True).start()
+    time.sleep(0.3)
+    assert not alone_in.is_set(), "alone while another bench phase held a slot"
+    release.set()
+    assert alone_in.wait(5)
+    assert _free_slots(tmp_path) == 0, "a phase alone leaves no slot to another"
+    late = threading.Event()
+    threading.Thread(target=_in_slot, args=(late, threading.Event()), daemon=True).start()
+    time.sleep(0.3)
+    assert not late.is_set()
+    alone_out.set()
+    assert late.wait(5)
+
+
+class _OutOfMemoryWorker:
+    """A run worker whose timing runs out of GPU memory, as when another bench phase fills the GPU."""
+
+    def __init__(self, lock_dir) -> None:
+        self.lock_dir, self.free_slots = lock_dir, []
+
+    def request(self, msg: dict, timeout: float) -> dict:
+        self.free_slots.append(_free_slots(self.lock_dir))
+        return {"ok": False, "error": "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 32 GiB"}
+
+    def stop(self) -> None:
+        pass
+
+
+def test_a_bench_phase_out_of_memory_runs_again_alone_and_only_then_is_a_verdict(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNELGYM_LOCK_DIR", str(tmp_path))
+    monkeypatch.setenv("KERNELGYM_BENCH_SLOTS", "2")
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    evaluator = Evaluator("cpu")
+    evaluator.run_worker = worker = _OutOfMemoryWorker(tmp_path)
+    result = EvalResult(task="math/add", target="sm_90a", device="cpu")
+    result.correct = True
+    result.suspicious.append("kept: found before the bench phase")
+    evaluator._timing(get_task("math/add"), EvalOptions(device="cpu"), result)
+    assert worker.free_slots == [1, 0], "first beside another phase (one slot), then alone (none left)"
+    assert result.correct is False and result.runtime_error.startswith("timing: torch.OutOfMemoryError")
+    assert result.suspicious == ["kept: found before the bench phase"]
+
+
+def test_a_phase_that_fits_alone_keeps_nothing_of_the_attempt_that_did_not(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNELGYM_LOCK_DIR", str(tmp_path))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    evaluator = Evaluator("cpu")
+    attempts = []
+
+    def bench_cases(task, options, result, alone):
+        attempts.append(alone)
+        result.violations.append(Violation("inconsistent", "from the attempt that ran out of memory"))
+        if not alone:
+            raise torch.OutOfMemoryError("CUDA out of memory")
+        result.violations.pop()
+        result.speedup = {"eager": 1.5}
+
+    monkeypatch.setattr(evaluator, "_bench_cases", bench_cases)
+    result = EvalResult(task="math/add", target="sm_90a", device="cpu")
+    result.correct = True
+    evaluator._timing(get_task("math/add"), EvalOptions(device="cpu"), result)
+    assert attempts == [False, True]
+    assert result.correct is True and result.runtime_error is None and result.violations == []
+    assert result.speedup == {"eager": 1.5}

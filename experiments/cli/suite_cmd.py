@@ -117,7 +117,8 @@ def _devices(device: str, jobs: int) -> list[str]:
 
 
 def _read_done(path: str | None) -> dict[str, dict[str, Any]]:
-    """Rows of an earlier run's ``--jsonl`` file, by task (a resumed run does not repeat them)."""
+    """Passing rows of an earlier run's ``--jsonl`` file, by task: a resumed run does not repeat them, and
+    checks a failed task again (the failure may have been the run's, such as memory another task held)."""
     done: dict[str, dict[str, Any]] = {}
     if path and os.path.exists(path):
         with open(path) as f:
@@ -128,7 +129,10 @@ def _read_done(path: str | None) -> dict[str, dict[str, Any]]:
                         row = json.loads(line)
                     except json.JSONDecodeError:
                         continue  # a line cut short by a crash: that task runs again
-                    done[row["task"]] = row
+                    if row.get("ok"):
+                        done[row["task"]] = row
+                    else:
+                        done.pop(row["task"], None)
     return done
 
 

@@ -32,6 +32,17 @@ def test_a_line_cut_short_by_a_crash_is_run_again(tmp_path, capsys):
     assert "[1/1] math/add: correct yes" in capsys.readouterr().out
 
 
+def test_a_resumed_run_checks_a_failed_task_again_and_keeps_the_new_row(tmp_path, capsys):
+    log = tmp_path / "rows.jsonl"
+    failed = {"task": "math/add", "category": "math", "ok": False, "correct": False,
+              "feedback": "the harness failed while judging this candidate (OutOfMemoryError ...)"}
+    log.write_text(json.dumps(failed) + "\n")
+    assert main(["suite", "check", "--device", "cpu", "--task", "math/add", "--jsonl", str(log)]) == 0
+    assert "[1/1] math/add: correct yes" in capsys.readouterr().out
+    assert main(["suite", "check", "--device", "cpu", "--task", "math/add", "--jsonl", str(log)]) == 0
+    assert "resuming: 1 tasks already" in capsys.readouterr().out, "the later passing row counts"
+
+
 def test_bad_input_is_a_usage_error(capsys):
     assert main(["suite", "check", "--device", "cpu", "--task", "math/nope"]) == 2
     assert "unknown task id 'math/nope'" in capsys.readouterr().err
