@@ -407,3 +407,19 @@ def test_each_torch_compile_baseline_gets_its_own_dynamo_cache():
         x = torch.randn(3 + i, 5, dtype=dtypes[i % 4])
         assert torch.equal(compiled(x), shared(x))
     assert counters["stats"]["unique_graphs"] == 12
+
+
+def test_a_case_that_failed_after_timing_is_run_again_cold_to_tell_cheating_from_a_wrong_answer():
+    # The bench case is checked only after the timing loop; a kernel wrong there from its first call
+    # (the "subtracts" candidate stands in for one) is a wrong answer, not the "inconsistent" violation.
+    case = ADD.cases("dev")[0]
+    item = ("dev", case, 7, "uniform", False)
+    wrong = ADD_SRC.replace("x + y, mask=mask", "x - y, mask=mask", 1)
+    assert wrong != ADD_SRC
+    with Evaluator("cpu") as evaluator:
+        for source, right in ((ADD_SRC, True), (wrong, False)):
+            result = evaluator.evaluate(ADD, source, DEV)
+            assert result.correct is right
+            first_worker = evaluator._worker_pid()
+            assert evaluator._right_when_cold(ADD, item, result) is right
+            assert evaluator._worker_pid() != first_worker, "the case ran again in a new worker"

@@ -63,6 +63,12 @@ def _f32(t: torch.Tensor) -> torch.Tensor:
     return t.to(torch.float32)
 
 
+def div_by(t: torch.Tensor, divisor: float) -> torch.Tensor:
+    """t / divisor, correctly rounded: on a GPU, torch divides by a Python number as a product with its
+    reciprocal (one ulp off at times), so the divisor is a tensor of t's shape."""
+    return t / torch.full_like(t, divisor)
+
+
 def _static_scale(s, shape, qdtype: str) -> torch.Tensor:
     """Scales that map about 3.2 standard deviations to the top code: N(0, 1) tails saturate."""
     return s.uniform(shape, 0.7, 1.3) * (3.2 / QMAX[qdtype])
@@ -423,7 +429,7 @@ def _with_zero_row(x: torch.Tensor) -> torch.Tensor:
 def quantize_dynamic_per_token_ref(x: torch.Tensor, qdtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
     xf = _f32(x)
     amax = xf.abs().amax(dim=-1).clamp_min(1e-12)
-    scale = amax / QMAX[str(qdtype).removeprefix("torch.")]
+    scale = div_by(amax, QMAX[str(qdtype).removeprefix("torch.")])
     return quantize_ref(xf / scale[:, None], qdtype), scale
 
 
@@ -477,7 +483,7 @@ def quantize_dynamic_per_group_ref(x: torch.Tensor, group_size: int,
     m, k = x.shape
     xf = _f32(x).reshape(m, k // group_size, group_size)
     amax = xf.abs().amax(dim=-1).clamp_min(1e-12)
-    scale = amax / QMAX[str(qdtype).removeprefix("torch.")]
+    scale = div_by(amax, QMAX[str(qdtype).removeprefix("torch.")])
     return quantize_ref(xf / scale[:, :, None], qdtype).reshape(m, k), scale
 
 
@@ -862,8 +868,10 @@ weights to x's dtype before tl.dot is fine. M ranges from a few tokens to thousa
     },
     dtypes=("float16", "bfloat16"),
     tolerances={
-        "float16": Tolerance(1e-2, 1e-2, 2e-3, "fp16 rounding of the dequantized weights and of the output"),
-        "bfloat16": Tolerance(2e-2, 2e-2, 1e-2, "bf16 rounding of the dequantized weights and of the output"),
+        "float16": Tolerance(2e-2, 1e-2, 2e-3, "fp16-rounded dequantized weights (allowed) miss by ~2e-4 of "
+                             "the output's RMS, which reaches ~5 at K = 8192: ~1e-3 absolute, 5e-3 at worst"),
+        "bfloat16": Tolerance(1e-1, 2e-2, 1e-2, "bf16-rounded dequantized weights (allowed) miss by ~1.6e-3 "
+                              "of the output's RMS (~5 at K = 8192): 0.076 at worst on the H200"),
     },
     flops=lambda c: 2 * c["m"] * c["n"] * c["k"],
     bytes=lambda c: c["n"] * c["k"] // 2

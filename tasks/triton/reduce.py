@@ -80,8 +80,8 @@ may not fit in one block), and N is often not a power of two. {extra}
 
 
 row_reduce("sum-rows", "sum_rows", "Sum, as x.sum(dim=-1)", lambda x: x.sum(dim=-1),
-           fp32=Tolerance(1e-4, 1e-5, 1e-5, "fp32 sums of up to 2e4 terms of up to ~500: ~1e-5 absolute from "
-                          "reordering; rows whose sum cancels need the absolute part"),
+           fp32=Tolerance(5e-3, 1e-5, 1e-5, "fp32 sums of up to 4M terms (a bench row): a blocked sum is "
+                          "~2e-3 off (H200); the relative L2 bound still fails half-precision accumulation"),
            distributions=("normal", "uniform", "outliers"),
            extra="Half-precision sums stay in range (no overflow).")
 row_reduce("amax", "amax", "Maximum, as torch.amax(x, dim=-1)", lambda x: torch.amax(x, dim=-1),
@@ -113,7 +113,8 @@ row_reduce("logsumexp", "logsumexp", "Log-sum-exp, as torch.logsumexp(x, dim=-1)
            extra="Rows hold values around 50 and outliers up to several hundred, where exp overflows "
                  "without subtracting the row maximum.")
 row_reduce("l2-norm", "l2_norm", "Euclidean norm, as torch.linalg.vector_norm(x, dim=-1)",
-           lambda x: torch.linalg.vector_norm(x, dim=-1), flops=lambda n: 2 * n + 1,
+           # reshape: torch 2.11 on the H200 gave shape (M, 1) for N == 1 (the dimension not removed)
+           lambda x: torch.linalg.vector_norm(x, dim=-1).reshape(x.shape[:-1]), flops=lambda n: 2 * n + 1,
            fp32=Tolerance(1e-5, 1e-5, 1e-5, "a sum of positive squares in fp32 and one sqrt: ~1e-6 relative"),
            extra="Squares of half-precision values overflow half precision: square and add in float32.")
 
@@ -215,8 +216,8 @@ a long row in float32 too). N ranges from 1 to tens of thousands; rows with a la
     flops=lambda c: c["m"] * c["n"],
     bytes=lambda c: 2 * c["m"] * c["n"] * elem_size(c["dtype"]),
     tolerances={
-        "float32": Tolerance(2e-4, 1e-5, 1e-5, "running sums of up to 2e4 terms of up to ~500 in fp32: "
-                             "~1e-5 absolute from the scan order; partial sums pass through zero"),
+        "float32": Tolerance(1e-2, 1e-5, 1e-5, "fp32 running sums of up to 4M terms (a bench row): a "
+                             "blocked scan is ~4e-3 off (H200) where partial sums pass through zero"),
         "float16": Tolerance(2e-3, 1e-2, 2e-3, "fp32 running sum, one rounding to fp16 (4.9e-4 relative)"),
         "bfloat16": BF16_SUM,
     },

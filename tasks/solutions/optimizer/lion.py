@@ -2,6 +2,8 @@
 sign of the interpolated momentum, decoupled decay, and the momentum update in one pass.
 One pass: every element's state and parameter are read once and their new values written to new
 tensors (inputs are never modified). Per-step scalars are computed once on the host.
+1 - beta is computed on the host: Triton passes a Python float as float32, and 1 - 0.999 from a
+float32 beta is 1.3e-5 off.
 """
 
 import torch
@@ -13,7 +15,7 @@ import triton.language as tl
 def lion_kernel(
     param_ptr, grad_ptr, exp_avg_ptr,
     new_param_ptr, new_exp_avg_ptr,
-    n, lr, beta1, beta2, decay,
+    n, lr, beta1, beta2, one_minus_beta1, one_minus_beta2, decay,
     BLOCK: tl.constexpr,
 ):
     # 64-bit offsets: bench vectors reach 2^29 elements and the pattern must scale past 2^31.
@@ -22,10 +24,10 @@ def lion_kernel(
     param = tl.load(param_ptr + offsets, mask=mask).to(tl.float32)
     grad = tl.load(grad_ptr + offsets, mask=mask).to(tl.float32)
     exp_avg = tl.load(exp_avg_ptr + offsets, mask=mask).to(tl.float32)
-    c = beta1 * exp_avg + (1.0 - beta1) * grad
+    c = beta1 * exp_avg + one_minus_beta1 * grad
     direction = tl.where(c > 0, 1.0, tl.where(c < 0, -1.0, 0.0))
     new_param = param * decay - lr * direction
-    new_exp_avg = beta2 * exp_avg + (1.0 - beta2) * grad
+    new_exp_avg = beta2 * exp_avg + one_minus_beta2 * grad
     tl.store(new_param_ptr + offsets, new_param.to(new_param_ptr.dtype.element_ty), mask=mask)
     tl.store(new_exp_avg_ptr + offsets, new_exp_avg.to(new_exp_avg_ptr.dtype.element_ty), mask=mask)
 
@@ -42,7 +44,7 @@ def lion(
     lion_kernel[(triton.cdiv(n, block),)](
         param, grad, exp_avg,
         new_param, new_exp_avg,
-        n, lr, beta1, beta2, decay,
+        n, lr, beta1, beta2, 1.0 - beta1, 1.0 - beta2, decay,
         BLOCK=block, num_warps=4,
     )
     return new_param, new_exp_avg
