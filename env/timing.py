@@ -45,19 +45,11 @@ def gpu_lock(device_index: int | None = None, *, shared: bool = False) -> Iterat
     if physical in held:
         yield
         return
-    path, gate_path = (_lock_path(f"kernelgym-gpu-{physical}.{suffix}") for suffix in ("lock", "gate"))
-    for created in (path, gate_path):
-        if not os.path.exists(created):
-            open(created, "a").close()  # noqa: SIM115 - created once, then only read-opened (a sandbox may forbid writes)
-    with open(path) as handle, open(gate_path) as gate:
-        # Through the gate first: flock lets new shared holders in while an exclusive one waits, so four
-        # evaluators' checks kept a timing loop out for over 300 s on the H200. A timing loop waiting at
-        # the lock holds the gate, and new checks queue behind it.
-        fcntl.flock(gate, fcntl.LOCK_EX)
-        try:
-            fcntl.flock(handle, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
-        finally:
-            fcntl.flock(gate, fcntl.LOCK_UN)
+    path = _lock_path(f"kernelgym-gpu-{physical}.lock")
+    if not os.path.exists(path):
+        open(path, "a").close()  # noqa: SIM115 - created once, then only read-opened (a sandbox may forbid writes)
+    with open(path) as handle:
+        fcntl.flock(handle, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
         with _marked_held(held, physical, handle):
             yield
 

@@ -308,7 +308,7 @@ def test_speedups_past_the_roofline_or_the_vendor_library_are_flagged(monkeypatc
     monkeypatch.setattr(evaluator, "_run", lambda task, item, result: {"ok": True})
     monkeypatch.setattr(evaluator, "_judge", lambda task, item, reply, result: CaseResult(*item[:4], True))
     monkeypatch.setattr(
-        evaluator, "_baseline_times", lambda task, case, options: {"eager": 1.0, "vendor": 0.9}
+        evaluator, "_baseline_times", lambda task, case, options, alone=True: {"eager": 1.0, "vendor": 0.9}
     )
     monkeypatch.setattr(evaluator_mod, "ceilings_for", lambda device: KNOWN_CEILINGS["H200"])
     result = EvalResult(task=task.id, target="sm_90a", device="NVIDIA H200", correct=True, compiled=True)
