@@ -146,3 +146,22 @@ def test_a_wrong_dropout_kernel_is_rejected(cpu_evaluator, label, old, new):
     result = cpu_evaluator.evaluate(get_task("random/dropout"), _variant("random/dropout", old, new), DEV)
     assert result.compiled and result.correct is False, label
     assert any(c.passed is False and c.message for c in result.cases), result.feedback
+
+
+def test_a_placeholder_reference_is_never_timed_as_a_baseline(tmp_path, monkeypatch):
+    # random tasks' references only allocate (the check judges them); timing one gave 0.00x speedups.
+    from kernelgym.env import EvalOptions, Evaluator
+    from kernelgym.tasks import get_task
+
+    monkeypatch.setenv("KERNELGYM_CACHE", str(tmp_path))
+    timed = []
+    monkeypatch.setattr("kernelgym.env.timing.time_callable",
+                        lambda fn, inputs, **kw: timed.append(fn) or {"median_ms": 1.0})
+    evaluator = Evaluator("cpu")
+    task = get_task("random/dropout")
+    assert evaluator._baseline_times(task, task.cases("dev")[0], EvalOptions(device="cpu")) == {}
+    assert timed == []
+    add = get_task("math/add")
+    assert set(evaluator._baseline_times(add, add.cases("dev")[0], EvalOptions(device="cpu"))) == \
+        {"eager", "torch.compile"}
+    assert len(timed) == 2
