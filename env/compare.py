@@ -63,6 +63,13 @@ def _worse(a: float, b: float) -> float:
     return max(a, b)
 
 
+def _abs_error(o: torch.Tensor, r: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Where o equals r (equal infinities, NaN where r is NaN), and |o - r|: 0 there, inf for other NaN."""
+    same = (o == r) | (torch.isnan(o) & torch.isnan(r))
+    diff = torch.where(same, 0.0, (o - r).abs())
+    return same, torch.where(torch.isnan(diff), float("inf"), diff)
+
+
 def _compare_tensor(out: torch.Tensor, ref: torch.Tensor, tol: Any) -> dict[str, Any]:
     device = ref.device
     o = out.to(device=device, dtype=torch.float64)
@@ -72,10 +79,7 @@ def _compare_tensor(out: torch.Tensor, ref: torch.Tensor, tol: Any) -> dict[str,
     if o.numel() == 0:
         return {"passed": True, "max_abs_error": 0.0, "max_rel_error": 0.0, "rel_l2_error": 0.0,
                 "mismatches": 0, "message": ""}
-    same = (o == r) | (torch.isnan(o) & torch.isnan(r))  # equal infinities and NaN where the reference is NaN
-    diff = (o - r).abs()
-    diff = torch.where(same, torch.zeros_like(diff), diff)
-    diff = torch.where(torch.isnan(diff), torch.full_like(diff, float("inf")), diff)
+    same, diff = _abs_error(o, r)
     bound = tol.atol + tol.rtol * r.abs()
     bad = ~((diff <= bound) | same)
     mismatches = int(bad.sum())
@@ -86,7 +90,7 @@ def _compare_tensor(out: torch.Tensor, ref: torch.Tensor, tol: Any) -> dict[str,
         # elements is ~1e-8 per element, below float16's range, and zero is then the best answer.
         held = ref.to(out.dtype).to(torch.float64)
         finite = finite & torch.isfinite(held)
-        held_diff = torch.where(o == held, 0.0, (o - held).abs()).nan_to_num(nan=float("inf"))
+        held_diff = _abs_error(o, held)[1]
     ref_norm = float(torch.linalg.vector_norm(torch.where(finite, held, 0.0)))
     err_norm = float(torch.linalg.vector_norm(torch.where(finite, held_diff, 0.0)))
     rel_l2 = err_norm / ref_norm if ref_norm > 0 else (0.0 if err_norm == 0 else float("inf"))

@@ -561,7 +561,6 @@ class Evaluator:
             if result.runtime_error is None:
                 result.runtime_error = reply["error"]
             return CaseResult(shape_set, case, seed, dist, False, message=message)
-        expected, meta = self.reference(task, case, seed, dist)
         outputs = reply["outputs"]
         if task.check is not None:
             # The worker's very inputs: drawn on this evaluator's device (a CUDA generator's numbers are
@@ -571,6 +570,7 @@ class Evaluator:
             with torch.no_grad(), self._gpu_shared():
                 problem = task.check(outputs[0] if len(outputs) == 1 else outputs, inputs, case)
             return CaseResult(shape_set, case, seed, dist, problem is None, message=problem or "")
+        expected, meta = self.reference(task, case, seed, dist)
         fields = compare_outputs(outputs, expected, meta, task)
         return CaseResult(shape_set, case, seed, dist, **fields)
 
@@ -829,21 +829,16 @@ class Evaluator:
         for alone in (False, True):
             with bench_slot(index, alone=alone):
                 try:
-                    self._timing_in_slot(task, options, result, alone)
+                    self._bench_cases(task, options, result, alone)
                     return
-                except _SharedOutOfMemory:
+                # torch's: the harness's own reference or inputs at a bench shape ran out here
+                except (_SharedOutOfMemory, torch.OutOfMemoryError):
+                    if alone:
+                        raise
                     del result.cases[marks[0]:], result.violations[marks[1]:], result.suspicious[marks[2]:]
                     result.runtime_error, result.correct = None, marks[3]
                 finally:
                     release_cached_memory(self.device)  # inside the slot: the next phase needs it
-
-    def _timing_in_slot(self, task: Task, options: EvalOptions, result: EvalResult, alone: bool) -> None:
-        try:
-            self._bench_cases(task, options, result, alone)
-        except torch.OutOfMemoryError:  # the harness's own reference or inputs at a bench shape
-            if not alone:
-                raise _SharedOutOfMemory from None
-            raise
 
     def _bench_cases(self, task: Task, options: EvalOptions, result: EvalResult, alone: bool) -> None:
         ceilings = ceilings_for(self.device)
@@ -880,7 +875,7 @@ class Evaluator:
             # Check on fresh inputs after the timing loop: a kernel that behaves differently once warm fails.
             after = ("bench", case, 7, "uniform", False)
             reply = self._run(task, after, result) or {"ok": False, "error": "no reply"}
-            if not reply.get("ok") and "OutOfMemoryError" in str(reply.get("error")):
+            if _out_of_memory(reply):
                 # Not evidence of a kernel that changes once warm: the GPU's memory ran out under it.
                 _raise_if_shared_oom(reply, alone)
                 result.runtime_error = f"bench check after the timing loop: {reply.get('error')}"
@@ -948,11 +943,9 @@ class Evaluator:
             return cached
         inputs = [task.make_inputs(case, Sampler(seed, "normal", self.device)) for seed in (0, 1, 2)]
         fns: dict[str, Any] = {}
-        # A task judged by its own check (random ops) has a placeholder reference: timing it would time
-        # an allocation (0.00x "speedups" on the H200).
-        if "eager" in task.baselines and task.check is None:
+        if "eager" in task.baselines:
             fns["eager"] = task.reference
-        if "torch.compile" in task.baselines and task.check is None:
+        if "torch.compile" in task.baselines:
             fns["torch.compile"] = torch.compile(_own_code(task.reference))
         if task.vendor is not None:
             fns["vendor"] = task.vendor
@@ -962,11 +955,9 @@ class Evaluator:
                 try:
                     stats = time_callable(fn, inputs, warmup=options.warmup, reps=options.reps)
                     times[name] = stats["median_ms"]
-                except torch.OutOfMemoryError:
-                    if not alone:
-                        raise _SharedOutOfMemory from None
-                    times[f"{name} (failed: OutOfMemoryError)"] = float("nan")
                 except Exception as exc:  # noqa: BLE001 - a baseline that fails is left out, and said
+                    if isinstance(exc, torch.OutOfMemoryError) and not alone:
+                        raise _SharedOutOfMemory from None
                     times[f"{name} (failed: {type(exc).__name__})"] = float("nan")
         self._baselines[key] = {k: v for k, v in times.items() if v == v}
         if all(v == v for v in times.values()):
@@ -978,8 +969,12 @@ class _SharedOutOfMemory(Exception):
     """The GPU ran out of memory in a bench phase that shared it with another evaluation's."""
 
 
+def _out_of_memory(reply: dict[str, Any]) -> bool:
+    return not reply.get("ok") and "OutOfMemoryError" in str(reply.get("error"))
+
+
 def _raise_if_shared_oom(reply: dict[str, Any], alone: bool) -> None:
-    if not alone and "OutOfMemoryError" in str(reply.get("error")):
+    if not alone and _out_of_memory(reply):
         raise _SharedOutOfMemory
 
 

@@ -32,6 +32,9 @@ _NOT_COMPARED = {
     d: Tolerance(0.0, 0.0, 0.0, "not compared with a reference: judged by the task's statistical check")
     for d in ("float32", "float16", "bfloat16", "int64")
 }
+_NO_BASELINES: tuple[str, ...] = ()
+"""The references below only allocate (a check judges the output): timing one as "eager" or
+"torch.compile" would time an allocation (0.00x "speedups" on the H200)."""
 _ULP = {torch.float32: 2.0**-21, torch.float16: 2.0**-10, torch.bfloat16: 2.0**-7}
 """Relative slack for a value computed in fp32 and rounded once to the output dtype (two ulps for fp32)."""
 
@@ -186,6 +189,7 @@ new tensor of x's shape and dtype.
     distributions=("normal",),
     seeds=(0, 1),
     check=_dropout_check,
+    baselines=_NO_BASELINES,
     notes="Judged statistically (see the description); no element-wise tolerance applies.",
 ))
 
@@ -241,6 +245,7 @@ the dtype). The draw depends only on (seed, element index). Return a new (M, N) 
     distributions=("normal",),
     seeds=(0, 1),
     check=_dropout_add_check,
+    baselines=_NO_BASELINES,
     notes="Judged statistically (see the description); no element-wise tolerance applies.",
 ))
 
@@ -306,6 +311,7 @@ one of probability 1 always 1. Return a new tensor of probs' shape and dtype hol
     distributions=("normal",),
     seeds=(0, 1),
     check=_bernoulli_check,
+    baselines=_NO_BASELINES,
     notes="Judged statistically (see the description); no element-wise tolerance applies.",
 ))
 
@@ -380,6 +386,7 @@ Return a new tensor of x's shape and dtype; do not modify x.
     distributions=("normal",),
     seeds=(0, 1),
     check=_uniform_check,
+    baselines=_NO_BASELINES,
     notes="Judged statistically (see the description); no element-wise tolerance applies.",
 ))
 
@@ -453,6 +460,7 @@ tensor of x's shape and dtype; do not modify x.
     distributions=("normal",),
     seeds=(0, 1),
     check=_normal_check,
+    baselines=_NO_BASELINES,
     notes="Judged statistically (see the description); no element-wise tolerance applies.",
 ))
 
@@ -531,6 +539,7 @@ E[out] = x. Return a new float32 (M, N) tensor.
     distributions=("normal",),
     seeds=(0, 1),
     check=_sround_check,
+    baselines=_NO_BASELINES,
     notes="Judged statistically (see the description); no element-wise tolerance applies.",
 ))
 
@@ -593,5 +602,6 @@ integers low, low + 1, ..., high - 1. Return a new int64 (M, N) tensor.
     distributions=("normal",),
     seeds=(0, 1),
     check=_randint_check,
+    baselines=_NO_BASELINES,
     notes="Judged statistically (see the description); no element-wise tolerance applies.",
 ))
