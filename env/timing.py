@@ -25,6 +25,11 @@ from .device import physical_gpu
 L2_FLUSH_BYTES = 256 << 20  # several times the H200's 60 MB L2
 WARMUP_SECONDS = 0.1
 MAX_WARMUP_CALLS = 2000
+# A timing loop holds its GPU alone, so every other evaluation on it waits: a loop that would run
+# longer than this times fewer calls (torch's QR at a bench shape, 1.75 s a call, held an H200 for
+# six minutes with 35 calls per baseline), never fewer than MIN_TIMED_CALLS.
+MAX_TIMED_SECONDS = 2.0
+MIN_TIMED_CALLS = 3
 HIDDEN_WORK_RATIO = 1.5
 HIDDEN_WORK_SLACK_MS = 0.05
 
@@ -150,9 +155,14 @@ def _time_callable(fn: Callable[..., Any], input_sets: Sequence[dict[str, Any]],
                    event_cls: Any, synchronize: Callable[[], None], preroll_ms: float = 0.0,
                    ) -> dict[str, Any]:
     flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
+    synchronize()
+    started = time.perf_counter()
+    fn(**input_sets[0])
+    synchronize()
+    warmup, reps = calls_within_budget(time.perf_counter() - started, warmup, reps)
     # Warm up for a time, not only a count: the GPU's clocks settle (power, temperature) within tens
     # of milliseconds of steady work, and a few calls of a short kernel would end well before that.
-    started, i = time.perf_counter(), 0
+    i = 1
     while i < warmup or (time.perf_counter() - started < WARMUP_SECONDS and i < MAX_WARMUP_CALLS):
         fn(**input_sets[i % len(input_sets)])
         i += 1
@@ -197,6 +207,16 @@ def _time_callable(fn: Callable[..., Any], input_sets: Sequence[dict[str, Any]],
         "issue_median_ms": statistics.median(issue_ms),
         "event_ms": [round(v, 5) for v in event_ms],
     }
+
+
+def calls_within_budget(call_seconds: float, warmup: int, reps: int) -> tuple[int, int]:
+    """Warm-up and timed calls for a call of ``call_seconds``: as asked while they fit in
+    MAX_TIMED_SECONDS, else no more warm-up (the call that measured it was one) and as many timed
+    calls as fit, at least MIN_TIMED_CALLS (a call that long varies little from run to run)."""
+    if call_seconds * (warmup + reps) <= MAX_TIMED_SECONDS:
+        return warmup, reps
+    fitting = int(MAX_TIMED_SECONDS / max(call_seconds, 1e-9))
+    return 1, max(MIN_TIMED_CALLS, min(reps, fitting))
 
 
 _CYCLES_PER_MS: list[float] = []

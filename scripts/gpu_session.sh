@@ -9,10 +9,12 @@
 # through the evaluator; D the triton suite's references, timed, until the deadline (rows appended
 # to suite.jsonl; SUITE_RESUME=path resumes an earlier call's file). With fewer GPUs they share.
 # scale: the multi-GPU throughput (1, 2, 4, 8 GPUs as there are), then the suite on every GPU but
-# the last, and the GPU tests on the last. all: scale's throughput, then streams. SKIP="timing bench
-# kb probe tests sweep ptx suite" leaves those steps out of streams (the suite then takes the GPU
-# of a skipped stream C). With fewer than four GPUs, the suite runs after the tests, on GPU 1.
-# GPU_TESTS="path or node id ..." picks the tests of stream B (default: tests/gpu tests/test_sandbox.py).
+# the last, and the GPU tests on the last (SKIP=throughput goes straight to those). all: scale's
+# throughput, then streams. SKIP="timing bench kb probe tests sweep ptx suite" leaves those steps
+# out of streams (the suite then takes the GPU of a skipped stream C). With fewer than four GPUs, the suite runs after the tests, on GPU 1.
+# GPU_TESTS="path or node id ..." picks the tests of stream B (default: tests/gpu tests/test_sandbox.py)
+# and of scale (default: tests/gpu). While a suite runs, $OUT/watch.log records every 30 s the GPU
+# locks (/proc/locks), each python process's state and kernel wait channel, and the GPUs' load.
 # suite: the triton suite alone on every GPU.
 # Logs land in $OUT (8 files at most come back); every JSON report is merged into $OUT/results.json.
 set -uo pipefail
@@ -32,22 +34,35 @@ gpus=$(python3 -c "import torch; print(torch.cuda.device_count())")
   echo "GPUs: $gpus"; } > "$OUT/env.log"
 
 part=${1:-streams}
+on() { [[ " ${SKIP:-} " != *" $1 "* ]]; }  # SKIP="probe sweep ptx kb ..." leaves those steps out
 g() { echo $(( $1 % (gpus > 0 ? gpus : 1) )); }
+watch() {  # every 30 s while the suite runs: who holds and who waits for the GPU locks, GPU load
+  while sleep 30; do
+    { echo "== $(( SECONDS - START )) s, $(wc -l < "$OUT/suite.jsonl" 2>/dev/null) rows"
+      for f in /tmp/kernelgym-gpu-*.lock; do [[ -e $f ]] && echo "$(stat -c %i "$f") $f"; done
+      cat /proc/locks
+      ps -eo pid,ppid,etimes,stat,wchan:28,args --sort=pid | grep -E "[p]ython|[k]ernelgym" | cut -c1-170
+      nvidia-smi --query-gpu=index,utilization.gpu,memory.used --format=csv,noheader
+    } >> "$OUT/watch.log" 2>&1
+  done
+}
 suite() {  # suite GPUS JOBS: the triton suite's references, timed, resumable
   cp -n "${SUITE_RESUME:-/dev/null}" "$OUT/suite.jsonl" 2>/dev/null
+  watch & local watcher=$!
   CUDA_VISIBLE_DEVICES=$1 timeout "$(cap 600)" kernelgym suite check --device cuda --suite triton \
     --shapes dev,heldout --jobs "$2" --jsonl "$OUT/suite.jsonl" --markdown $J/suite.md
+  kill $watcher
 }
 
-if [[ $part == scale || $part == all ]] && [[ $gpus -ge 2 ]]; then
+if [[ $part == scale || $part == all ]] && [[ $gpus -ge 2 ]] && on throughput; then
   counts=1,2; [[ $gpus -ge 4 ]] && counts=1,2,4; [[ $gpus -ge 8 ]] && counts=1,2,4,8
   timeout "$(cap 220)" python3 scripts/multi_gpu_throughput.py --counts $counts --rounds "${ROUNDS:-3}" --reps 10 \
     --out $J/multi_gpu.json >> "$OUT/env.log" 2>&1
 fi
 if [[ $part == scale ]]; then
   last=$(( gpus - 1 )); rest=$(seq -s, 0 $(( last > 0 ? last - 1 : 0 )))
-  ( CUDA_VISIBLE_DEVICES=$last timeout "$(cap 330)" python3 -m pytest -q -m gpu tests/gpu -p no:cacheprovider \
-      -rA --timeout 150 ) > "$OUT/B-probe-tests.log" 2>&1 &
+  ( CUDA_VISIBLE_DEVICES=$last timeout "$(cap 330)" python3 -m pytest -q ${GPU_TESTS:--m gpu tests/gpu} \
+      -p no:cacheprovider -rA --timeout 150 ) > "$OUT/B-probe-tests.log" 2>&1 &
   suite "$rest" $(( 4 * (last > 0 ? last : 1) )) > "$OUT/D-suite.log" 2>&1 &
   wait
 fi
@@ -56,7 +71,6 @@ if [[ $part == suite ]]; then  # the triton suite alone, on every GPU, SUITE_JOB
     > "$OUT/D-suite.log" 2>&1
 fi
 if [[ $part == streams || $part == all ]]; then
-  on() { [[ " ${SKIP:-} " != *" $1 "* ]]; }  # SKIP="probe sweep ptx kb ..." leaves those steps out
   ( export CUDA_VISIBLE_DEVICES=$(g 0)
     on timing && timeout "$(cap 150)" python3 scripts/timing_probe.py --out $J/timing_probe.json
     on bench && timeout "$(cap 300)" kernelgym bench --device cuda --out $J/bench.json

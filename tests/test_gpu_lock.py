@@ -6,10 +6,11 @@ import fcntl
 import threading
 import time
 
+import pytest
 import torch
 from kernelgym.env import EvalOptions, Evaluator
-from kernelgym.env.result import EvalResult, Violation
-from kernelgym.env.timing import bench_slot, gpu_lock
+from kernelgym.env.result import CaseResult, EvalResult, Violation
+from kernelgym.env.timing import MAX_TIMED_SECONDS, MIN_TIMED_CALLS, bench_slot, calls_within_budget, gpu_lock
 from kernelgym.tasks import get_task
 
 
@@ -208,3 +209,74 @@ def test_a_phase_that_fits_alone_keeps_nothing_of_the_attempt_that_did_not(tmp_p
     assert attempts == [False, True]
     assert result.correct is True and result.runtime_error is None and result.violations == []
     assert result.speedup == {"eager": 1.5}
+
+
+def test_the_exclusive_hold_of_a_timing_loop_is_bounded_by_fewer_calls_of_a_slow_call():
+    assert calls_within_budget(0.001, 5, 30) == (5, 30)  # 35 ms in all: as asked
+    warmup, reps = calls_within_budget(0.2, 5, 30)  # 7 s as asked
+    assert warmup == 1 and reps == int(MAX_TIMED_SECONDS / 0.2)
+    assert calls_within_budget(1.75, 5, 30) == (1, MIN_TIMED_CALLS)  # torch's QR at a bench shape
+    assert calls_within_budget(0.5, 5, 3) == (1, 3)  # never more timed calls than asked
+
+
+def test_a_bench_check_without_timing_takes_a_slot_and_again_alone_after_running_out(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNELGYM_LOCK_DIR", str(tmp_path))
+    monkeypatch.setenv("KERNELGYM_BENCH_SLOTS", "2")
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    evaluator = Evaluator("cpu")
+    free_slots: list[int] = []
+    harness_oom = torch.OutOfMemoryError("CUDA out of memory")
+    worker_oom = {"ok": False, "error": "torch.OutOfMemoryError: CUDA out of memory"}
+    outcomes = [harness_oom, harness_oom, worker_oom, {"ok": True}, {"ok": True}]
+
+    def run(task, item, result):
+        free_slots.append(_free_slots(tmp_path))
+        outcome = outcomes.pop(0)
+        if isinstance(outcome, Exception):
+            raise outcome  # the harness's float64 reference at a bench shape
+        return outcome
+
+    monkeypatch.setattr(evaluator, "_run", run)
+    monkeypatch.setattr(evaluator, "_judge", lambda task, item, reply, result: "judged")
+    item = ("bench", {"n": 1}, 0, "uniform", None)
+    result = EvalResult(task="math/add", target="sm_90a", device="cpu")
+    task = get_task("math/add")
+    with pytest.raises(torch.OutOfMemoryError):  # alone too: the harness's error, not the candidate's
+        evaluator._bench_check(task, item, result)
+    assert free_slots == [1, 0], "first beside another phase (one slot), then alone (none left)"
+    assert evaluator._bench_check(task, item, result) == ({"ok": True}, "judged")
+    assert free_slots[2:] == [1, 0], "the worker out of memory beside another phase: again, alone"
+    assert evaluator._bench_check(task, item, result) == ({"ok": True}, "judged")
+    assert free_slots[4:] == [1], "a check that fits runs once, in one slot"
+    assert _free_slots(tmp_path) == 2
+
+
+def test_bench_cases_are_checked_once_each_on_the_distribution_of_the_check_after_timing():
+    from kernelgym.env.evaluator import BENCH_DISTRIBUTION
+
+    task = get_task("fusion/attention-gqa")
+    plan = Evaluator("cpu")._plan(task, EvalOptions(device="cpu", shape_sets=("heldout", "bench")))
+    bench = [p for p in plan if p[0] == "bench"]
+    assert [p[1] for p in bench] == task.cases("bench")
+    assert {p[3] for p in bench} == {BENCH_DISTRIBUTION}
+    assert "outliers" in {p[3] for p in plan if p[0] == "heldout"}
+
+
+def test_the_late_recheck_never_computes_a_bench_reference_to_find_the_smallest_case(monkeypatch):
+    evaluator = Evaluator("cpu")
+    task = get_task("math/add")
+    sized: list[str] = []
+
+    def reference(task, case, seed, dist):
+        sized.append(case)
+        return None, [torch.empty(case["n"] if "n" in case else 1)]
+
+    monkeypatch.setattr(evaluator, "reference", reference)
+    monkeypatch.setattr(evaluator, "_run", lambda task, item, result: {"ok": True})
+    judged: list[tuple] = []
+    monkeypatch.setattr(evaluator, "_judge", lambda task, item, reply, result: judged.append(item) or
+                        CaseResult(item[0], item[1], item[2], item[3], True))
+    plan = evaluator._plan(task, EvalOptions(device="cpu", shape_sets=("dev", "bench")))
+    evaluator._late_recheck(task, plan, EvalResult(task=task.id, target="sm_90a", device="cpu"))
+    assert sized and all(case in task.cases("dev") for case in sized)
+    assert {item[0] for item in judged} == {"dev"}

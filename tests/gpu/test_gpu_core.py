@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import torch
 from kernelgym.env import EvalOptions, Evaluator, Limits
@@ -94,3 +96,15 @@ def test_device_is_an_h200_or_the_ceilings_are_absent():
     name = torch.cuda.get_device_name()
     ceilings = ceilings_for("cuda")
     assert (ceilings is not None) == any(k in name for k in ("H200", "H100", "B200"))
+
+
+def test_a_slow_call_is_timed_fewer_times_so_the_gpu_is_not_held_for_minutes():
+    from kernelgym.env.timing import MAX_TIMED_SECONDS, MIN_TIMED_CALLS, _spin_cycles_per_ms, time_callable
+
+    cycles = int(400 * _spin_cycles_per_ms())  # a 0.4 s call: 35 of them would hold the GPU for 14 s
+    started = time.perf_counter()
+    stats = time_callable(lambda: torch.cuda._sleep(cycles), [{}], warmup=5, reps=30)
+    seconds = time.perf_counter() - started
+    assert MIN_TIMED_CALLS <= stats["runs"] <= MAX_TIMED_SECONDS / 0.4, stats
+    assert 350 < stats["median_ms"] < 450
+    assert seconds < 0.4 * (stats["runs"] + 4), seconds  # the compile call, the probe, the runs, slack
