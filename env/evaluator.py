@@ -14,8 +14,9 @@ import math
 import statistics
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 from kernelgym.tasks import Sampler, Task
@@ -101,6 +102,7 @@ def _same(a: Any, b: Any) -> bool:
     return a == b
 
 
+_T = TypeVar("_T")
 # Bench cases are checked on one distribution: they are there to catch what only size shows (offsets
 # past 2^31, grid limits). Outliers at 1e8 elements put a few fp16 attention outputs past any
 # element-wise bound (a cancellation of two 100x values), which dev and heldout sizes check already.
@@ -342,24 +344,35 @@ class Evaluator:
 
     def _bench_check(self, task: Task, item: tuple[Any, ...], result: EvalResult
                      ) -> tuple[dict[str, Any] | None, CaseResult | None]:
-        """A bench-size check outside the timing phase (timing off): in one of the GPU's bench slots, as
-        the timing phase is, and again alone on the GPU if it ran out of memory beside another one
-        (four evaluations checking bench shapes at once ran an H200 out of memory)."""
+        """A bench-size check outside the timing phase (timing off) uses the GPU's memory as the timing
+        phase does (four evaluations checking bench shapes at once ran an H200 out of memory)."""
+        def attempt(alone: bool) -> tuple[dict[str, Any] | None, CaseResult | None]:
+            reply = self._run(task, item, result)
+            if reply is None:
+                return None, None
+            _raise_if_shared_oom(reply, alone)
+            return reply, self._judge(task, item, reply, result)
+
+        return self._in_bench_slot(attempt)
+
+    def _in_bench_slot(self, attempt: Callable[[bool], _T], undo: Callable[[], None] = lambda: None) -> _T:
+        """``attempt(alone)`` in one of the GPU's bench slots; if the GPU's memory runs out while another
+        evaluation's bench phase shares it, ``undo`` what the attempt recorded and run it again with every
+        slot (alone on the GPU)."""
         from .timing import bench_slot
 
         index = torch.device(self.device).index or 0
         for alone in (False, True):
             with bench_slot(index, alone=alone):
                 try:
-                    reply = self._run(task, item, result)
-                    if reply is not None and _out_of_memory(reply) and not alone:
-                        continue
-                    return reply, None if reply is None else self._judge(task, item, reply, result)
-                except torch.OutOfMemoryError:  # the harness's own reference or inputs at this size
+                    return attempt(alone)
+                # torch's: the harness's own reference or inputs at a bench shape ran out here
+                except (_SharedOutOfMemory, torch.OutOfMemoryError):
                     if alone:
                         raise
+                    undo()
                 finally:
-                    release_cached_memory(self.device)
+                    release_cached_memory(self.device)  # inside the slot: the next attempt needs it
         raise AssertionError("the attempt alone returns or raises")
 
     def _interpreter_fault(self, task: Task, case: dict[str, Any], seed: int, dist: str) -> str | None:
@@ -853,25 +866,14 @@ class Evaluator:
         result.arch_verified = result.required_features_met
 
     def _timing(self, task: Task, options: EvalOptions, result: EvalResult) -> None:
-        """The bench phase, in one of the GPU's bench slots; if the GPU's memory runs out while another
-        evaluation's bench phase shares it, the phase runs again with every slot (alone on the GPU)."""
-        from .timing import bench_slot
-
-        index = torch.device(self.device).index or 0
+        """The bench phase (timing, the bench check after it, baselines), in the GPU's bench slots."""
         marks = len(result.cases), len(result.violations), len(result.suspicious), result.correct
-        for alone in (False, True):
-            with bench_slot(index, alone=alone):
-                try:
-                    self._bench_cases(task, options, result, alone)
-                    return
-                # torch's: the harness's own reference or inputs at a bench shape ran out here
-                except (_SharedOutOfMemory, torch.OutOfMemoryError):
-                    if alone:
-                        raise
-                    del result.cases[marks[0]:], result.violations[marks[1]:], result.suspicious[marks[2]:]
-                    result.runtime_error, result.correct = None, marks[3]
-                finally:
-                    release_cached_memory(self.device)  # inside the slot: the next phase needs it
+
+        def undo() -> None:
+            del result.cases[marks[0]:], result.violations[marks[1]:], result.suspicious[marks[2]:]
+            result.runtime_error, result.correct = None, marks[3]
+
+        self._in_bench_slot(lambda alone: self._bench_cases(task, options, result, alone), undo)
 
     def _bench_cases(self, task: Task, options: EvalOptions, result: EvalResult, alone: bool) -> None:
         ceilings = ceilings_for(self.device)
