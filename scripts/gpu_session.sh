@@ -5,13 +5,15 @@
 #
 # streams (the default): four streams at once, one GPU each where there are four (timing holds its
 # GPU alone, so streams never disturb each other's timings): A the timing probe, `kernelgym bench`,
-# then the KernelBench comparison; B the sandbox probe then the GPU tests; C the GEMM sweep then every `ptx` reference
-# through the evaluator; D the triton suite's references, timed, until the deadline (rows appended
-# to suite.jsonl; SUITE_RESUME=path resumes an earlier call's file). With fewer GPUs they share.
+# then the KernelBench comparison; B the sandbox probe then the GPU tests; C the GEMM sweep then
+# every `ptx` reference through the evaluator; D the triton suite's references, timed, until the
+# deadline (rows appended to suite.jsonl; SUITE_RESUME=path resumes an earlier call's file). With
+# fewer GPUs they share.
 # scale: the multi-GPU throughput (1, 2, 4, 8 GPUs as there are), then the suite on every GPU but
 # the last, and the GPU tests on the last (SKIP=throughput goes straight to those). all: scale's
 # throughput, then streams. SKIP="timing bench kb probe tests sweep ptx suite" leaves those steps
-# out of streams (the suite then takes the GPU of a skipped stream C). With fewer than four GPUs, the suite runs after the tests, on GPU 1.
+# out of streams (the suite then takes the GPU of a skipped stream C). With fewer than four GPUs,
+# the suite runs after the tests, on GPU 1.
 # GPU_TESTS="path or node id ..." picks the tests of stream B (default: tests/gpu tests/test_sandbox.py)
 # and of scale (default: tests/gpu). While a suite runs, $OUT/watch.log records every 30 s the GPU
 # locks (/proc/locks), each python process's state and kernel wait channel, and the GPUs' load.
