@@ -4,8 +4,8 @@ from pathlib import Path
 
 from setuptools import setup
 
-ROOTS = {"kernelgym": "kernelgym", "env": "kernelgym.env", "tasks": "kernelgym.tasks",
-         "prompts": "kernelgym.prompts", "agents": "kernelgym.agents", "experiments": "kernelgym.experiments"}
+ROOTS = {"warpgym": "warpgym", "env": "warpgym.env", "tasks": "warpgym.tasks",
+         "prompts": "warpgym.prompts", "agents": "warpgym.agents", "experiments": "warpgym.experiments"}
 
 
 def _packages() -> tuple[list[str], dict[str, str]]:

@@ -1,8 +1,8 @@
-"""kernelgym.agents: LLM providers and the LangGraph loops that drive the environment.
+"""warpgym.agents: LLM providers and the LangGraph loops that drive the environment.
 
 Importing this package is cheap: the SDKs (openai, anthropic) and langgraph load only when a
 provider is built or a loop is run. The contract the experiment runner codes against is in
-``kernelgym.agents.api``.
+``warpgym.agents.api``.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def __getattr__(name: str) -> Any:
         from . import extract
 
         return getattr(extract, name)
-    raise AttributeError(f"module 'kernelgym.agents' has no attribute {name!r}")
+    raise AttributeError(f"module 'warpgym.agents' has no attribute {name!r}")
 
 
 __all__ = [

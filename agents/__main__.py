@@ -1,7 +1,7 @@
 """Play one episode from the command line and print what happened at each turn.
 
-    python -m kernelgym.agents math/add --loop fix-retry --provider openai:gpt-5 --context full
-    python -m kernelgym.agents math/add --provider replay:answers.jsonl --device cpu -v
+    python -m warpgym.agents math/add --loop fix-retry --provider openai:gpt-5 --context full
+    python -m warpgym.agents math/add --provider replay:answers.jsonl --device cpu -v
 
 ``--record FILE`` appends every answer to a replay file, so the episode can be played again
 offline (``--provider replay:FILE``).
@@ -19,7 +19,7 @@ from .transcript import format_episode, format_turn
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kernelgym.agents", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m warpgym.agents", description=__doc__.split("\n\n")[0])
     parser.add_argument("task", help="task id, e.g. math/add")
     parser.add_argument("--loop", default="fix-retry", choices=sorted(LOOPS))
     parser.add_argument("--provider", required=True, help="openai:MODEL, anthropic:MODEL, "

@@ -1,4 +1,4 @@
-"""The public contract of ``kernelgym.agents``: what the experiment runner codes against.
+"""The public contract of ``warpgym.agents``: what the experiment runner codes against.
 
 Kept free of heavy imports (no SDKs, no langgraph) so that the runner can import the types
 cheaply; ``make_provider`` and ``run_episode`` import their implementations on first call.
@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from kernelgym.env import KernelEnv
+    from warpgym.env import KernelEnv
 
 CONTEXT_LEVELS: tuple[str, ...] = ("none", "specs", "full")
 """Hardware context in the prompt: nothing, the device's numbers and features, or the full documents."""

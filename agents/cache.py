@@ -19,11 +19,11 @@ from typing import Any
 
 
 def default_cache_dir() -> Path:
-    env = os.environ.get("KERNELGYM_CACHE_DIR")
+    env = os.environ.get("WARPGYM_CACHE_DIR")
     if env:
         return Path(env) / "responses"
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "kernelgym" / "responses"
+    return Path(base) / "warpgym" / "responses"
 
 
 def cache_key(payload: dict[str, Any]) -> str:

@@ -23,14 +23,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from kernelgym.prompts import feedback_prompt, optimise_prompt, system_prompt, task_prompt
+from warpgym.prompts import feedback_prompt, optimise_prompt, system_prompt, task_prompt
 
 from .api import CONTEXT_LEVELS, HISTORY_MODES, LOOPS, EpisodeResult, Provider, TurnRecord
 from .extract import extract_candidate
 
 if TYPE_CHECKING:
-    from kernelgym.env import KernelEnv
-    from kernelgym.tasks import Task
+    from warpgym.env import KernelEnv
+    from warpgym.tasks import Task
 
 
 class EpisodeState(TypedDict, total=False):
@@ -282,7 +282,7 @@ def fix_retry(ep: Episode, *, is_async: bool = False, checkpointer: Any = None, 
 def _prepare(task_id: str, loop: str, provider: Provider, context: str, max_turns: int, env: KernelEnv | None,
              history: str, sample: int, on_turn: Callable[[TurnRecord], None] | None, target: str,
              device: str, loop_args: dict[str, Any] | None, is_async: bool) -> tuple[Episode, Any, bool]:
-    from kernelgym.env import make
+    from warpgym.env import make
 
     if context not in CONTEXT_LEVELS:
         raise ValueError(f"unknown context level {context!r}; use one of {CONTEXT_LEVELS}")
@@ -343,7 +343,7 @@ def run_episode(task_id: str, *, loop: str, provider: Provider, context: str = "
                 on_turn: Callable[[TurnRecord], None] | None = None, resume: list[TurnRecord] | None = None,
                 target: str = "sm_90a", device: str = "auto", loop_args: dict[str, Any] | None = None
                 ) -> EpisodeResult:
-    """See ``kernelgym.agents.api.run_episode``. ``loop_args`` override the loop's registered defaults
+    """See ``warpgym.agents.api.run_episode``. ``loop_args`` override the loop's registered defaults
     (e.g. ``{"keep_optimising": True}`` for fix-retry)."""
     ep, graph, owns_env = _prepare(task_id, loop, provider, context, max_turns, env, history, sample, on_turn,
                                    target, device, loop_args, is_async=False)

@@ -2,7 +2,7 @@
 
 The defaults are list prices for standard (not batch, not priority) processing as published when
 this table was written; providers change them, so a run that must report exact cost passes its own
-table (``make_provider(..., prices={...})`` or ``KERNELGYM_PRICES``, a JSON file). An unknown
+table (``make_provider(..., prices={...})`` or ``WARPGYM_PRICES``, a JSON file). An unknown
 model costs 0 and its completions say ``priced=False``, so a missing price never passes silently.
 """
 
@@ -79,7 +79,7 @@ class PriceTable:
 
     def __init__(self, overrides: Mapping[str, Any] | None = None, *, defaults: bool = True) -> None:
         self.prices: dict[str, Price] = dict(DEFAULT_PRICES) if defaults else {}
-        env_file = os.environ.get("KERNELGYM_PRICES")
+        env_file = os.environ.get("WARPGYM_PRICES")
         if env_file:
             self.update(json.loads(Path(env_file).read_text()))
         if overrides:

@@ -4,7 +4,7 @@ replay (recorded answers, in ``replay.py``).
 Every provider does the same four things around one API call: merge call parameters, look in the
 on-disk cache, call with retries (``retry.py``; the SDKs' own retries are off), and account for
 tokens, latency and cost. The SDKs are imported when a client is first needed, so importing
-``kernelgym.agents`` stays cheap and a machine without them can still replay.
+``warpgym.agents`` stays cheap and a machine without them can still replay.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ CLIENT_OPTIONS = frozenset({
 })
 """Options of the client and of the call machinery; they do not change the answer."""
 
-log = logging.getLogger("kernelgym.agents")
+log = logging.getLogger("warpgym.agents")
 
 DEFAULT_MAX_TOKENS = 16384
 DEFAULT_TIMEOUT_S = 900.0
@@ -410,7 +410,7 @@ PROVIDERS: dict[str, type[BaseProvider]] = {
 
 def make_provider(spec: str, *, cache_dir: Path | None = None, use_cache: bool = True,
                   prices: dict[str, Any] | None = None, **params: Any) -> Any:
-    """See ``kernelgym.agents.api.make_provider``. ``record=PATH`` wraps the provider so that every answer
+    """See ``warpgym.agents.api.make_provider``. ``record=PATH`` wraps the provider so that every answer
     is also appended to a replay file."""
     kind, model, url = parse_spec(spec)
     record = params.pop("record", None)

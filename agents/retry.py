@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import tenacity
 
-log = logging.getLogger("kernelgym.agents")
+log = logging.getLogger("warpgym.agents")
 T = TypeVar("T")
 
 

@@ -17,9 +17,9 @@ from typing import Any
 
 
 def cache_dir() -> Path:
-    """``$KERNELGYM_CACHE_DIR`` (the agents' response cache lives there too), else ``~/.cache/kernelgym``."""
-    root = os.environ.get("KERNELGYM_CACHE_DIR") or os.environ.get("KERNELGYM_CACHE")
-    return Path(root or os.path.join(os.path.expanduser("~"), ".cache", "kernelgym"))
+    """``$WARPGYM_CACHE_DIR`` (the agents' response cache lives there too), else ``~/.cache/warpgym``."""
+    root = os.environ.get("WARPGYM_CACHE_DIR") or os.environ.get("WARPGYM_CACHE")
+    return Path(root or os.path.join(os.path.expanduser("~"), ".cache", "warpgym"))
 
 
 def fingerprint(*parts: Any) -> str:
@@ -57,7 +57,7 @@ class JsonCache:
 
     def __init__(self, name: str, enabled: bool = True) -> None:
         self.path = cache_dir() / f"{name}.json"
-        self.enabled = enabled and os.environ.get("KERNELGYM_NO_CACHE") != "1"
+        self.enabled = enabled and os.environ.get("WARPGYM_NO_CACHE") != "1"
 
     def _read(self) -> dict[str, Any]:
         try:

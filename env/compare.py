@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from kernelgym.tasks import Task
+from warpgym.tasks import Task
 
 
 def raw_bytes(t: torch.Tensor) -> torch.Tensor:

@@ -16,7 +16,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
-from kernelgym.tasks import Task, get_task
+from warpgym.tasks import Task, get_task
 
 from .evaluator import EvalOptions, Evaluator
 from .result import STAGES, EvalResult
@@ -140,5 +140,5 @@ class KernelEnv(gym.Env[dict[str, Any], str]):
 
 def make(task_id: str, *, target: str = "sm_90a", device: str = "auto", max_turns: int = 8,
          **kwargs: Any) -> KernelEnv:
-    """``kernelgym.make("normalization/softmax", target="sm_90a", max_turns=8)``."""
+    """``warpgym.make("normalization/softmax", target="sm_90a", max_turns=8)``."""
     return KernelEnv(task_id, target=target, device=device, max_turns=max_turns, **kwargs)

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import torch
-from kernelgym.tasks import Sampler, Task
-from kernelgym.tasks.spec import dtype_of, sequence
+from warpgym.tasks import Sampler, Task
+from warpgym.tasks.spec import dtype_of, sequence
 
 from . import feedback as feedback_mod
 from .cache import JsonCache, code_fingerprint, environment_fingerprint, fingerprint
@@ -291,7 +291,7 @@ class Evaluator:
         if task.language == "cuda" and ran and loader_launched == 0 and result.runtime_error is None:
             result.violations.append(Violation(
                 "no-kernel-launched", "the entrypoint returned without launching a kernel built through "
-                "kernelgym.env.loader; a CUDA/PTX task's arithmetic must run in such kernels"))
+                "warpgym.env.loader; a CUDA/PTX task's arithmetic must run in such kernels"))
         result.correct = bool(ran) and all(c.passed for c in ran) and not result.violations
         if not ran:
             result.correct = None
@@ -757,7 +757,7 @@ class Evaluator:
         modules = reply.get("modules", [])
         if not modules:
             result.violations.append(Violation(
-                "no-loader-module", "no module was built through kernelgym.env.loader (load_cuda / "
+                "no-loader-module", "no module was built through warpgym.env.loader (load_cuda / "
                 "load_ptx); a CUDA/PTX task's kernels must be compiled and launched through it"))
             return False
         known = {(k.name, k.target) for k in result.kernels}

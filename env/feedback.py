@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kernelgym.tasks import Task, case_label
+from warpgym.tasks import Task, case_label
 
 if TYPE_CHECKING:
     from .result import EvalResult

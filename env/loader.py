@@ -204,7 +204,7 @@ def default_target() -> str:
     else sm_90a."""
     if _DEFAULT_TARGET:
         return _DEFAULT_TARGET[0]
-    env = os.environ.get("KERNELGYM_TARGET")
+    env = os.environ.get("WARPGYM_TARGET")
     if env:
         return _check_target(env)
     if _gpu_available():
@@ -472,7 +472,7 @@ def _assemble(
             "ptxas", name, target, "no ptxas found (Triton's wheel ships one; or set CUDA_HOME)"
         )
     lowered: list[str] = []
-    with tempfile.TemporaryDirectory(prefix="kernelgym-ptx-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="warpgym-ptx-") as tmp:
         src, out = Path(tmp) / f"{_safe(name)}.ptx", Path(tmp) / f"{_safe(name)}.cubin"
         for attempt in range(2):
             src.write_text(ptx)

@@ -46,10 +46,10 @@ def clean_environment(device: str, mode: str, workdir: Path) -> dict[str, str]:
            if not SECRET_NAME.search(k) and not k.upper().startswith(SECRET_PREFIXES)}
     env.pop("TRITON_INTERPRET", None)
     env.update({
-        "KERNELGYM_DEVICE": device,
-        "KERNELGYM_WORKER_MODE": mode,
+        "WARPGYM_DEVICE": device,
+        "WARPGYM_WORKER_MODE": mode,
         "TMPDIR": str(workdir),
-        "KERNELGYM_LOCK_DIR": os.environ.get("KERNELGYM_LOCK_DIR", tempfile.gettempdir()),
+        "WARPGYM_LOCK_DIR": os.environ.get("WARPGYM_LOCK_DIR", tempfile.gettempdir()),
         "HOME": str(workdir),
         "TRITON_CACHE_DIR": str(workdir / "triton-cache"),
         "TORCHINDUCTOR_CACHE_DIR": str(workdir / "inductor-cache"),
@@ -59,14 +59,14 @@ def clean_environment(device: str, mode: str, workdir: Path) -> dict[str, str]:
     })
     if device.startswith("cuda") and ":" in device:
         env["CUDA_VISIBLE_DEVICES"] = physical_gpu(int(device.split(":", 1)[1]))
-        env["KERNELGYM_DEVICE"] = "cuda"
+        env["WARPGYM_DEVICE"] = "cuda"
     return env
 
 
 def _create_gpu_locks(env: dict[str, str]) -> None:
     """The timing lock files (timing.gpu_lock), made here: a sandboxed worker may open them but not create
     files outside its own directory."""
-    if not env.get("KERNELGYM_DEVICE", "cpu").startswith("cuda"):
+    if not env.get("WARPGYM_DEVICE", "cpu").startswith("cuda"):
         return
     import torch
 
@@ -75,7 +75,7 @@ def _create_gpu_locks(env: dict[str, str]) -> None:
         [str(i) for i in range(torch.cuda.device_count())]
     for physical in ids:
         try:
-            path = os.path.join(env["KERNELGYM_LOCK_DIR"], f"kernelgym-gpu-{physical}.lock")
+            path = os.path.join(env["WARPGYM_LOCK_DIR"], f"warpgym-gpu-{physical}.lock")
             open(path, "a").close()  # noqa: SIM115
         except (OSError, KeyError):
             pass
@@ -88,8 +88,8 @@ class Worker:
                  sandbox: bool | dict[str, Any] | None = None) -> None:
         self.device = device
         self.mode = mode
-        if sandbox is None:  # KERNELGYM_NO_SANDBOX=1: off, for a machine where it misbehaves (results say so)
-            sandbox = os.environ.get("KERNELGYM_NO_SANDBOX", "") not in ("1", "true", "yes")
+        if sandbox is None:  # WARPGYM_NO_SANDBOX=1: off, for a machine where it misbehaves (results say so)
+            sandbox = os.environ.get("WARPGYM_NO_SANDBOX", "") not in ("1", "true", "yes")
         self.sandbox = sandbox
         """False: no sandbox; True: the defaults (``sandbox.defaults``); a dict: overrides of them."""
         self.sandbox_report: dict[str, Any] | None = None
@@ -106,11 +106,11 @@ class Worker:
         return self.proc is not None and self.proc.poll() is None
 
     def start(self) -> None:
-        self.workdir = Path(tempfile.mkdtemp(prefix="kernelgym-worker-"))
+        self.workdir = Path(tempfile.mkdtemp(prefix="warpgym-worker-"))
         parent_sock, child_sock = socket.socketpair()
         log = open(self.workdir / "output.log", "wb")  # noqa: SIM115 - the child owns it
         env = clean_environment(self.device, self.mode, self.workdir)
-        command = [sys.executable, "-m", "kernelgym.env.worker", str(child_sock.fileno())]
+        command = [sys.executable, "-m", "warpgym.env.worker", str(child_sock.fileno())]
         if self.sandbox is not False:
             _create_gpu_locks(env)
             removed = sum(1 for k in os.environ

@@ -270,21 +270,21 @@ def kernel_filter(names: Iterable[str]) -> str | None:
 DRIVER = """
 import importlib.util, json, sys
 import torch
-from kernelgym.env import loader
-from kernelgym.tasks import Sampler, get_task
+from warpgym.env import loader
+from warpgym.tasks import Sampler, get_task
 
 cfg = json.loads(sys.argv[1])
 loader.set_default_target(cfg["target"])
-spec = importlib.util.spec_from_file_location("kernelgym_candidate", cfg["path"])
+spec = importlib.util.spec_from_file_location("warpgym_candidate", cfg["path"])
 module = importlib.util.module_from_spec(spec)
-sys.modules["kernelgym_candidate"] = module
+sys.modules["warpgym_candidate"] = module
 spec.loader.exec_module(module)
 task = get_task(cfg["task"])
 inputs = task.make_inputs(cfg["case"], Sampler(cfg["seed"], cfg["distribution"], "cuda"))
 torch.cuda.synchronize()
 getattr(module, task.entrypoint)(**inputs)
 torch.cuda.synchronize()
-print("kernelgym-driver: done")
+print("warpgym-driver: done")
 """
 
 
@@ -302,7 +302,7 @@ def _run_driver(
 ) -> tuple[subprocess.CompletedProcess[str], list[str], float]:
     from .pool import clean_environment
 
-    with tempfile.TemporaryDirectory(prefix="kernelgym-profile-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="warpgym-profile-") as tmp:
         workdir = Path(tmp)
         (workdir / "candidate.py").write_text(source)
         (workdir / "driver.py").write_text(DRIVER)
@@ -381,13 +381,13 @@ def profile_candidate(
     proc, cmd, seconds = _run_driver(tool, task_id, source, case, seed, distribution, target, timeout,
                                      device=device)
     log = (proc.stderr or "")[-3000:]
-    dump = os.environ.get("KERNELGYM_NCU_DUMP")
+    dump = os.environ.get("WARPGYM_NCU_DUMP")
     if dump:  # a folder: keep ncu's raw output (parser fixtures, debugging)
         Path(dump).mkdir(parents=True, exist_ok=True)
         stem = re.sub(r"\W", "_", task_id)
         Path(dump, f"{stem}.csv").write_text(proc.stdout)
         Path(dump, f"{stem}.err").write_text(proc.stderr)
-    if proc.returncode != 0 and "kernelgym-driver: done" not in proc.stdout:
+    if proc.returncode != 0 and "warpgym-driver: done" not in proc.stdout:
         raise ProfileError(f"ncu exited {proc.returncode}: {_tail(proc.stderr or proc.stdout)}")
     profiled = parse_ncu_source_csv(proc.stdout)
     if not profiled:

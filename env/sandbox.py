@@ -2,12 +2,12 @@
 and an in-process audit layer that turns what a candidate tries into a clear verdict.
 
 ``pool.Worker`` starts ``python .../env/sandbox.py FD`` with its settings in the environment
-variable ``KERNELGYM_SANDBOX`` (JSON). This file then runs as a plain script, on the standard
+variable ``WARPGYM_SANDBOX`` (JSON). This file then runs as a plain script, on the standard
 library only, because two of its protections bind only the threads that exist when they are
 applied (Landlock, ``no_new_privs``): nothing that starts threads (torch, Triton) may be imported
 first. It applies what this machine allows, each protection on its own so one failure never
 blocks the others, sends a report as the first message on the worker's socket, and then runs the
-worker (``kernelgym.env.worker``) in the same process.
+worker (``warpgym.env.worker``) in the same process.
 
 Layers, strongest first, each reported as applied or not with the reason:
 - network: a fresh network namespace (no interfaces but a downed loopback); else Landlock's TCP
@@ -35,7 +35,7 @@ import os
 import sys
 from typing import Any
 
-ENV_VAR = "KERNELGYM_SANDBOX"
+ENV_VAR = "WARPGYM_SANDBOX"
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 # -------------------------------------------------------------------------------------------- parent side
@@ -350,7 +350,7 @@ class Sandbox:
         uid = self._target_uid() if os.geteuid() == 0 else os.getuid()
         gid = uid if os.geteuid() == 0 and uid != 0 else os.getgid()
         options = f"size={size},mode=0700,uid={uid},gid={gid}"
-        if size and self._mount("kernelgym", self.workdir, "tmpfs", _MS_NOSUID | _MS_NODEV, options):
+        if size and self._mount("warpgym", self.workdir, "tmpfs", _MS_NOSUID | _MS_NODEV, options):
             os.chdir(self.workdir)  # the old directory is now underneath the tmpfs
             self._ok(
                 "disk",
@@ -393,7 +393,7 @@ class Sandbox:
                 except OSError:
                     continue
             _remove_empty_cgroups(root)
-            path = os.path.join(root, f"kernelgym-worker-{os.getpid()}")
+            path = os.path.join(root, f"warpgym-worker-{os.getpid()}")
             try:
                 os.mkdir(path)
                 self._write(os.path.join(path, "pids.max"), str(limit))
@@ -637,14 +637,14 @@ class Sandbox:
         os.setresuid(uid, uid, uid)
         # The uid has no passwd entry: name it, or getpass.getuser() (which torch calls while importing
         # its compiler on some versions) raises KeyError inside the candidate's first tensor operation.
-        os.environ["USER"] = os.environ["LOGNAME"] = f"kernelgym-{uid}"
+        os.environ["USER"] = os.environ["LOGNAME"] = f"warpgym-{uid}"
         self._ok("user", f"dropped root for the unused uid {uid}: no capabilities, other users' files closed")
 
 
 def _remove_empty_cgroups(root: str) -> None:
     """Workers that died without being stopped leave their (empty) cgroups behind: clear them."""
     try:
-        names = [n for n in os.listdir(root) if n.startswith("kernelgym-worker-")]
+        names = [n for n in os.listdir(root) if n.startswith("warpgym-worker-")]
     except OSError:
         return
     for name in names:
@@ -942,7 +942,7 @@ def install_audit(workdir: str, protected: list[str], includes: list[str]) -> No
                 incidents.append([code, message])
         finally:
             busy.discard(ident)
-        raise PermissionError(f"kernelgym sandbox: {what} is not allowed in a candidate")
+        raise PermissionError(f"warpgym sandbox: {what} is not allowed in a candidate")
 
     def take() -> list[list[str]]:
         out = list(incidents)
@@ -1025,11 +1025,11 @@ def _main() -> None:
     else:
         report["not_applied"]["audit"] = config.get("off_reason", "turned off by the caller")
     _send_frame(fd, json.dumps({"__sandbox__": report}).encode())
-    sys.modules["kernelgym.env.sandbox"] = sys.modules[__name__]
+    sys.modules["warpgym.env.sandbox"] = sys.modules[__name__]
     import runpy
 
     sys.argv = [os.path.join(HERE, "worker.py"), str(fd)]
-    runpy.run_module("kernelgym.env.worker", run_name="__main__", alter_sys=True)
+    runpy.run_module("warpgym.env.worker", run_name="__main__", alter_sys=True)
 
 
 if __name__ == "__main__":

@@ -25,8 +25,8 @@ FORBIDDEN_MODULES = frozenset({
     "resource", "sysconfig", "code", "codeop", "runpy", "builtins", "pickle", "marshal",
 })
 FORBIDDEN_MODULES = FORBIDDEN_MODULES | {"inspect", "traceback", "__main__", "mmap"}
-HARNESS_MODULES_ALLOWED = ("kernelgym.env.loader",)
-"""The only part of kernelgym a candidate may import: the CUDA/PTX loader. The rest is the judge."""
+HARNESS_MODULES_ALLOWED = ("warpgym.env.loader",)
+"""The only part of warpgym a candidate may import: the CUDA/PTX loader. The rest is the judge."""
 FORBIDDEN_BUILTINS = frozenset({"eval", "exec", "compile", "__import__", "globals", "breakpoint", "input"})
 INTROSPECTION = frozenset({
     "__globals__", "__subclasses__", "__builtins__", "__code__", "__closure__", "__base__", "__bases__",
@@ -87,7 +87,7 @@ class _Scanner(ast.NodeVisitor):
 
     def _check_module(self, module: str, node: ast.AST) -> None:
         root = module.split(".")[0]
-        if root == "kernelgym" and not module.startswith(HARNESS_MODULES_ALLOWED):
+        if root == "warpgym" and not module.startswith(HARNESS_MODULES_ALLOWED):
             self.flag("forbidden-import", f"importing {module!r}: the harness is not the candidate's to use "
                       f"(only {', '.join(HARNESS_MODULES_ALLOWED)} is)", node)
             return

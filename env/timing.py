@@ -50,7 +50,7 @@ def gpu_lock(device_index: int | None = None, *, shared: bool = False) -> Iterat
     if physical in held:
         yield
         return
-    path = _lock_path(f"kernelgym-gpu-{physical}.lock")
+    path = _lock_path(f"warpgym-gpu-{physical}.lock")
     if not os.path.exists(path):
         open(path, "a").close()  # noqa: SIM115 - created once, then only read-opened (a sandbox may forbid writes)
     with open(path) as handle:
@@ -69,7 +69,7 @@ def bench_slot(device_index: int | None = None, slots: int | None = None, *, alo
 
     Checks at dev and heldout sizes need little memory and share the GPU freely, but bench shapes fill
     it: four evaluations timing at once ran a 140 GB H200 out of memory. Other processes wait for a free
-    slot (``KERNELGYM_BENCH_SLOTS`` overrides the count). ``alone`` takes every slot, for a bench phase
+    slot (``WARPGYM_BENCH_SLOTS`` overrides the count). ``alone`` takes every slot, for a bench phase
     that ran out of memory beside another one (two attention references at once need over 140 GB).
     Separate from ``gpu_lock``, which a worker takes inside the slot its evaluator holds.
     """
@@ -77,8 +77,8 @@ def bench_slot(device_index: int | None = None, slots: int | None = None, *, alo
     if physical in held:
         yield
         return
-    count = max(1, slots or int(os.environ.get("KERNELGYM_BENCH_SLOTS", BENCH_SLOTS)))
-    handles = [open(_lock_path(f"kernelgym-gpu-{physical}-bench-{k}.lock"), "a+")  # noqa: SIM115 - closed below
+    count = max(1, slots or int(os.environ.get("WARPGYM_BENCH_SLOTS", BENCH_SLOTS)))
+    handles = [open(_lock_path(f"warpgym-gpu-{physical}-bench-{k}.lock"), "a+")  # noqa: SIM115 - closed below
                for k in range(count)]
     try:
         if alone:
@@ -119,7 +119,7 @@ def _marked_held(held: set[str], physical: str, *locked: Any) -> Iterator[None]:
 
 
 def _lock_path(name: str) -> str:
-    return os.path.join(os.environ.get("KERNELGYM_LOCK_DIR", tempfile.gettempdir()), name)
+    return os.path.join(os.environ.get("WARPGYM_LOCK_DIR", tempfile.gettempdir()), name)
 
 
 def _try_lock(handle: Any) -> bool:

@@ -110,7 +110,7 @@ def install_recorder() -> None:
 
     def wrap(cls: type, attr: str = "run") -> None:
         original = getattr(cls, attr)
-        if getattr(original, "_kernelgym", False):
+        if getattr(original, "_warpgym", False):
             return
 
         @functools.wraps(original)
@@ -130,7 +130,7 @@ def install_recorder() -> None:
                     launch.failed = True
                 raise
 
-        run._kernelgym = True  # type: ignore[attr-defined]
+        run._warpgym = True  # type: ignore[attr-defined]
         setattr(cls, attr, run)
 
     wrap(jit.JITFunction)

@@ -1,6 +1,6 @@
 """The worker process: the only place candidate code runs.
 
-Started by ``pool.Worker`` as ``python -m kernelgym.env.worker FD`` in a fresh session (its
+Started by ``pool.Worker`` as ``python -m warpgym.env.worker FD`` in a fresh session (its
 own process group), a private temporary directory and an environment without secrets. It
 answers requests on the socket FD; the candidate's stdout and stderr go to a log file the
 parent reads. It never sees reference outputs: it builds inputs from the task and a seed,
@@ -20,17 +20,17 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-MODE = os.environ.get("KERNELGYM_WORKER_MODE", "run")  # "run" or "compile"
-if MODE == "run" and os.environ.get("KERNELGYM_DEVICE", "cpu") == "cpu":
+MODE = os.environ.get("WARPGYM_WORKER_MODE", "run")  # "run" or "compile"
+if MODE == "run" and os.environ.get("WARPGYM_DEVICE", "cpu") == "cpu":
     os.environ["TRITON_INTERPRET"] = "1"
 
 import torch  # noqa: E402
-from kernelgym.env import loader, policy, triton_support, wire  # noqa: E402
-from kernelgym.env import sandbox as sandbox_layer  # noqa: E402
-from kernelgym.env.compare import same_bits  # noqa: E402
-from kernelgym.env.device import release_cached_memory  # noqa: E402
-from kernelgym.tasks import Sampler, get_task  # noqa: E402
-from kernelgym.tasks.spec import sequence  # noqa: E402
+from warpgym.env import loader, policy, triton_support, wire  # noqa: E402
+from warpgym.env import sandbox as sandbox_layer  # noqa: E402
+from warpgym.env.compare import same_bits  # noqa: E402
+from warpgym.env.device import release_cached_memory  # noqa: E402
+from warpgym.tasks import Sampler, get_task  # noqa: E402
+from warpgym.tasks.spec import sequence  # noqa: E402
 
 # Captured before any candidate runs, so a candidate that patches them is caught and
 # the harness's own timing keeps working.
@@ -69,7 +69,7 @@ class State:
         self.module_path: Path | None = None
         self.entry: Any = None
         self.loads = 0
-        self.device = os.environ.get("KERNELGYM_DEVICE", "cpu")
+        self.device = os.environ.get("WARPGYM_DEVICE", "cpu")
 
 
 def _trim_traceback(exc: BaseException, candidate: Path | None) -> str:
@@ -107,7 +107,7 @@ def op_load(state: State, msg: dict[str, Any]) -> dict[str, Any]:
     state.loads += 1
     path = Path.cwd() / f"candidate_{state.loads}.py"
     path.write_text(msg["source"])
-    name = f"kernelgym_candidate_{state.loads}"
+    name = f"warpgym_candidate_{state.loads}"
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -159,7 +159,7 @@ def poison(device: str, nbytes: int) -> None:
 def _scrub_error(device: str) -> str | None:
     if not device.startswith("cuda"):
         return None
-    from kernelgym.env import scrub
+    from warpgym.env import scrub
 
     return scrub.failure()
 
@@ -167,7 +167,7 @@ def _scrub_error(device: str) -> str | None:
 def _scrub_shared_memory() -> str | None:
     """NaN into every SM's shared memory (env/scrub.py), outside the launch recorder: the harness's kernel
     is not the candidate's."""
-    from kernelgym.env.scrub import scrub_shared_memory
+    from warpgym.env.scrub import scrub_shared_memory
 
     with triton_support.RECORDER.unrecorded():
         return scrub_shared_memory()
@@ -312,7 +312,7 @@ def op_dry_run(state: State, msg: dict[str, Any]) -> dict[str, Any]:
 
 
 def op_time(state: State, msg: dict[str, Any]) -> dict[str, Any]:
-    from kernelgym.env.timing import time_callable
+    from warpgym.env.timing import time_callable
 
     task = get_task(msg["task"])
     input_sets = [task.make_inputs(msg["case"], Sampler(seed, "normal", state.device))
@@ -362,8 +362,8 @@ def _guarded_namespaces() -> dict[str, Any]:
     import statistics
     from multiprocessing import connection
 
-    from kernelgym.env import timing
-    from kernelgym.tasks import sampling
+    from warpgym.env import timing
+    from warpgym.tasks import sampling
 
     spaces: dict[str, Any] = {
         "builtins": builtins, "time": time, "statistics": statistics, "json": json, "math": math, "os": os,
@@ -372,10 +372,10 @@ def _guarded_namespaces() -> dict[str, Any]:
         "torch": (torch, {"equal", "full", "empty", "frombuffer", "Generator", "randn", "rand", "randint",
                           "randperm", "where", "device", "dtype", "Tensor", "cuda"}),
         "torch.cuda.Event": torch.cuda.Event, "torch.cuda.Stream": torch.cuda.Stream,
-        "Connection": connection.Connection, "kernelgym.env.worker": sys.modules[__name__],
-        "kernelgym.env.worker.HANDLERS": HANDLERS, "kernelgym.env.worker._PRISTINE": _PRISTINE,
-        "kernelgym.env.wire": wire, "kernelgym.env.policy": policy, "kernelgym.env.timing": timing,
-        "kernelgym.env.triton_support": triton_support, "kernelgym.env.sandbox": sandbox_layer,
+        "Connection": connection.Connection, "warpgym.env.worker": sys.modules[__name__],
+        "warpgym.env.worker.HANDLERS": HANDLERS, "warpgym.env.worker._PRISTINE": _PRISTINE,
+        "warpgym.env.wire": wire, "warpgym.env.policy": policy, "warpgym.env.timing": timing,
+        "warpgym.env.triton_support": triton_support, "warpgym.env.sandbox": sandbox_layer,
         "LaunchRecorder": triton_support.LaunchRecorder, "PolicyMode": policy.PolicyMode,
         "Sampler": sampling.Sampler,
     }

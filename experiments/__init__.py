@@ -1,11 +1,11 @@
-"""kernelgym.experiments: experiment files, the resumable runner, metrics, reports and the CLI.
+"""warpgym.experiments: experiment files, the resumable runner, metrics, reports and the CLI.
 
-    from kernelgym.experiments import load_config, run_experiment, write_report
+    from warpgym.experiments import load_config, run_experiment, write_report
     exp = load_config("experiments/configs/quickstart.toml")
     outcome = run_experiment(exp, run_dir=Path("runs/quickstart"))
     write_report(outcome.run_dir)
 
-The command line (``kernelgym run|report|compare|export``) is a thin layer over these.
+The command line (``warpgym run|report|compare|export``) is a thin layer over these.
 """
 
 from __future__ import annotations

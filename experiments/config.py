@@ -41,7 +41,7 @@ class ConfigError(ValueError):
 def known_loops() -> tuple[str, ...]:
     """The agents' registered loops (the defaults while the agents package cannot list them)."""
     try:
-        from kernelgym.agents import LOOPS
+        from warpgym.agents import LOOPS
     except Exception:  # noqa: BLE001 - agents not importable: fall back to the documented loops
         return DEFAULT_LOOPS
     return tuple(LOOPS)
@@ -49,7 +49,7 @@ def known_loops() -> tuple[str, ...]:
 
 def known_contexts() -> tuple[str, ...]:
     try:
-        from kernelgym.agents import CONTEXT_LEVELS
+        from warpgym.agents import CONTEXT_LEVELS
     except Exception:  # noqa: BLE001
         return DEFAULT_CONTEXTS
     return tuple(CONTEXT_LEVELS)
@@ -57,7 +57,7 @@ def known_contexts() -> tuple[str, ...]:
 
 def known_history_modes() -> tuple[str, ...]:
     try:
-        from kernelgym.agents import HISTORY_MODES
+        from warpgym.agents import HISTORY_MODES
     except Exception:  # noqa: BLE001
         return DEFAULT_HISTORY
     return tuple(HISTORY_MODES)
@@ -109,8 +109,8 @@ class RunSettings(Strict):
     cache: bool = True
     """Cache model responses on disk (a rerun with the same settings costs nothing)."""
     cache_dir: str | None = None
-    """Where the response cache lives (default: the agents' shared cache, ``$KERNELGYM_CACHE_DIR`` or
-    ``~/.cache/kernelgym/responses``, so that running an experiment again costs nothing)."""
+    """Where the response cache lives (default: the agents' shared cache, ``$WARPGYM_CACHE_DIR`` or
+    ``~/.cache/warpgym/responses``, so that running an experiment again costs nothing)."""
     eval_cache: bool = True
     """Judge each distinct (task, source) once per run; replayed or repeated answers reuse the verdict."""
     heldout: bool = True
@@ -121,7 +121,7 @@ class RunSettings(Strict):
     """Stop the run after this many episodes ended in an error (a bad key, a dead server)."""
     executor: Literal["local", "ray"] = "local"
     """Where evaluations run: ``local`` (worker processes on this host) or ``ray`` (Ray actors on a
-    cluster, one per GPU; needs ``pip install 'kernelgym[ray]'``). See ``executors.py``. Keep
+    cluster, one per GPU; needs ``pip install 'warpgym[ray]'``). See ``executors.py``. Keep
     ``concurrency`` at least the number of evaluators, or some of them wait for work."""
     workers_per_gpu: int = Field(default=1, ge=1, le=16)
     """Evaluators per GPU: above 1, one evaluation's compilation and checks overlap another's timing;
@@ -356,7 +356,7 @@ def parse(text: str, where: str = "<config>", base_dir: Path | None = None) -> E
         problems.append((line or 0, f"{at}: {_field_name(loc)}: {message}"))
 
     for key in sorted(hidden):
-        add((key,), "is written by kernelgym, not by hand")
+        add((key,), "is written by warpgym, not by hand")
     resolved = _name_problems(data, add)
     exp: Experiment | None = None
     try:
@@ -392,7 +392,7 @@ def parse(text: str, where: str = "<config>", base_dir: Path | None = None) -> E
 
 def _name_problems(data: dict[str, Any], add: Any) -> list[str]:
     """Names that must exist (tasks, agents, contexts, history mode); returns the resolved task ids."""
-    from kernelgym.tasks import UnknownTaskError, select
+    from warpgym.tasks import UnknownTaskError, select
 
     resolved: list[str] = []
     tasks = data.get("tasks")
@@ -432,7 +432,7 @@ def _executor_problems(exp: Experiment, add: Any) -> None:
     run = exp.run
     if run.executor == "ray":
         if not ray_available():
-            add(("run", "executor"), "Ray is not installed; pip install 'kernelgym[ray]' (or use \"local\")")
+            add(("run", "executor"), "Ray is not installed; pip install 'warpgym[ray]' (or use \"local\")")
         if isinstance(run.devices, list):
             add(
                 ("run", "devices"),
@@ -480,7 +480,7 @@ BUNDLED = Path(__file__).parent / "configs"
 
 
 def find(name_or_path: str) -> Path:
-    """A path as given, or a config shipped with kernelgym by name (``quickstart``)."""
+    """A path as given, or a config shipped with warpgym by name (``quickstart``)."""
     path = Path(name_or_path)
     if path.exists():
         return path

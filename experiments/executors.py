@@ -16,7 +16,7 @@ each worker one evaluation at a time and may be called from many episode threads
   resubmitted to whichever actor is free first. An evaluation is a pure function of (task, source,
   options), so running one again changes nothing, and the runner stores each turn once.
 
-Ray is imported only when a ``RayExecutor`` is made (``pip install 'kernelgym[ray]'``).
+Ray is imported only when a ``RayExecutor`` is made (``pip install 'warpgym[ray]'``).
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ class Executor:
 
 
 def _task(task: Any) -> Any:
-    from kernelgym.tasks import get_task
+    from warpgym.tasks import get_task
 
     return get_task(task) if isinstance(task, str) else task
 
@@ -122,7 +122,7 @@ class LocalExecutor(Executor):
         if not devices:
             raise ExecutorError("no devices to evaluate on")
         if factory is None:
-            from kernelgym.env import Evaluator
+            from warpgym.env import Evaluator
 
             factory = Evaluator
         self.devices = list(devices)
@@ -160,7 +160,7 @@ def import_ray() -> Any:
     try:
         import ray
     except ImportError:
-        raise ExecutorError("executor = \"ray\" needs Ray: pip install 'kernelgym[ray]'") from None
+        raise ExecutorError("executor = \"ray\" needs Ray: pip install 'warpgym[ray]'") from None
     return ray
 
 
@@ -168,7 +168,7 @@ class EvalActor:
     """A Ray actor holding one Evaluator (its worker processes live as long as the actor)."""
 
     def __init__(self, device: str) -> None:
-        from kernelgym.env import Evaluator
+        from warpgym.env import Evaluator
 
         self.evaluator = Evaluator(device)
 
@@ -183,7 +183,7 @@ class EvalActor:
         }
 
     def evaluate(self, task_id: str, source: str, options: Any) -> dict[str, Any]:
-        from kernelgym.tasks import get_task
+        from warpgym.tasks import get_task
 
         return self.evaluator.evaluate(get_task(task_id), source, options).to_dict()
 
@@ -345,7 +345,7 @@ class RayExecutor(Executor):
             return [s.label for s in sorted(self.current.values(), key=lambda s: s.index)]
 
     def evaluate(self, task: Any, source: str, options: Any) -> Any:
-        from kernelgym.env import EvalResult
+        from warpgym.env import EvalResult
 
         task_id = task if isinstance(task, str) else task.id
         lost = self._lost_errors()

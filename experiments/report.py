@@ -337,7 +337,7 @@ def build(store: Store, run_dir: Path, plots: bool = True) -> tuple[Doc, dict[st
     versions = store.get_meta("versions") or {}
     created = store.get_meta("created")
     events = store.events()
-    doc = Doc(f"kernelgym report: {config.get('name', run_dir.name)}")
+    doc = Doc(f"warpgym report: {config.get('name', run_dir.name)}")
     plot_dir = run_dir / "plots"
     if plots:
         plot_dir.mkdir(exist_ok=True)
@@ -381,7 +381,7 @@ def build(store: Store, run_dir: Path, plots: bool = True) -> tuple[Doc, dict[st
         doc.p(
             "This run was stopped before the end: "
             + "; ".join(str(e["detail"]) for e in stops)
-            + ". Resume it with `kernelgym run --resume "
+            + ". Resume it with `warpgym run --resume "
             + str(run_dir)
             + "`."
         )
@@ -540,10 +540,10 @@ def build(store: Store, run_dir: Path, plots: bool = True) -> tuple[Doc, dict[st
         align="lllll" + "l" * (g["max_turns"] + 2),
     )
     if len(traj) > TRAJECTORY_ROWS:
-        doc.p(f"... {len(traj) - TRAJECTORY_ROWS} more episodes: `kernelgym export {run_dir}` has them all.")
+        doc.p(f"... {len(traj) - TRAJECTORY_ROWS} more episodes: `warpgym export {run_dir}` has them all.")
 
     doc.h("Every turn")
-    note = "The answer and the judge's feedback at every turn are in `report.html` and `kernelgym export`."
+    note = "The answer and the judge's feedback at every turn are in `report.html` and `warpgym export`."
     doc.html_only(_turn_details(store), note)
 
     doc.h("Definitions")
@@ -636,7 +636,7 @@ def _turn_details(store: Store) -> str:
         parts.append(f"<details><summary>{esc(title)}</summary>{''.join(inner)}</details>")
     if len(episodes) > DETAIL_EPISODES:
         more = len(episodes) - DETAIL_EPISODES
-        parts.append(f"<p>... and {more} more episodes (see kernelgym export).</p>")
+        parts.append(f"<p>... and {more} more episodes (see warpgym export).</p>")
     return "\n".join(parts)
 
 
@@ -676,7 +676,7 @@ def compare(run_dirs: list[Path]) -> Doc:
     for d in run_dirs:
         with Store(d / STORE_NAME, readonly=True) as store:
             loaded.append((d, metrics_mod.compute(store)))
-    doc = Doc("kernelgym compare: " + ", ".join(d.name for d, _ in loaded))
+    doc = Doc("warpgym compare: " + ", ".join(d.name for d, _ in loaded))
     pass_k = sorted({k for _, m in loaded for k in m["pass_k"]})
     fast = list(dict.fromkeys(p for _, m in loaded for p in m["fast_p"]))
     headers = (

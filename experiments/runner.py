@@ -66,7 +66,7 @@ def serialise_ast_parse() -> None:
     the code from an answer) and the evaluator (static checks) parse, so parsing is serialised here.
     It takes milliseconds; the model calls and evaluations stay concurrent.
     """
-    if sys.version_info >= (3, 13) or getattr(ast.parse, "_kernelgym_serialised", False):
+    if sys.version_info >= (3, 13) or getattr(ast.parse, "_warpgym_serialised", False):
         return
     original = ast.parse
 
@@ -74,7 +74,7 @@ def serialise_ast_parse() -> None:
         with _AST_LOCK:
             return original(*args, **kwargs)
 
-    parse._kernelgym_serialised = True  # type: ignore[attr-defined]
+    parse._warpgym_serialised = True  # type: ignore[attr-defined]
     parse.__doc__ = original.__doc__
     ast.parse = parse
 
@@ -113,7 +113,7 @@ def open_run(exp: Experiment | None, run_dir: Path) -> tuple[Experiment, Store, 
         store = Store(store_path)
         stored = store.get_meta("config")
         if stored is None:
-            raise RunError(f"{store_path} holds no experiment; not a kernelgym run")
+            raise RunError(f"{store_path} holds no experiment; not a warpgym run")
         saved = config_mod.from_resolved(stored)
         if exp is not None:
             a, b = saved.identity(), exp.identity()
@@ -132,7 +132,7 @@ def open_run(exp: Experiment | None, run_dir: Path) -> tuple[Experiment, Store, 
     if exp.source_path:
         shutil.copyfile(exp.source_path, run_dir / "config.toml")
     store = Store(store_path)
-    from kernelgym import __version__
+    from warpgym import __version__
 
     store.set_meta("config", exp.model_dump())
     store.set_meta("versions", _versions(__version__))
@@ -140,14 +140,14 @@ def open_run(exp: Experiment | None, run_dir: Path) -> tuple[Experiment, Store, 
     return exp, store, False
 
 
-def _versions(kernelgym_version: str) -> dict[str, str]:
+def _versions(warpgym_version: str) -> dict[str, str]:
     import platform
 
     import torch
     import triton
 
     return {
-        "kernelgym": kernelgym_version,
+        "warpgym": warpgym_version,
         "python": platform.python_version(),
         "torch": torch.__version__,
         "triton": triton.__version__,
@@ -257,7 +257,7 @@ class EvaluatorPool:
 
 
 def _copy_result(result: Any) -> Any:
-    from kernelgym.env import EvalResult
+    from warpgym.env import EvalResult
 
     return EvalResult.from_dict(result.to_dict())
 
@@ -270,7 +270,7 @@ class PooledEvaluator:
         self.device = pool.kind
 
     def evaluate(self, task: Any, source: str, options: Any = None) -> Any:
-        from kernelgym.env import EvalOptions
+        from warpgym.env import EvalOptions
 
         return self.pool.evaluate(task, source, options or EvalOptions())
 
@@ -299,7 +299,7 @@ class JournalProvider:
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def _before(self, messages: list[dict[str, Any]], params: dict[str, Any]) -> tuple[str, Any]:
-        from kernelgym.agents import Completion
+        from warpgym.agents import Completion
 
         key = self.key(messages, params)
         hit = self.runner.store.find_call(self.episode_id, key)
@@ -342,7 +342,7 @@ def response_cache_dir(exp: Experiment) -> Path | None:
 
 def build_providers(exp: Experiment, cache_dir: Path | None) -> dict[str, Any]:
     """One provider per model, built before any work starts (a missing key fails here)."""
-    import kernelgym.agents as agents
+    import warpgym.agents as agents
 
     providers = {}
     for i, model in enumerate(exp.models):
@@ -378,7 +378,7 @@ class Outcome:
 
 def grid(exp: Experiment) -> list[dict[str, Any]]:
     """Every episode, ordered so that a stopped run has covered whole samples evenly."""
-    from kernelgym.tasks import get_task
+    from warpgym.tasks import get_task
 
     rows = []
     for sample in range(exp.samples):
@@ -589,10 +589,10 @@ class Runner:
                     self.display.update(running=-1)
 
     def _play(self, episode: dict[str, Any]) -> None:
-        import kernelgym.agents as agents
-        from kernelgym.agents import TurnRecord
-        from kernelgym.env import KernelEnv, RewardConfig
-        from kernelgym.tasks import get_task
+        import warpgym.agents as agents
+        from warpgym.agents import TurnRecord
+        from warpgym.env import KernelEnv, RewardConfig
+        from warpgym.tasks import get_task
 
         exp = self.exp
         episode_id = episode["id"]
@@ -659,7 +659,7 @@ class Runner:
         self.display.log(_outcome_line(episode, records, best, heldout, self.display))
 
     def _heldout(self, task: Any, source: str) -> dict[str, Any]:
-        from kernelgym.env import EvalOptions
+        from warpgym.env import EvalOptions
 
         assert self.pool is not None
         options = EvalOptions(

@@ -1,6 +1,6 @@
 """The run store: one SQLite file per run, every step committed the moment it finishes.
 
-WAL mode with one connection guarded by a lock (one writer): readers (``kernelgym report``
+WAL mode with one connection guarded by a lock (one writer): readers (``warpgym report``
 on a live run, a test polling progress) never block the runner, and a ``kill -9`` loses at
 most the step that was being written, never a committed one.
 

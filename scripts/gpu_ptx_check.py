@@ -34,8 +34,8 @@ def main() -> int:
     args = parser.parse_args()
 
     import torch
-    from kernelgym.env import EvalOptions, Evaluator
-    from kernelgym.tasks import all_tasks, get_task
+    from warpgym.env import EvalOptions, Evaluator
+    from warpgym.tasks import all_tasks, get_task
 
     if not torch.cuda.is_available():
         print("no CUDA GPU here: this script checks the ptx references on a GPU", file=sys.stderr)

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Every GPU test and measurement of kernelgym, in one device call (10 minutes at most there):
+# Every GPU test and measurement of warpgym, in one device call (10 minutes at most there):
 #
 #   bash scripts/gpu_session.sh [streams|scale|all|suite]   # carry .whl (gymnasium, pydantic), .kb, .sweep
 #
 # streams (the default): four streams at once, one GPU each where there are four (timing holds its
-# GPU alone, so streams never disturb each other's timings): A the timing probe, `kernelgym bench`,
+# GPU alone, so streams never disturb each other's timings): A the timing probe, `warpgym bench`,
 # then the KernelBench comparison; B the sandbox probe then the GPU tests; C the GEMM sweep then
 # every `ptx` reference through the evaluator; D the triton suite's references, timed, until the
 # deadline (rows appended to suite.jsonl; SUITE_RESUME=path resumes an earlier call's file). With
@@ -41,7 +41,7 @@ g() { echo $(( $1 % (gpus > 0 ? gpus : 1) )); }
 watch() {  # every 30 s while the suite runs: who holds and who waits for the GPU locks, GPU load
   while sleep 30; do
     { echo "== $(( SECONDS - START )) s, $(wc -l < "$OUT/suite.jsonl" 2>/dev/null) rows"
-      for f in /tmp/kernelgym-gpu-*.lock; do [[ -e $f ]] && echo "$(stat -c %i "$f") $f"; done
+      for f in /tmp/warpgym-gpu-*.lock; do [[ -e $f ]] && echo "$(stat -c %i "$f") $f"; done
       cat /proc/locks
       ps -eo pid,ppid,etimes,stat,wchan:28,args --sort=pid | grep -E "[p]ython|[k]ernelgym" | cut -c1-170
       nvidia-smi --query-gpu=index,utilization.gpu,memory.used --format=csv,noheader
@@ -51,7 +51,7 @@ watch() {  # every 30 s while the suite runs: who holds and who waits for the GP
 suite() {  # suite GPUS JOBS: the triton suite's references, timed, resumable
   cp -n "${SUITE_RESUME:-/dev/null}" "$OUT/suite.jsonl" 2>/dev/null
   watch & local watcher=$!
-  CUDA_VISIBLE_DEVICES=$1 timeout "$(cap 600)" kernelgym suite check --device cuda --suite triton \
+  CUDA_VISIBLE_DEVICES=$1 timeout "$(cap 600)" warpgym suite check --device cuda --suite triton \
     --shapes dev,heldout --jobs "$2" --jsonl "$OUT/suite.jsonl" --markdown $J/suite.md
   kill $watcher
 }
@@ -75,7 +75,7 @@ fi
 if [[ $part == streams || $part == all ]]; then
   ( export CUDA_VISIBLE_DEVICES=$(g 0)
     on timing && timeout "$(cap 150)" python3 scripts/timing_probe.py --out $J/timing_probe.json
-    on bench && timeout "$(cap 300)" kernelgym bench --device cuda --out $J/bench.json
+    on bench && timeout "$(cap 300)" warpgym bench --device cuda --out $J/bench.json
     on kb && timeout "$(cap 330)" python3 scripts/kernelbench_compare.py --kb .kb/src \
       --tasks "${KB_TASKS:-math/add,normalization/softmax,matmul/matmul}" --out $J/kb.json ) > "$OUT/A-bench-kb.log" 2>&1 &
   ( export CUDA_VISIBLE_DEVICES=$(g 1)

@@ -1,4 +1,4 @@
-"""kernelgym and KernelBench side by side, on the same GPU, the same candidates, one run (issue 10).
+"""warpgym and KernelBench side by side, on the same GPU, the same candidates, one run (issue 10).
 
 KernelBench is brought in for this measurement only, never committed: copy its ``src`` folder
 into ``.kb/`` (ignored by git) and carry it to the GPU machine:
@@ -7,11 +7,11 @@ into ``.kb/`` (ignored by git) and carry it to the GPU machine:
     python3 scripts/kernelbench_compare.py --kb .kb/src --out $OUT/kb.json
 
 Each candidate (the core tasks' references and plausible wrong candidates: the mix of
-``kernelgym bench``) is translated to KernelBench's format (a reference ``Model`` and a
+``warpgym bench``) is translated to KernelBench's format (a reference ``Model`` and a
 ``ModelNew`` calling the candidate's entrypoint) at the task's first bench shape, and evaluated
 the way a KernelBench user gets a speedup: ``eval_kernel_against_ref`` (5 correctness trials,
 100 timed trials) plus the reference timed eager and under torch.compile
-(``measure_ref_program_time``). kernelgym evaluates the same candidates with its defaults (dev
+(``measure_ref_program_time``). warpgym evaluates the same candidates with its defaults (dev
 correctness, bench timing, baselines eager, torch.compile and vendor). Reported for both:
 evaluations per minute, and the spread (max/min) of five repeated timings of the matmul reference.
 """
@@ -28,16 +28,16 @@ import types
 from pathlib import Path
 
 import torch
-from kernelgym.env import EvalOptions, Evaluator
-from kernelgym.experiments.bench.eval_throughput import mix, p90
-from kernelgym.tasks import get_task
+from warpgym.env import EvalOptions, Evaluator
+from warpgym.experiments.bench.eval_throughput import mix, p90
+from warpgym.tasks import get_task
 
 ROOT = Path(__file__).resolve().parents[1]
 
 MODEL_TEMPLATE = '''
 import torch
 import torch.nn as nn
-from kernelgym.tasks import get_task, Sampler
+from warpgym.tasks import get_task, Sampler
 
 TASK = get_task({task_id!r})
 CASE = {case!r}
@@ -113,13 +113,13 @@ def main() -> None:
     parser.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "kb.json"))
     parser.add_argument("--tasks", default=None, help="comma-separated task ids to keep from the mix")
     parser.add_argument("--warm-cache", action="store_true",
-                        help="let kernelgym reuse baselines cached on disk by earlier runs (default: a "
-                             "fresh cache: kernelgym pays for its baselines once, as on a new machine)")
+                        help="let warpgym reuse baselines cached on disk by earlier runs (default: a "
+                             "fresh cache: warpgym pays for its baselines once, as on a new machine)")
     args = parser.parse_args()
     if not args.warm_cache:
         import tempfile
 
-        os.environ["KERNELGYM_CACHE_DIR"] = tempfile.mkdtemp(prefix="kernelgym-cache-")
+        os.environ["WARPGYM_CACHE_DIR"] = tempfile.mkdtemp(prefix="warpgym-cache-")
     stub_missing_modules()
     sys.path.insert(0, args.kb)
     from kernelbench import eval as kb_eval
@@ -129,7 +129,7 @@ def main() -> None:
     items = [(t, label, src, get_task(t).cases("bench")[0]) for t, label, src in mix(keep)]
     report: dict = {"candidates": len(items)}
 
-    # kernelgym: a warm evaluator (its workers start once, as in a long experiment).
+    # warpgym: a warm evaluator (its workers start once, as in a long experiment).
     options = EvalOptions(device="cuda", shape_sets=("dev",), reps=100, warmup=5)
     with Evaluator("cuda") as evaluator:
         started = time.perf_counter()
@@ -139,7 +139,7 @@ def main() -> None:
             r = evaluator.evaluate(get_task(task_id), source, options)
             kg_rows.append({"task": task_id, "candidate": label, "correct": r.correct,
                             "seconds": time.perf_counter() - t0})
-            print("kernelgym:", kg_rows[-1], flush=True)
+            print("warpgym:", kg_rows[-1], flush=True)
         kg_wall = time.perf_counter() - started
         # The same candidates again: baselines cached, as for every candidate after the first of a task
         # in an experiment (KernelBench measures its baselines anew for each evaluation).
@@ -150,13 +150,13 @@ def main() -> None:
             evaluator.evaluate(get_task(task_id), source, options)
             kg_warm.append(time.perf_counter() - t0)
         kg_warm_wall = time.perf_counter() - started
-        print(f"kernelgym, second pass (baselines cached): {kg_warm}", flush=True)
+        print(f"warpgym, second pass (baselines cached): {kg_warm}", flush=True)
         mm = get_task("matmul/matmul")
         kg_medians = []
         for _ in range(5):
             timed = evaluator.evaluate(mm, mm.solution_source(), options)
             if not timed.timing:  # reported, and the comparison goes on without this figure
-                print("kernelgym: the matmul reference was not timed:", timed.feedback, flush=True)
+                print("warpgym: the matmul reference was not timed:", timed.feedback, flush=True)
                 continue
             kg_medians.append(timed.timing[0].median_ms)
 
@@ -191,7 +191,7 @@ def main() -> None:
         kb_runtimes.append(r.runtime)
 
     kb_seconds = [r["seconds"] for r in kb_rows if r.get("seconds")]
-    report["kernelgym"] = {"evaluations_per_minute": 60 * len(items) / kg_wall,
+    report["warpgym"] = {"evaluations_per_minute": 60 * len(items) / kg_wall,
                            "median_s": statistics.median(r["seconds"] for r in kg_rows),
                            "p90_s": p90([r["seconds"] for r in kg_rows]),
                            "evaluations_per_minute_second_pass": 60 * len(items) / kg_warm_wall,
@@ -205,16 +205,16 @@ def main() -> None:
                              "spread_ms": kb_runtimes,
                              "spread_max_over_min": max(kb_runtimes) / min(kb_runtimes)
                              if kb_runtimes and min(kb_runtimes) > 0 else None, "rows": kb_rows}
-    report["throughput_ratio"] = report["kernelgym"]["evaluations_per_minute"] / \
+    report["throughput_ratio"] = report["warpgym"]["evaluations_per_minute"] / \
         report["kernelbench"]["evaluations_per_minute"]
-    report["throughput_ratio_second_pass"] = report["kernelgym"]["evaluations_per_minute_second_pass"] / \
+    report["throughput_ratio_second_pass"] = report["warpgym"]["evaluations_per_minute_second_pass"] / \
         report["kernelbench"]["evaluations_per_minute"]
     Path(args.out).write_text(json.dumps(report, indent=1, default=str))
-    for name in ("kernelgym", "kernelbench"):
+    for name in ("warpgym", "kernelbench"):
         r = report[name]
         print(f"{name}: {r['evaluations_per_minute']:.1f} evaluations/min, median {r['median_s']} s, "
               f"p90 {r['p90_s']} s, spread {r['spread_max_over_min']}")
-    print(f"throughput ratio kernelgym/kernelbench: {report['throughput_ratio']:.2f} (first pass, fresh "
+    print(f"throughput ratio warpgym/kernelbench: {report['throughput_ratio']:.2f} (first pass, fresh "
           f"cache), {report['throughput_ratio_second_pass']:.2f} (second pass, baselines cached)")
 
 

@@ -2,7 +2,7 @@
 
     python3 scripts/multi_gpu_throughput.py --out $OUT/multi_gpu.json
 
-The candidates are ``kernelgym bench``'s mix (the five core references and two plausible wrong
+The candidates are ``warpgym bench``'s mix (the five core references and two plausible wrong
 candidates each), repeated ``--rounds`` times. For each GPU count g, the local executor
 (experiments/executors.py, what ``run.executor = "local"`` uses) holds ``--workers-per-gpu``
 evaluators on each of cuda:0 .. cuda:g-1, each pinned to its GPU, and spreads the candidates over
@@ -32,10 +32,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kernelgym.env import EvalOptions, Evaluator
-from kernelgym.experiments.bench.eval_throughput import mix
-from kernelgym.experiments.executors import LocalExecutor, current_gpu
-from kernelgym.tasks import get_task
+from warpgym.env import EvalOptions, Evaluator
+from warpgym.experiments.bench.eval_throughput import mix
+from warpgym.experiments.executors import LocalExecutor, current_gpu
+from warpgym.tasks import get_task
 
 
 class Lent:

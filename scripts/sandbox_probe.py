@@ -13,10 +13,10 @@ import os
 import time
 from pathlib import Path
 
-from kernelgym.env import EvalOptions, Evaluator
-from kernelgym.env.pool import Worker
-from kernelgym.env.sandbox import defaults
-from kernelgym.tasks import get_task
+from warpgym.env import EvalOptions, Evaluator
+from warpgym.env.pool import Worker
+from warpgym.env.sandbox import defaults
+from warpgym.tasks import get_task
 
 LAYERS = ("network", "landlock", "mount", "cgroup", "drop_uid", "audit")
 

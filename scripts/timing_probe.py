@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from kernelgym.env.timing import L2_FLUSH_BYTES, time_callable
-from kernelgym.tasks import Sampler, get_task
+from warpgym.env.timing import L2_FLUSH_BYTES, time_callable
+from warpgym.tasks import Sampler, get_task
 
 TASK = "matmul/matmul"
 REPEATS = 5

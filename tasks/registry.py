@@ -10,7 +10,7 @@ import pkgutil
 from .spec import Task
 
 _TASKS: dict[str, Task] = {}
-_SUITE_PACKAGES = ("kernelgym.tasks.triton", "kernelgym.tasks.ptx")
+_SUITE_PACKAGES = ("warpgym.tasks.triton", "warpgym.tasks.ptx")
 _loaded = False
 
 
@@ -45,7 +45,7 @@ def get_task(task_id: str) -> Task:
         return _TASKS[task_id]
     except KeyError:
         near = difflib.get_close_matches(task_id, list(_TASKS), n=3, cutoff=0.5)
-        hint = f"; did you mean {', '.join(near)}?" if near else "; `kernelgym tasks list` shows them all"
+        hint = f"; did you mean {', '.join(near)}?" if near else "; `warpgym tasks list` shows them all"
         raise UnknownTaskError(f"unknown task id {task_id!r}{hint}") from None
 
 

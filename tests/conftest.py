@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from kernelgym.env import Evaluator
+from warpgym.env import Evaluator
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

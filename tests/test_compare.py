@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import torch
-from kernelgym.env.compare import _compare_tensor
-from kernelgym.tasks.spec import Tolerance
+from warpgym.env.compare import _compare_tensor
+from warpgym.tasks.spec import Tolerance
 
 EXACT = Tolerance(0.0, 0.0, 0.0)
 FP32 = Tolerance(1e-5, 1e-4, 1e-5)
@@ -59,7 +59,7 @@ def test_the_norm_wise_bound_of_a_half_output_is_against_what_half_precision_hol
 
 
 def test_a_compile_error_names_its_cause_once():
-    from kernelgym.env.triton_support import _compile_error_text
+    from warpgym.env.triton_support import _compile_error_text
 
     def raised(message: str, cause: BaseException) -> BaseException:
         try:

@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from kernelgym.env import EvalOptions, Evaluator, Limits
-from kernelgym.experiments.bench.eval_throughput import CORE_TASKS, WRONG_CANDIDATES
-from kernelgym.tasks import UnknownTaskError, get_task
+from warpgym.env import EvalOptions, Evaluator, Limits
+from warpgym.experiments.bench.eval_throughput import CORE_TASKS, WRONG_CANDIDATES
+from warpgym.tasks import UnknownTaskError, get_task
 
 DEV = EvalOptions(device="cpu", shape_sets=("dev",))
 ADD = get_task("math/add")
@@ -27,7 +27,7 @@ def codes(result) -> set[str]:
 
 
 # ----------------------------------------------------------------------------- references and wrong kernels
-# The same references and wrong candidates are the mix of ``kernelgym bench`` (issue 10).
+# The same references and wrong candidates are the mix of ``warpgym bench`` (issue 10).
 CORE = list(CORE_TASKS)
 WRONG = WRONG_CANDIDATES
 
@@ -229,13 +229,13 @@ def test_worker_has_no_secrets_and_a_private_directory(monkeypatch):
         result = evaluator.evaluate(ADD, probe, DEV)
         workdir = evaluator.run_worker.workdir
     assert result.correct, result.feedback
-    assert workdir is not None and "kernelgym-worker-" in str(workdir)
+    assert workdir is not None and "warpgym-worker-" in str(workdir)
     assert not Path("scratch.txt").exists()
 
 
 def test_worker_never_holds_reference_outputs(cpu_evaluator):
     # The worker only ever receives task ids, cases and seeds: no tensors travel to it.
-    from kernelgym.env import evaluator as evaluator_module
+    from warpgym.env import evaluator as evaluator_module
 
     sent = []
     original = cpu_evaluator.run_worker.request
@@ -277,13 +277,13 @@ def test_elementwise_kernel_has_no_tensor_core_instructions(cpu_evaluator):
 
 
 # ----------------------------------------------------------------------------- the command line
-def kernelgym(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kernelgym.experiments.cli", *args], capture_output=True,
+def warpgym(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "warpgym.experiments.cli", *args], capture_output=True,
                           text=True, input=stdin, timeout=600, env={**os.environ, "PYTHONUNBUFFERED": "1"})
 
 
 def test_cli_eval_json_has_the_documented_fields(tmp_path):
-    proc = kernelgym("eval", "math/add", str(ADD.solution_path), "--device", "cpu", "--json",
+    proc = warpgym("eval", "math/add", str(ADD.solution_path), "--device", "cpu", "--json",
                      "--shapes", "dev")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
@@ -297,7 +297,7 @@ def test_cli_eval_json_has_the_documented_fields(tmp_path):
 def test_cli_eval_wrong_candidate_still_exits_zero(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text(ADD_SRC.replace("x + y, mask=mask", "x * y, mask=mask"))
-    proc = kernelgym("eval", "math/add", str(bad), "--device", "cpu", "--json", "--shapes", "dev")
+    proc = warpgym("eval", "math/add", str(bad), "--device", "cpu", "--json", "--shapes", "dev")
     assert proc.returncode == 0
     out = json.loads(proc.stdout)
     assert out["correct"] is False and out["errors"]["dev"]["mismatches"] > 0
@@ -310,33 +310,33 @@ def test_cli_eval_wrong_candidate_still_exits_zero(tmp_path):
     (("tasks", "show", "softmax"), "unknown task id"),
 ])
 def test_cli_usage_errors_exit_2_with_a_clear_message(args, needle):
-    proc = kernelgym(*args, stdin=ADD_SRC)
+    proc = warpgym(*args, stdin=ADD_SRC)
     assert proc.returncode == 2
     assert needle in proc.stderr
 
 
 def test_cli_tasks_list_and_show():
-    listing = kernelgym("tasks", "list")
+    listing = warpgym("tasks", "list")
     assert listing.returncode == 0
     for task_id in CORE:
         assert task_id in listing.stdout
-    shown = kernelgym("tasks", "show", "normalization/softmax")
+    shown = warpgym("tasks", "show", "normalization/softmax")
     assert "def softmax(x: torch.Tensor) -> torch.Tensor" in shown.stdout
     assert "m=4, n=100" in shown.stdout
     assert "heldout" not in shown.stdout.lower() or "unseen" in shown.stdout
 
 
 def test_unknown_task_id_in_the_api():
-    import kernelgym
+    import warpgym
 
     with pytest.raises(UnknownTaskError, match="did you mean"):
-        kernelgym.make("normalization/sofmax")
+        warpgym.make("normalization/sofmax")
 
 
 def test_an_error_outside_the_checks_reaches_the_feedback():
     """A failure in timing (or in the harness) has no failing check to carry it: the feedback says it."""
-    from kernelgym.env import feedback
-    from kernelgym.env.result import EvalResult
+    from warpgym.env import feedback
+    from warpgym.env.result import EvalResult
 
     task = get_task("math/add")
     result = EvalResult(task=task.id, target="sm_90a", device="H200", stage="timing", compiled=True,
@@ -347,7 +347,7 @@ def test_an_error_outside_the_checks_reaches_the_feedback():
 
 def _crash_runs(worker, times: int) -> list[int]:
     """Make the worker's next ``times`` runs die as a corrupted heap would (killed mid-request)."""
-    from kernelgym.env.pool import WorkerError
+    from warpgym.env.pool import WorkerError
 
     real, crashed = worker.request, []
 
@@ -380,7 +380,7 @@ def test_a_crash_in_a_worker_kept_from_earlier_evaluations_runs_again_in_a_new_o
 
 
 def test_launches_made_unrecorded_are_neither_counted_nor_kept():
-    from kernelgym.env.triton_support import LaunchRecorder
+    from warpgym.env.triton_support import LaunchRecorder
 
     recorder = LaunchRecorder()
     recorder.record(print, (1,), {})
@@ -394,8 +394,8 @@ def test_each_torch_compile_baseline_gets_its_own_dynamo_cache():
     """Tasks declared in a loop share one reference lambda; past Dynamo's recompile limit (8) a shared
     code object would run eager code under the name torch.compile."""
     import torch
-    from kernelgym.env.evaluator import _own_code
     from torch._dynamo.utils import counters
+    from warpgym.env.evaluator import _own_code
 
     def shared(x):
         return torch.nn.functional.gelu(x) * 2

@@ -15,8 +15,8 @@ import json
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kernelgym.env import STAGES, EvalOptions, EvalResult, Evaluator, Limits
-from kernelgym.tasks import get_task
+from warpgym.env import STAGES, EvalOptions, EvalResult, Evaluator, Limits
+from warpgym.tasks import get_task
 
 ADD = get_task("math/add")
 QUICK = EvalOptions(device="cpu", shape_sets=("dev",), limits=Limits(load=15, run=6, compile=60, timing=10))

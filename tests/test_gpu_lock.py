@@ -8,10 +8,10 @@ import time
 
 import pytest
 import torch
-from kernelgym.env import EvalOptions, Evaluator
-from kernelgym.env.result import CaseResult, EvalResult, Violation
-from kernelgym.env.timing import MAX_TIMED_SECONDS, MIN_TIMED_CALLS, bench_slot, calls_within_budget, gpu_lock
-from kernelgym.tasks import get_task
+from warpgym.env import EvalOptions, Evaluator
+from warpgym.env.result import CaseResult, EvalResult, Violation
+from warpgym.env.timing import MAX_TIMED_SECONDS, MIN_TIMED_CALLS, bench_slot, calls_within_budget, gpu_lock
+from warpgym.tasks import get_task
 
 
 def _hold(shared: bool, entered: threading.Event, release: threading.Event) -> None:
@@ -26,7 +26,7 @@ def _hold_index(index: int, entered: threading.Event) -> None:
 
 
 def test_checks_share_the_gpu_and_timing_waits_for_them(tmp_path, monkeypatch):
-    monkeypatch.setenv("KERNELGYM_LOCK_DIR", str(tmp_path))
+    monkeypatch.setenv("WARPGYM_LOCK_DIR", str(tmp_path))
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     release = threading.Event()
     first, second = threading.Event(), threading.Event()
@@ -48,7 +48,7 @@ def test_checks_share_the_gpu_and_timing_waits_for_them(tmp_path, monkeypatch):
 
 
 def test_a_check_waits_for_a_timing_loop_and_gpus_are_separate(tmp_path, monkeypatch):
-    monkeypatch.setenv("KERNELGYM_LOCK_DIR", str(tmp_path))
+    monkeypatch.setenv("WARPGYM_LOCK_DIR", str(tmp_path))
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
     release, timed = threading.Event(), threading.Event()
     timing = threading.Thread(target=_hold, args=(False, timed, release))
@@ -64,11 +64,11 @@ def test_a_check_waits_for_a_timing_loop_and_gpus_are_separate(tmp_path, monkeyp
     assert not same_gpu.is_set()
     release.set()
     assert same_gpu.wait(5)
-    assert {p.name for p in tmp_path.iterdir()} == {"kernelgym-gpu-3.lock", "kernelgym-gpu-5.lock"}
+    assert {p.name for p in tmp_path.iterdir()} == {"warpgym-gpu-3.lock", "warpgym-gpu-5.lock"}
 
 
 def test_a_thread_holding_the_gpu_does_not_wait_for_itself(tmp_path, monkeypatch):
-    monkeypatch.setenv("KERNELGYM_LOCK_DIR", str(tmp_path))
+    monkeypatch.setenv("WARPGYM_LOCK_DIR", str(tmp_path))
     done = threading.Event()
 
     def nested() -> None:
@@ -87,8 +87,8 @@ def _in_slot(entered: threading.Event, release: threading.Event, index: int = 0)
 
 
 def test_bench_phases_take_one_of_a_few_slots_per_gpu(tmp_path, monkeypatch):
-    monkeypatch.setenv("KERNELGYM_LOCK_DIR", str(tmp_path))
-    monkeypatch.setenv("KERNELGYM_BENCH_SLOTS", "2")
+    monkeypatch.setenv("WARPGYM_LOCK_DIR", str(tmp_path))
+    monkeypatch.setenv("WARPGYM_BENCH_SLOTS", "2")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
     release = threading.Event()
     entered = [threading.Event() for _ in range(3)]
@@ -105,7 +105,7 @@ def test_bench_phases_take_one_of_a_few_slots_per_gpu(tmp_path, monkeypatch):
 
 
 def test_a_thread_in_a_slot_does_not_wait_for_itself(tmp_path, monkeypatch):
-    monkeypatch.setenv("KERNELGYM_LOCK_DIR", str(tmp_path))
+    monkeypatch.setenv("WARPGYM_LOCK_DIR", str(tmp_path))
     done = threading.Event()
 
     def nested() -> None:
@@ -121,7 +121,7 @@ def _free_slots(lock_dir, count: int = 2, gpu: str = "0") -> int:
     """How many of a GPU's bench slots another process could take now."""
     free = 0
     for k in range(count):
-        with open(lock_dir / f"kernelgym-gpu-{gpu}-bench-{k}.lock", "a+") as handle:
+        with open(lock_dir / f"warpgym-gpu-{gpu}-bench-{k}.lock", "a+") as handle:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -132,8 +132,8 @@ def _free_slots(lock_dir, count: int = 2, gpu: str = "0") -> int:
 
 
 def test_a_phase_alone_waits_for_every_slot_and_holds_them_all(tmp_path, monkeypatch):
-    monkeypatch.setenv("KERNELGYM_LOCK_DIR", str(tmp_path))
-    monkeypatch.setenv("KERNELGYM_BENCH_SLOTS", "2")
+    monkeypatch.setenv("WARPGYM_LOCK_DIR", str(tmp_path))
+    monkeypatch.setenv("WARPGYM_BENCH_SLOTS", "2")
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     release, shared_in = threading.Event(), threading.Event()
     threading.Thread(target=_in_slot, args=(shared_in, release), daemon=True).start()
@@ -174,8 +174,8 @@ class _OutOfMemoryWorker:
 
 
 def test_a_bench_phase_out_of_memory_runs_again_alone_and_only_then_is_a_verdict(tmp_path, monkeypatch):
-    monkeypatch.setenv("KERNELGYM_LOCK_DIR", str(tmp_path))
-    monkeypatch.setenv("KERNELGYM_BENCH_SLOTS", "2")
+    monkeypatch.setenv("WARPGYM_LOCK_DIR", str(tmp_path))
+    monkeypatch.setenv("WARPGYM_BENCH_SLOTS", "2")
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     evaluator = Evaluator("cpu")
     evaluator.run_worker = worker = _OutOfMemoryWorker(tmp_path)
@@ -189,7 +189,7 @@ def test_a_bench_phase_out_of_memory_runs_again_alone_and_only_then_is_a_verdict
 
 
 def test_a_phase_that_fits_alone_keeps_nothing_of_the_attempt_that_did_not(tmp_path, monkeypatch):
-    monkeypatch.setenv("KERNELGYM_LOCK_DIR", str(tmp_path))
+    monkeypatch.setenv("WARPGYM_LOCK_DIR", str(tmp_path))
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     evaluator = Evaluator("cpu")
     attempts = []
@@ -220,8 +220,8 @@ def test_the_exclusive_hold_of_a_timing_loop_is_bounded_by_fewer_calls_of_a_slow
 
 
 def test_a_bench_check_without_timing_takes_a_slot_and_again_alone_after_running_out(tmp_path, monkeypatch):
-    monkeypatch.setenv("KERNELGYM_LOCK_DIR", str(tmp_path))
-    monkeypatch.setenv("KERNELGYM_BENCH_SLOTS", "2")
+    monkeypatch.setenv("WARPGYM_LOCK_DIR", str(tmp_path))
+    monkeypatch.setenv("WARPGYM_BENCH_SLOTS", "2")
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     evaluator = Evaluator("cpu")
     free_slots: list[int] = []
@@ -252,7 +252,7 @@ def test_a_bench_check_without_timing_takes_a_slot_and_again_alone_after_running
 
 
 def test_bench_cases_are_checked_once_each_on_the_distribution_of_the_check_after_timing():
-    from kernelgym.env.evaluator import BENCH_DISTRIBUTION
+    from warpgym.env.evaluator import BENCH_DISTRIBUTION
 
     task = get_task("fusion/attention-gqa")
     plan = Evaluator("cpu")._plan(task, EvalOptions(device="cpu", shape_sets=("heldout", "bench")))

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import pytest
 from gymnasium.utils.env_checker import check_env
-from kernelgym.env import EvalResult, RewardConfig
-from kernelgym.tasks import get_task
+from warpgym.env import EvalResult, RewardConfig
+from warpgym.tasks import get_task
 
-import kernelgym
+import warpgym
 
 ADD_SRC = get_task("math/add").solution_source()
 
 
 @pytest.fixture
 def env(cpu_evaluator):
-    env = kernelgym.make("math/add", device="cpu", max_turns=2, evaluator=cpu_evaluator)
+    env = warpgym.make("math/add", device="cpu", max_turns=2, evaluator=cpu_evaluator)
     yield env
     env.close()
 

@@ -9,7 +9,7 @@ import re
 
 import pytest
 import torch
-from kernelgym.env import loader
+from warpgym.env import loader
 
 pytestmark = pytest.mark.skipif(loader.nvrtc_version() is None or loader.ptxas_path() is None,
                                 reason="NVRTC (pip install nvidia-cuda-nvrtc) or ptxas not available")

@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 
 import pytest
-from kernelgym.env import EvalOptions, Evaluator, profile
-from kernelgym.env.instructions import FAMILIES
-from kernelgym.env.result import EvalResult, KernelReport
-from kernelgym.tasks import get_task
+from warpgym.env import EvalOptions, Evaluator, profile
+from warpgym.env.instructions import FAMILIES
+from warpgym.env.result import EvalResult, KernelReport
+from warpgym.tasks import get_task
 
 NCU_TWO_KERNELS = '''==PROF== Connected to process 4242 (/usr/bin/python3.12)
 ==PROF== Profiling "gemm_bf16" - 0: 0%....50%....100% - 4 passes

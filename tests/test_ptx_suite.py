@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 import torch
-from kernelgym.env import EvalOptions, loader
-from kernelgym.tasks import Sampler, all_tasks, get_task
-from kernelgym.tasks.ptx.attention import attention_backward, attention_forward
+from warpgym.env import EvalOptions, loader
+from warpgym.tasks import Sampler, all_tasks, get_task
+from warpgym.tasks.ptx.attention import attention_backward, attention_forward
 
 IDS = ["ptx/attention-bwd", "ptx/attention-bwd-causal", "ptx/attention-fwd", "ptx/attention-fwd-causal",
        "ptx/gemm-bf16", "ptx/gemm-fp8"]
@@ -46,7 +46,7 @@ def test_suite_declarations():
         assert t.language == "cuda" and t.vendor is not None
         assert t.required_features == {"sm_90a": ("wgmma", "tma"), "sm_100a": ("tcgen05", "tma")}
         assert t.solution_path.is_file()
-        assert "kernelgym.env.loader" in t.statement()
+        assert "warpgym.env.loader" in t.statement()
     assert get_task("ptx/gemm-bf16").cases("bench") == [{"m": 8192, "n": 7168, "k": 5120}]
     assert get_task("ptx/attention-fwd").cases("bench") == [{"b": 4, "h": 32, "s": 4096, "d": 128}]
     fwd = get_task("ptx/attention-fwd").flops({"b": 1, "h": 1, "s": 128, "d": 128})
@@ -68,8 +68,8 @@ def test_every_solution_ships_ptx_for_both_targets():
             assert loader.parse_entries(entry["ptx"]).keys() == {meta["entry"]}
 
 
-def test_solutions_import_only_the_loader_of_kernelgym():
-    from kernelgym.env.static import check_source
+def test_solutions_import_only_the_loader_of_warpgym():
+    from warpgym.env.static import check_source
 
     for task in all_tasks(suite="ptx"):
         params = [a.split(":")[0].strip() for a in task.signature.split("(", 1)[1].split(")")[0].split(",")]
@@ -226,7 +226,7 @@ def test_dry_run_catches_a_launch_that_cannot_work(cpu_evaluator):
 def test_candidate_without_required_instructions_fails_statically(cpu_evaluator):
     source = textwrap.dedent('''
         import torch
-        import kernelgym.env.loader as loader
+        import warpgym.env.loader as loader
 
         MODULE = loader.load_cuda(r"""
         #include <cuda_bf16.h>

@@ -11,8 +11,8 @@ import re
 
 import pytest
 import torch
-from kernelgym.env import EvalOptions
-from kernelgym.tasks import Sampler, all_tasks, get_task
+from warpgym.env import EvalOptions
+from warpgym.tasks import Sampler, all_tasks, get_task
 
 RANDOM = [t.id for t in all_tasks(category="random")]
 DEV = EvalOptions(device="cpu", shape_sets=("dev",), timing=False)
@@ -150,14 +150,14 @@ def test_a_wrong_dropout_kernel_is_rejected(cpu_evaluator, label, old, new):
 
 def test_a_placeholder_reference_is_never_timed_as_a_baseline(tmp_path, monkeypatch):
     # random tasks' references only allocate (the check judges them); timing one gave 0.00x speedups.
-    from kernelgym.env import EvalOptions, Evaluator
-    from kernelgym.tasks import get_task
+    from warpgym.env import EvalOptions, Evaluator
+    from warpgym.tasks import get_task
 
-    monkeypatch.setenv("KERNELGYM_CACHE", str(tmp_path))
+    monkeypatch.setenv("WARPGYM_CACHE", str(tmp_path))
     timed = []
-    monkeypatch.setattr("kernelgym.env.timing.time_callable",
+    monkeypatch.setattr("warpgym.env.timing.time_callable",
                         lambda fn, inputs, **kw: timed.append(fn) or {"median_ms": 1.0})
-    from kernelgym.tasks.registry import all_tasks
+    from warpgym.tasks.registry import all_tasks
 
     evaluator = Evaluator("cpu")
     judged_by_check = [t for t in all_tasks() if t.check is not None]

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kernelgym.env import sandbox
-from kernelgym.env.pool import Worker
+from warpgym.env import sandbox
+from warpgym.env.pool import Worker
 
 NAMES = {
     "no-new-privileges",
@@ -130,7 +130,7 @@ def test_no_network(bare):
 
 def test_writes_only_in_the_private_directory(bare):
     require(bare, "filesystem")
-    outside = Path("/tmp") / f"kernelgym-sandbox-probe-{os.getpid()}"
+    outside = Path("/tmp") / f"warpgym-sandbox-probe-{os.getpid()}"
     reply = run_module(bare, f"open({str(outside)!r}, 'w').write('x')\n")
     assert not reply["ok"] and "Permission denied" in reply["error"], reply
     assert not outside.exists()
@@ -143,7 +143,7 @@ def test_without_landlock_a_mount_namespace_makes_the_rest_read_only():
         worker.request({"op": "ping"}, timeout=120)
         require(worker, "filesystem")
         assert "read-only" in worker.sandbox_report["applied"]["filesystem"]
-        outside = Path("/tmp") / f"kernelgym-sandbox-ro-{os.getpid()}"
+        outside = Path("/tmp") / f"warpgym-sandbox-ro-{os.getpid()}"
         reply = run_module(worker, f"open({str(outside)!r}, 'w').write('x')\n")
         assert not reply["ok"] and "Read-only file system" in reply["error"], reply
         assert not outside.exists()
@@ -263,7 +263,7 @@ def test_the_dropped_uid_has_a_user_name(bare):
     """The unused uid has no passwd entry; getpass.getuser() (torch calls it on import) must still answer."""
     require(bare, "user")
     reply = run_module(bare, "import getpass\nraise RuntimeError(f'NAME={getpass.getuser()}')\n")
-    assert "NAME=kernelgym-" in reply["error"], reply["error"]
+    assert "NAME=warpgym-" in reply["error"], reply["error"]
 
 
 # ----------------------------------------------------------------------------------------------- audit layer
@@ -276,7 +276,7 @@ AUDITED = [
     ("import gc\ngc.get_objects()\n", "introspection"),
     ("import sys\nsys._getframe(0)\n", "introspection"),
     ("try:\n    1 / 0\nexcept ZeroDivisionError as e:\n    e.__traceback__.tb_frame\n", "introspection"),
-    ("open('/etc/kernelgym-probe', 'w')\n", "sandbox-filesystem"),
+    ("open('/etc/warpgym-probe', 'w')\n", "sandbox-filesystem"),
     ("open(3, 'wb')\n", "sandbox-filesystem"),
     ("import os\nopen(f'/proc/{os.getppid()}/environ').read()\n", "sandbox-filesystem"),
     ("open('/root/.ssh/id_rsa')\n", "sandbox-filesystem"),
@@ -289,7 +289,7 @@ AUDITED = [
 def test_the_audit_layer_refuses_and_reports(audited, source, code):
     audited.take_incidents()
     reply = run_module(audited, source)
-    assert not reply["ok"] and "kernelgym sandbox" in reply["error"], reply
+    assert not reply["ok"] and "warpgym sandbox" in reply["error"], reply
     incidents = audited.take_incidents()
     assert [code, incidents[0][1]] in incidents and "the sandbox refused it" in incidents[0][1], incidents
 

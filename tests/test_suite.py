@@ -8,9 +8,9 @@ from collections import Counter
 
 import pytest
 import torch
-from kernelgym.env.compare import compare_outputs
-from kernelgym.tasks import CATEGORIES, Sampler, all_tasks
-from kernelgym.tasks.spec import dtype_of, sequence
+from warpgym.env.compare import compare_outputs
+from warpgym.tasks import CATEGORIES, Sampler, all_tasks
+from warpgym.tasks.spec import dtype_of, sequence
 
 TASKS = all_tasks()
 TRITON = [t for t in TASKS if t.suite == "triton"]

@@ -1,4 +1,4 @@
-"""Evaluation throughput and timing fidelity of the harness (issue 10): ``kernelgym bench``.
+"""Evaluation throughput and timing fidelity of the harness (issue 10): ``warpgym bench``.
 
 An experiment's cost is dominated by how many candidates the evaluator judges per minute, and its
 speedups are only as good as the timings behind them. This measures both on a fixed mix (the five
@@ -96,7 +96,7 @@ def check_tasks(tasks: Sequence[str] | None) -> list[str]:
 
 def mix(tasks: Sequence[str] | None = None) -> list[tuple[str, str, str]]:
     """(task id, label, source) for each reference and its wrong candidates, in a fixed order."""
-    from kernelgym.tasks import get_task
+    from warpgym.tasks import get_task
 
     items = []
     for task_id in check_tasks(tasks):
@@ -119,7 +119,7 @@ def p90(values: Sequence[float]) -> float:
 
 def _run_mix(evaluator: Any, items: list[tuple[str, str, str]], options: Any,
              log: Log) -> list[dict[str, Any]]:
-    from kernelgym.tasks import get_task
+    from warpgym.tasks import get_task
 
     rows = []
     for task_id, label, source in items:
@@ -142,7 +142,7 @@ def ncu_matmul(case: dict[str, Any], device: str = "cuda", log: Log = _say, skip
     ones; ``skip=2, count=1`` is a GPU fresh from idle, at its highest clocks. The figure owes
     nothing to the harness checked against it. None when ncu is missing or fails.
     """
-    from kernelgym.env.profile import ncu_path
+    from warpgym.env.profile import ncu_path
 
     exe = ncu_path()
     if exe is None:
@@ -150,7 +150,7 @@ def ncu_matmul(case: dict[str, Any], device: str = "cuda", log: Log = _say, skip
         return None
     script = textwrap.dedent(f"""
         import importlib.util, torch
-        from kernelgym.tasks import get_task, Sampler
+        from warpgym.tasks import get_task, Sampler
         if torch.device({device!r}).index is not None:
             torch.cuda.set_device(torch.device({device!r}))
         task = get_task({SPREAD_TASK!r})
@@ -239,8 +239,8 @@ def run_benchmark(device: str, reps: int = 30, warmup: int = 5, cold: int = 3, s
     The report is written to ``out`` after each phase, so a run cut off by a time limit keeps every
     phase it finished; ``phases`` lists them.
     """
-    from kernelgym.env import EvalOptions, Evaluator
-    from kernelgym.tasks import get_task
+    from warpgym.env import EvalOptions, Evaluator
+    from warpgym.tasks import get_task
 
     on_gpu = device.startswith("cuda")
     items = mix(tasks)

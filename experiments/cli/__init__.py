@@ -1,4 +1,4 @@
-"""The ``kernelgym`` command line: one module per command, each with ``register(subparsers)``.
+"""The ``warpgym`` command line: one module per command, each with ``register(subparsers)``.
 
 A command module's ``register`` adds its parser and sets ``func`` (args -> exit code). Exit
 code 0 means the command did its job (a candidate judged incorrect is still a job done);
@@ -20,16 +20,16 @@ class UsageError(Exception):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from kernelgym import __version__
+    from warpgym import __version__
 
-    parser = argparse.ArgumentParser(prog="kernelgym", description="A gym for GPU-kernel-writing agents.")
-    parser.add_argument("--version", action="version", version=f"kernelgym {__version__}")
+    parser = argparse.ArgumentParser(prog="warpgym", description="A gym for GPU-kernel-writing agents.")
+    parser.add_argument("--version", action="version", version=f"warpgym {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
         try:
-            module = importlib.import_module(f"kernelgym.experiments.cli.{name}_cmd")
+            module = importlib.import_module(f"warpgym.experiments.cli.{name}_cmd")
         except ModuleNotFoundError as exc:
-            if exc.name == f"kernelgym.experiments.cli.{name}_cmd":
+            if exc.name == f"warpgym.experiments.cli.{name}_cmd":
                 continue  # a command not built yet
             raise
         module.register(sub)
@@ -42,7 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except UsageError as exc:
-        print(f"kernelgym {args.command}: error: {exc}", file=sys.stderr)
+        print(f"warpgym {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

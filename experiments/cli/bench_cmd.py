@@ -1,6 +1,6 @@
-"""``kernelgym bench``: how many evaluations per minute the harness does, and how faithfully it times.
+"""``warpgym bench``: how many evaluations per minute the harness does, and how faithfully it times.
 
-A thin layer over :mod:`kernelgym.experiments.bench.eval_throughput`. On a CPU it runs the mix in
+A thin layer over :mod:`warpgym.experiments.bench.eval_throughput`. On a CPU it runs the mix in
 Triton's interpreter with timing off (a check of the plumbing and verdicts, not a GPU figure).
 """
 
@@ -30,8 +30,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def bench(args: argparse.Namespace) -> int:
-    from kernelgym.env.device import resolve_device
-    from kernelgym.experiments.bench.eval_throughput import check_tasks, run_benchmark
+    from warpgym.env.device import resolve_device
+    from warpgym.experiments.bench.eval_throughput import check_tasks, run_benchmark
 
     for name in ("reps", "warmup", "cold", "spread"):
         value = getattr(args, name)

@@ -1,4 +1,4 @@
-"""``kernelgym compare RUN RUN...``: runs side by side (printed as Markdown, or written to a file)."""
+"""``warpgym compare RUN RUN...``: runs side by side (printed as Markdown, or written to a file)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kernelgym.experiments import report, runner
+    from warpgym.experiments import report, runner
 
     try:
         dirs = [runner.find_run(r, Path(args.runs_root)) for r in args.runs]

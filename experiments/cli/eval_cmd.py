@@ -1,4 +1,4 @@
-"""``kernelgym eval TASK FILE``: judge one candidate module and print the verdict."""
+"""``warpgym eval TASK FILE``: judge one candidate module and print the verdict."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from kernelgym.tasks import UnknownTaskError, get_task
+from warpgym.tasks import UnknownTaskError, get_task
 
 from . import UsageError
 
@@ -45,7 +45,7 @@ def json_view(result: dict) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kernelgym.env import EvalOptions, evaluate
+    from warpgym.env import EvalOptions, evaluate
 
     try:
         task = get_task(args.task_id)

@@ -1,4 +1,4 @@
-"""``kernelgym export RUN --format jsonl|parquet``: the raw steps (or episodes) of a run."""
+"""``warpgym export RUN --format jsonl|parquet``: the raw steps (or episodes) of a run."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kernelgym.experiments import export, runner
+    from warpgym.experiments import export, runner
 
     try:
         run_dir = runner.find_run(args.run, Path(args.runs_root))

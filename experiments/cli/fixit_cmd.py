@@ -1,7 +1,7 @@
-"""``kernelgym fixit build RUN... --out DIR`` and ``kernelgym fixit train DATA --base PATH``.
+"""``warpgym fixit build RUN... --out DIR`` and ``warpgym fixit train DATA --base PATH``.
 
 From an experiment run to a training set, and from the training set to a LoRA adapter: two
-commands. See ``kernelgym.experiments.fixit`` for what each step does.
+commands. See ``warpgym.experiments.fixit`` for what each step does.
 """
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "train",
         help="supervised fine-tuning with TRL and a PEFT LoRA adapter",
         description="Fine-tune a local model on a `fixit build` output with a LoRA adapter. "
-        'Needs the optional extra: pip install "kernelgym[fixit]".',
+        'Needs the optional extra: pip install "warpgym[fixit]".',
     )
     t.add_argument("data", metavar="DATA", help="a `fixit build` output directory, or one JSONL file")
     t.add_argument(
@@ -167,8 +167,8 @@ def _params(items: list[str]) -> dict:
 
 
 def run_build(args: argparse.Namespace) -> int:
-    from kernelgym.agents import ProviderConfigError
-    from kernelgym.experiments.fixit import BuildOptions, Caps, FixitError, build
+    from warpgym.agents import ProviderConfigError
+    from warpgym.experiments.fixit import BuildOptions, Caps, FixitError, build
 
     if not 0 <= args.val_fraction < 1:
         raise UsageError("--val-fraction must be in [0, 1)")
@@ -223,7 +223,7 @@ def run_build(args: argparse.Namespace) -> int:
 
 
 def run_train(args: argparse.Namespace) -> int:
-    from kernelgym.experiments.fixit import FixitError, TrainOptions, train
+    from warpgym.experiments.fixit import FixitError, TrainOptions, train
 
     modules = args.target_modules
     targets: list[str] | str = modules if modules == "all-linear" else [m.strip() for m in modules.split(",")]

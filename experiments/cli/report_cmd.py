@@ -1,4 +1,4 @@
-"""``kernelgym report RUN``: report.md and report.html (with plots) from a run's store."""
+"""``warpgym report RUN``: report.md and report.html (with plots) from a run's store."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kernelgym.experiments import report, runner
+    from warpgym.experiments import report, runner
 
     try:
         run_dir = runner.find_run(args.run, Path(args.runs_root))

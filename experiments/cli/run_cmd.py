@@ -1,7 +1,7 @@
-"""``kernelgym run CONFIG``: play an experiment's grid, store every step, write the report.
+"""``warpgym run CONFIG``: play an experiment's grid, store every step, write the report.
 
-``kernelgym run CONFIG`` starts a run in ``runs/NAME-TIMESTAMP``; ``kernelgym run --resume RUN``
-(or ``kernelgym run CONFIG --run-dir RUN`` on an existing run) continues it: finished episodes
+``warpgym run CONFIG`` starts a run in ``runs/NAME-TIMESTAMP``; ``warpgym run --resume RUN``
+(or ``warpgym run CONFIG --run-dir RUN`` on an existing run) continues it: finished episodes
 are skipped, unfinished ones continue from their last stored turn, no model call is repeated.
 
 Exit status: 0 when the grid is done or a budget cap stopped it cleanly; 1 when some episodes
@@ -72,12 +72,12 @@ def _overrides(exp, args: argparse.Namespace) -> None:  # noqa: ANN001 - an Expe
 
 
 def run(args: argparse.Namespace) -> int:
-    from kernelgym.experiments import config as config_mod
-    from kernelgym.experiments import report, runner
-    from kernelgym.experiments.progress import Display
+    from warpgym.experiments import config as config_mod
+    from warpgym.experiments import report, runner
+    from warpgym.experiments.progress import Display
 
     if not args.config and not args.resume:
-        raise UsageError("give an experiment file (e.g. kernelgym run quickstart) or --resume RUN")
+        raise UsageError("give an experiment file (e.g. warpgym run quickstart) or --resume RUN")
     exp = None
     try:
         if args.config:
@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
     if outcome.stopped:
         print(
             f"Stopped: {outcome.stopped}. {outcome.finished} of {outcome.total} episodes finished; "
-            f"continue with: kernelgym run --resume {run_dir}"
+            f"continue with: warpgym run --resume {run_dir}"
         )
     if not args.no_report:
         md, page = report.write(run_dir)

@@ -1,4 +1,4 @@
-"""``kernelgym suite check``: every reference solution through the environment, as a table.
+"""``warpgym suite check``: every reference solution through the environment, as a table.
 
 Fails (exit 1) if any reference fails: a suite whose references do not pass cannot judge
 anyone else's kernels.
@@ -14,8 +14,8 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any
 
-from kernelgym.experiments.metrics import geomean
-from kernelgym.tasks import all_tasks
+from warpgym.experiments.metrics import geomean
+from warpgym.tasks import all_tasks
 
 from . import UsageError
 
@@ -56,12 +56,12 @@ def _open_evaluator(device: str) -> None:
     global _EVALUATOR
     from multiprocessing.util import Finalize
 
-    from kernelgym.env import Evaluator
+    from warpgym.env import Evaluator
 
     if device.startswith("cuda:"):
         # Pin the whole process (its baselines and its worker's candidate) to that one GPU before CUDA
         # starts here, so the per-GPU timing lock and every allocation agree on which GPU it is.
-        from kernelgym.env.device import physical_gpu
+        from warpgym.env.device import physical_gpu
 
         os.environ["CUDA_VISIBLE_DEVICES"] = physical_gpu(int(device.split(":")[1]))
         device = "cuda"
@@ -76,8 +76,8 @@ def _start_evaluator(devices: Any) -> None:
 
 def _check_one(task_id: str, shapes: tuple[str, ...], target: str, timing: bool,
                reps: int | None = None) -> dict[str, Any]:
-    from kernelgym.env import EvalOptions
-    from kernelgym.tasks import get_task
+    from warpgym.env import EvalOptions
+    from warpgym.tasks import get_task
 
     evaluator = _EVALUATOR
     task = get_task(task_id)
@@ -137,7 +137,7 @@ def _read_done(path: str | None) -> dict[str, dict[str, Any]]:
 
 
 def check_suite(args: argparse.Namespace) -> int:
-    from kernelgym.env.device import resolve_device
+    from warpgym.env.device import resolve_device
 
     try:
         device = resolve_device(args.device)
@@ -148,7 +148,7 @@ def check_suite(args: argparse.Namespace) -> int:
         known = {t.id for t in all_tasks()}
         unknown = [t for t in args.task if t not in known]
         if unknown:
-            raise UsageError(f"unknown task id {unknown[0]!r} (see `kernelgym tasks list`)")
+            raise UsageError(f"unknown task id {unknown[0]!r} (see `warpgym tasks list`)")
         tasks = [t for t in tasks if t.id in set(args.task)]
     if not tasks:
         raise UsageError("no task matches")

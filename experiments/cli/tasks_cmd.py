@@ -1,11 +1,11 @@
-"""``kernelgym tasks list|show``: what there is to solve, and the statement a model sees."""
+"""``warpgym tasks list|show``: what there is to solve, and the statement a model sees."""
 
 from __future__ import annotations
 
 import argparse
 import json
 
-from kernelgym.tasks import UnknownTaskError, all_tasks, case_label, get_task
+from warpgym.tasks import UnknownTaskError, all_tasks, case_label, get_task
 
 from . import UsageError
 

@@ -3,7 +3,7 @@
 PTXBench's Fixit adapts a model on its own mistakes: the wrong kernel, the judge's log, an
 explanation, and the fixed kernel. Here any experiment run becomes such data:
 
-    from kernelgym.experiments.fixit import BuildOptions, build, train
+    from warpgym.experiments.fixit import BuildOptions, build, train
     result = build(["runs/my-run"], "fixit-data", BuildOptions(cross_model=True))
     train("fixit-data", "/models/my-local-model")      # needs the `fixit` extra
 

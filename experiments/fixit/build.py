@@ -3,7 +3,7 @@
 What a training example holds, as the model would see it at inference:
 
 - the system message and the task message the episode's model was sent (taken from the stored
-  turn, so hardware context and wording match the run; rebuilt from ``kernelgym.prompts`` only
+  turn, so hardware context and wording match the run; rebuilt from ``warpgym.prompts`` only
   when a record lacks them);
 - a user message with the wrong kernel and the judge's verdict, worded by the prompts' own
   feedback template;
@@ -86,7 +86,7 @@ class BuildResult:
 def _task_info(task_id: str) -> tuple[str, str, str]:
     """(language, entrypoint, statement) of a task; placeholders if it is no longer registered."""
     try:
-        from kernelgym.tasks import get_task
+        from warpgym.tasks import get_task
 
         task = get_task(task_id)
         return task.language, task.entrypoint, task.statement()
@@ -99,7 +99,7 @@ def prompt_messages(attempt: Attempt) -> list[dict[str, str]]:
     got = attempt.messages
     if len(got) == 2 and got[0].get("role") == "system" and got[1].get("role") == "user":
         return [{"role": m["role"], "content": str(m["content"])} for m in got]
-    from kernelgym.prompts import system_prompt, task_prompt
+    from warpgym.prompts import system_prompt, task_prompt
 
     language, entrypoint, statement = _task_info(attempt.task)
     return [
@@ -120,7 +120,7 @@ def prompt_messages(attempt: Attempt) -> list[dict[str, str]]:
 
 def attempt_message(attempt: Attempt) -> str:
     """The wrong kernel, then the judge's verdict in the feedback template the loops use."""
-    from kernelgym.prompts import feedback_prompt
+    from warpgym.prompts import feedback_prompt
 
     language = _task_info(attempt.task)[0]
     max_turns = max(attempt.max_turns, attempt.turn + 1)  # a pair always has a turn left for its fix
@@ -147,7 +147,7 @@ def example_messages(pair: Pair, explanation: str, *, join_user: bool = False) -
 
 # ------------------------------------------------------------------------------------------ build
 def resolve_runs(runs: list[str | Path], runs_root: Path | None = None) -> list[Path]:
-    from kernelgym.experiments.runner import RunError, find_run
+    from warpgym.experiments.runner import RunError, find_run
 
     out: list[Path] = []
     for run in runs:
@@ -212,7 +212,7 @@ def build(
         notes.append("no validation split (one task only, or --val-fraction 0)")
 
     if provider is None and options.explainer:
-        from kernelgym.agents import make_provider
+        from warpgym.agents import make_provider
 
         provider = make_provider(options.explainer, **options.explainer_params)
     examples = []
@@ -386,8 +386,8 @@ def _report(
 
 
 def _run_meta(run_dir: Path) -> dict[str, Any]:
-    from kernelgym.experiments.runner import STORE_NAME
-    from kernelgym.experiments.store import Store
+    from warpgym.experiments.runner import STORE_NAME
+    from warpgym.experiments.store import Store
 
     store = Store(run_dir / STORE_NAME, readonly=True)
     try:
@@ -471,7 +471,7 @@ def report_markdown(report: dict[str, Any]) -> str:
 
 CARD_INTRO = """# Fixit data set
 
-Supervised fine-tuning data built by `kernelgym fixit build` from repaired kernels: each example is a
+Supervised fine-tuning data built by `warpgym fixit build` from repaired kernels: each example is a
 kernel that failed, the judge's verdict on it, an explanation, and a kernel that passed. The system and
 task messages are the ones the model was sent in the run, so the examples look like the conversations
 a model has at inference.
@@ -492,8 +492,8 @@ CARD_FILES = """## Files
 ## Use
 
 ```
-kernelgym fixit train . --base /path/to/local/model    # a LoRA adapter in ./adapter
-kernelgym run compare.toml                              # base vs tuned, dev and heldout shapes
+warpgym fixit train . --base /path/to/local/model    # a LoRA adapter in ./adapter
+warpgym run compare.toml                              # base vs tuned, dev and heldout shapes
 ```
 
 Error kinds: compile, policy (rejected by the rules), timeout, runtime, numerical,

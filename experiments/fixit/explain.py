@@ -121,7 +121,7 @@ def explain(pair: Pair, statement: str, provider: Any | None, spec: str = "") ->
     """A model's explanation through ``provider``; the template without one, or when the model fails."""
     if provider is None:
         return Explanation(template_explanation(pair), "template")
-    from kernelgym.agents import ProviderError
+    from warpgym.agents import ProviderError
 
     meta = {
         "task": pair.task,

@@ -88,8 +88,8 @@ class Pair:
 
 def load_attempts(run_dir: Path, *, slow_below: float = 1.0) -> list[Attempt]:
     """Every stored turn of a run, classified, in episode and turn order."""
-    from kernelgym.experiments.runner import STORE_NAME
-    from kernelgym.experiments.store import Store
+    from warpgym.experiments.runner import STORE_NAME
+    from warpgym.experiments.store import Store
 
     store = Store(run_dir / STORE_NAME, readonly=True)
     try:

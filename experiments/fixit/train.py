@@ -35,7 +35,7 @@ def require_extra() -> None:
     missing = [m for m in EXTRA_MODULES if importlib.util.find_spec(m) is None]
     if missing:
         raise FixitError(
-            f'`kernelgym fixit train` needs {", ".join(missing)}: pip install "kernelgym[fixit]"'
+            f'`warpgym fixit train` needs {", ".join(missing)}: pip install "warpgym[fixit]"'
         )
 
 

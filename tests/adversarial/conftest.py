@@ -6,8 +6,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from kernelgym.env import EvalOptions, EvalResult, Evaluator
-from kernelgym.tasks import get_task
+from warpgym.env import EvalOptions, EvalResult, Evaluator
+from warpgym.tasks import get_task
 
 CANDIDATES = Path(__file__).parent / "candidates"
 DEV = EvalOptions(device="cpu", shape_sets=("dev",))

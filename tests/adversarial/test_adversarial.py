@@ -9,8 +9,8 @@ on replies) is what rejects them; ``layer`` says which one must.
 from __future__ import annotations
 
 import pytest
-from kernelgym.env import EvalOptions
-from kernelgym.env.pool import Worker
+from warpgym.env import EvalOptions
+from warpgym.env.pool import Worker
 
 from .conftest import explain
 
@@ -71,7 +71,7 @@ def test_the_harness_goes_on_after_each_attack(cpu_evaluator, judge):
     """Evaluating the reference right after a run of attacks gives a clean verdict (no leftovers)."""
     for name in ("forge_reply", "background_thread", "fill_disk"):
         judge("math/add", name)
-    from kernelgym.tasks import get_task
+    from warpgym.tasks import get_task
 
     task = get_task("math/add")
     result = cpu_evaluator.evaluate(
@@ -94,8 +94,8 @@ def test_a_constant_that_passes_an_absolute_tolerance_fails_the_normwise_bound(c
     zeros pass every element, and only the norm-wise relative bound stops them."""
     import dataclasses
 
-    from kernelgym.tasks import get_task
-    from kernelgym.tasks.spec import Tolerance
+    from warpgym.tasks import get_task
+    from warpgym.tasks.spec import Tolerance
 
     base = get_task("math/add")
     lenient = dataclasses.replace(
@@ -127,7 +127,7 @@ def test_caching_by_pointer_never_passes(judge):
 def test_undefined_behaviour_out_of_bounds_never_passes_and_the_harness_survives(cpu_evaluator, judge):
     result = judge("normalization/softmax", "out_of_bounds")
     assert result.correct is not True, explain(result)
-    from kernelgym.tasks import get_task
+    from warpgym.tasks import get_task
 
     task = get_task("normalization/softmax")
     again = cpu_evaluator.evaluate(
@@ -139,8 +139,8 @@ def test_undefined_behaviour_out_of_bounds_never_passes_and_the_harness_survives
 def test_the_worker_is_never_sent_reference_data(cpu_evaluator, monkeypatch):
     """Reading harness memory from the worker gains nothing: no reference crosses into its process."""
     import torch
-    from kernelgym.env import pool
-    from kernelgym.tasks import get_task
+    from warpgym.env import pool
+    from warpgym.tasks import get_task
 
     sent: list[object] = []
     real_send = pool.wire.send
@@ -177,7 +177,7 @@ def test_replies_must_answer_their_request():
         assert worker.request({"op": "ping"}, timeout=60)["ok"]
         assert worker.proc is not None
         # Play the candidate: write a well-formed frame straight into the worker's side of the socket.
-        from kernelgym.env import wire
+        from warpgym.env import wire
 
         wire.send(worker.conn, {"op": "ping"})  # a second request whose reply nobody will read
         with pytest.raises(Exception) as caught:
@@ -201,7 +201,7 @@ def test_a_fresh_evaluator_for_patching_candidates_is_not_needed(cpu_evaluator, 
     """After a candidate patched torch inside the workers, both are replaced: the next verdict is clean."""
     judge("math/add", "patch_timer")
     assert not cpu_evaluator.run_worker.alive
-    from kernelgym.tasks import get_task
+    from warpgym.tasks import get_task
 
     task = get_task("math/add")
     result = cpu_evaluator.evaluate(
@@ -233,15 +233,15 @@ def test_every_loophole_in_the_design_has_a_candidate():
 def confined(tmp_path_factory):
     """An evaluator whose workers protect a stand-in home directory (holding a fake SSH key) and have
     small disk limits: 8 MiB per file, 32 MiB for the private directory."""
-    from kernelgym.env import Evaluator
-    from kernelgym.env.pool import Worker
+    from warpgym.env import Evaluator
+    from warpgym.env.pool import Worker
 
     home = tmp_path_factory.mktemp("home")
     (home / ".ssh").mkdir()
-    (home / ".ssh" / "id_rsa").write_text("-----BEGIN FAKE KEY----- kernelgym-test-secret")
+    (home / ".ssh" / "id_rsa").write_text("-----BEGIN FAKE KEY----- warpgym-test-secret")
     limits = {"protect": [str(home)], "file_bytes": 8 << 20, "disk_bytes": 32 << 20}
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("KERNELGYM_TEST_REAL_HOME", str(home))  # where the candidate will look
+        patch.setenv("WARPGYM_TEST_REAL_HOME", str(home))  # where the candidate will look
         evaluator = Evaluator("cpu")
         evaluator.run_worker = Worker("cpu", "run", sandbox=limits)
         evaluator.compile_worker = Worker("cpu", "compile", sandbox=limits)
@@ -254,7 +254,7 @@ def test_reading_ssh_keys_is_refused_and_nothing_leaks(confined, judge):
     assert result.correct is False, explain(result)
     messages = [v.message for v in result.violations if v.code == "sandbox-filesystem"]
     assert any("id_rsa" in m and "home directories" in m for m in messages), explain(result)
-    assert "kernelgym-test-secret" not in result.stdout + result.feedback
+    assert "warpgym-test-secret" not in result.stdout + result.feedback
     assert "STOLEN" not in result.stdout
 
 
@@ -265,7 +265,7 @@ def test_filling_the_disk_fails_alone_and_the_next_candidate_is_fine(confined, j
     assert "big.bin: File too large" in message, message
     if "disk" in (result.sandbox or {}).get("applied", {}):
         assert "No space left" in message, message
-    from kernelgym.tasks import get_task
+    from warpgym.tasks import get_task
 
     task = get_task("math/add")
     again = confined.evaluate(task, task.solution_source(), EvalOptions(device="cpu", shape_sets=("dev",)))
@@ -275,11 +275,11 @@ def test_filling_the_disk_fails_alone_and_the_next_candidate_is_fine(confined, j
 def test_speedups_past_the_roofline_or_the_vendor_library_are_flagged(monkeypatch):
     """The timing stage's sanity checks, driven with a faked GPU reply (the real run is in tests/gpu): a
     time no device could achieve, or one far below the vendor library's, is reported as suspicious."""
-    from kernelgym.env import evaluator as evaluator_mod
-    from kernelgym.env import feedback
-    from kernelgym.env.device import KNOWN_CEILINGS
-    from kernelgym.env.result import CaseResult, EvalResult
-    from kernelgym.tasks import get_task
+    from warpgym.env import evaluator as evaluator_mod
+    from warpgym.env import feedback
+    from warpgym.env.device import KNOWN_CEILINGS
+    from warpgym.env.result import CaseResult, EvalResult
+    from warpgym.tasks import get_task
 
     class FakeGPUWorker:
         alive = False

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kernelgym.env.instructions import count_cubin, count_ptx, tool
-from kernelgym.prompts import DocExample, document_blocks, document_examples
+from warpgym.env.instructions import count_cubin, count_ptx, tool
+from warpgym.prompts import DocExample, document_blocks, document_examples
 
 DOCUMENTS = ("sm_90a", "sm_100a", "triton")
 CAPABILITY = {"sm_90a": 90, "sm_100a": 100}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernelgym.agents.extract import extract_candidate, fenced_blocks
+from warpgym.agents.extract import extract_candidate, fenced_blocks
 
 MODULE = "import torch\n\n\ndef add(x, y):\n    return x\n"
 OTHER = "import torch\n\n\ndef add(x, y):\n    return y\n"

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kernelgym.agents import LOOPS, TurnRecord, arun_episode, make_provider, run_episode
-from kernelgym.agents.replay import ReplayMissing, write_replay
-from kernelgym.env import Evaluator, KernelEnv
-from kernelgym.tasks import get_task
+from warpgym.agents import LOOPS, TurnRecord, arun_episode, make_provider, run_episode
+from warpgym.agents.replay import ReplayMissing, write_replay
+from warpgym.env import Evaluator, KernelEnv
+from warpgym.tasks import get_task
 
 TASK = "math/add"
 GOOD = get_task(TASK).solution_source()
@@ -52,7 +52,7 @@ def test_registry_has_the_loops() -> None:
 
 
 def test_routing() -> None:
-    from kernelgym.agents.loops import Episode, next_phase
+    from warpgym.agents.loops import Episode, next_phase
 
     ep = Episode(task=get_task(TASK), loop="fix-retry", provider=None, env=None, context="none",  # type: ignore[arg-type]
                  history="full", sample=0, max_turns=4, target="sm_90a")

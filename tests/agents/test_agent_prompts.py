@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from kernelgym.prompts import (
+from warpgym.prompts import (
     CONTEXT_LEVELS,
     document,
     feedback_prompt,
@@ -37,7 +37,7 @@ def test_language_variants_differ() -> None:
     assert template_name("task", "cuda") == "task.j2"
     triton = system_prompt(language="triton", target="sm_90a", entrypoint="add")
     cuda = system_prompt(language="cuda", target="sm_90a", entrypoint="add")
-    assert "@triton.jit" in triton and "kernelgym.env.loader" in cuda
+    assert "@triton.jit" in triton and "warpgym.env.loader" in cuda
     assert "- `load_cuda(source: str" in cuda and "- `tensor_map(" in cuda  # the loader's real signatures
     opt_t = optimise_prompt(turn=2, max_turns=4, feedback="CORRECT", target="sm_90a", language="triton")
     opt_c = optimise_prompt(turn=2, max_turns=4, feedback="CORRECT", target="sm_100a", language="cuda")
@@ -56,7 +56,7 @@ def test_feedback_and_task_messages() -> None:
 
 
 def test_levels_agree_with_the_agents_contract() -> None:
-    from kernelgym.agents import CONTEXT_LEVELS as AGENT_LEVELS
+    from warpgym.agents import CONTEXT_LEVELS as AGENT_LEVELS
 
     assert CONTEXT_LEVELS == AGENT_LEVELS
 

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kernelgym.agents import Completion, ProviderConfigError, ProviderError, make_provider
-from kernelgym.agents.pricing import PriceTable
-from kernelgym.agents.providers import parse_spec
-from kernelgym.agents.replay import ReplayMissing, write_replay
+from warpgym.agents import Completion, ProviderConfigError, ProviderError, make_provider
+from warpgym.agents.pricing import PriceTable
+from warpgym.agents.providers import parse_spec
+from warpgym.agents.replay import ReplayMissing, write_replay
 
 FAST = {"retry_initial": 0.001, "retry_jitter": 0.0, "retry_max_wait": 0.01, "max_attempts": 4, "timeout": 10}
 MESSAGES = [{"role": "system", "content": "You write kernels."},

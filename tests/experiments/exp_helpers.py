@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kernelgym.tasks import get_task
+from warpgym.tasks import get_task
 
 TASK = "normalization/softmax"
 GOOD = get_task(TASK).solution_source()

@@ -1,4 +1,4 @@
-"""``kernelgym bench`` on the CPU: the mix is judged right, the report is complete, bad input is exit 2.
+"""``warpgym bench`` on the CPU: the mix is judged right, the report is complete, bad input is exit 2.
 
 Only math/add's three candidates (reference and two wrong ones) with one cold evaluation: a few
 seconds in Triton's interpreter. The timed figures need a GPU (scripts/gpu_session.sh).
@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 
 import pytest
-from kernelgym.experiments.bench import eval_throughput as bench
-from kernelgym.experiments.cli import main
+from warpgym.experiments.bench import eval_throughput as bench
+from warpgym.experiments.cli import main
 
 TIMED = ("timing_share", "spread_medians_ms", "spread_max_over_min", "harness_matmul_ms", "ncu_matmul_ms",
          "harness_vs_ncu")
@@ -58,7 +58,7 @@ def test_bench_on_cpu_judges_the_mix_and_writes_the_report(tmp_path: Path,
 def test_bench_rejects_task_ids_outside_the_mix(tasks: str, capsys: pytest.CaptureFixture) -> None:
     assert main(["bench", "--tasks", tasks, "--device", "cpu"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("kernelgym bench: error: --tasks:")
+    assert err.startswith("warpgym bench: error: --tasks:")
     assert all(t in err for t in bench.CORE_TASKS)  # names the valid ids
     if "nope" in tasks:
         assert "nope/nope" in err

@@ -4,7 +4,7 @@ actor killed mid-evaluation is replaced with its evaluation retried, no turn los
 The Ray tests use one local Ray instance (2 CPUs) and one CPU actor for the whole module, and a
 single episode of the quick start's recordings (normalization/softmax, sample 0: a PyTorch op in
 host code, then an overflowing kernel, then a right one): three verdicts of three kinds. They
-skip only where Ray is not installed (``pip install 'kernelgym[ray]'``).
+skip only where Ray is not installed (``pip install 'warpgym[ray]'``).
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kernelgym.experiments import config, executors, runner
-from kernelgym.experiments.store import Store
+from warpgym.experiments import config, executors, runner
+from warpgym.experiments.store import Store
 
 RECORDINGS = Path(config.__file__).parent / "recordings" / "quickstart.jsonl"
 HAS_RAY = importlib.util.find_spec("ray") is not None
-needs_ray = pytest.mark.skipif(not HAS_RAY, reason="Ray is not installed (pip install 'kernelgym[ray]')")
+needs_ray = pytest.mark.skipif(not HAS_RAY, reason="Ray is not installed (pip install 'warpgym[ray]')")
 
 EXPERIMENT = f"""
 name = "executors"
@@ -93,7 +93,7 @@ def test_executor_settings_are_checked_with_line_and_field(monkeypatch: pytest.M
     monkeypatch.setattr(config, "ray_available", lambda: False)
     with pytest.raises(config.ConfigError) as err:
         _experiment('executor = "ray"\n')
-    expected = "exp.toml, line 14: run.executor: Ray is not installed; pip install 'kernelgym[ray]'"
+    expected = "exp.toml, line 14: run.executor: Ray is not installed; pip install 'warpgym[ray]'"
     assert expected in str(err.value)
     monkeypatch.setattr(config, "ray_available", lambda: True)
     text = EXPERIMENT.replace('devices = "cpu"', 'devices = ["cuda:0"]')

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from kernelgym.experiments import config
-from kernelgym.experiments.config import ConfigError
+from warpgym.experiments import config
+from warpgym.experiments.config import ConfigError
 
 GOOD = """\
 name = "t"

@@ -1,6 +1,6 @@
 """A run killed with SIGKILL mid-way and resumed loses no finished step and repeats no model call.
 
-The run is a real ``kernelgym run`` in a subprocess, judged by the real evaluator on the CPU. A
+The run is a real ``warpgym run`` in a subprocess, judged by the real evaluator on the CPU. A
 small launcher wraps ``make_provider`` so that every call reaching the provider is appended to a
 log before it is made: that log, across both processes, is what a paid API would have billed.
 The kill lands while the third answer is being evaluated: the answer is journaled in the store
@@ -23,10 +23,10 @@ from exp_helpers import GOOD, NO_CODE, TORCH_OP, fenced, write_experiment, write
 
 LAUNCHER = """
 import json, os, sys
-import kernelgym.agents as agents
+import warpgym.agents as agents
 
 real = agents.make_provider
-LOG = os.environ["KERNELGYM_TEST_CALL_LOG"]
+LOG = os.environ["WARPGYM_TEST_CALL_LOG"]
 
 
 class Logged:
@@ -44,7 +44,7 @@ class Logged:
 
 
 agents.make_provider = lambda spec, **kw: Logged(real(spec, **kw))
-from kernelgym.experiments.cli import main
+from warpgym.experiments.cli import main
 sys.exit(main(sys.argv[1:]))
 """
 
@@ -79,7 +79,7 @@ def test_sigkill_mid_run_then_resume_loses_nothing_and_pays_nothing_twice(tmp_pa
     log = tmp_path / "calls.jsonl"
     run_dir = tmp_path / "run"
     db = run_dir / "store.sqlite"
-    env = {**os.environ, "KERNELGYM_TEST_CALL_LOG": str(log)}
+    env = {**os.environ, "WARPGYM_TEST_CALL_LOG": str(log)}
 
     first = subprocess.Popen(
         [sys.executable, str(launcher), "run", str(exp), "--run-dir", str(run_dir), "--quiet"],

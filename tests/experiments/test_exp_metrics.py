@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from kernelgym.experiments.metrics import (
+from warpgym.experiments.metrics import (
     EpisodeView,
     TurnView,
     fast_p,

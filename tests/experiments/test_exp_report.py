@@ -9,9 +9,9 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from kernelgym.experiments import export, report
-from kernelgym.experiments.cli import main
-from kernelgym.experiments.store import Store
+from warpgym.experiments import export, report
+from warpgym.experiments.cli import main
+from warpgym.experiments.store import Store
 
 TASKS = {"math/add": "math", "matmul/matmul": "matmul"}
 AGENTS = ("one-shot", "fix-retry")

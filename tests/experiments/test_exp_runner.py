@@ -10,12 +10,12 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import kernelgym.agents as agents
 import pytest
+import warpgym.agents as agents
 from exp_helpers import NO_CODE, TORCH_OP, fenced, write_experiment, write_replay
-from kernelgym.experiments import config, export, report, runner
-from kernelgym.experiments.cli import main
-from kernelgym.experiments.store import Store
+from warpgym.experiments import config, export, report, runner
+from warpgym.experiments.cli import main
+from warpgym.experiments.store import Store
 
 
 class Counting:
@@ -154,7 +154,7 @@ def test_a_run_exported_as_replay_plays_again_with_the_same_answers(tmp_path: Pa
     _play(exp, run_dir, _replay(exp))
     replay = export.export(run_dir, run_dir / "store.sqlite", "jsonl", tmp_path / "again.jsonl", "replay")
     again = config.load(write_experiment(tmp_path / "again.toml", replay, samples=2))
-    _play(again, tmp_path / "run2", None)  # built from the file, like `kernelgym run`
+    _play(again, tmp_path / "run2", None)  # built from the file, like `warpgym run`
     with Store(run_dir / "store.sqlite", readonly=True) as a, Store(tmp_path / "run2" / "store.sqlite") as b:
         first = [(r["turn"], r["response"], r["result"]) for _, r in a.all_turn_records()]
         second = [(r["turn"], r["response"], r["result"]) for _, r in b.all_turn_records()]

@@ -17,7 +17,7 @@ RACE = textwrap.dedent("""
     import ast, sys, threading
     sys.setswitchinterval(1e-6)
     if sys.argv[1] == "serialised":
-        from kernelgym.experiments.runner import serialise_ast_parse
+        from warpgym.experiments.runner import serialise_ast_parse
         serialise_ast_parse()
     source = "def f(x):\\n    return [y * 2 for y in x if y]\\n" * 200
 

@@ -1,13 +1,13 @@
-"""``kernelgym suite check``: rows stream to a JSON-lines file, a rerun resumes from it, the Markdown
+"""``warpgym suite check``: rows stream to a JSON-lines file, a rerun resumes from it, the Markdown
 table summarises per category, and bad input is a usage error."""
 
 from __future__ import annotations
 
 import json
 
-from kernelgym.experiments.cli import main
-from kernelgym.experiments.cli.suite_cmd import markdown_table
-from kernelgym.experiments.metrics import geomean
+from warpgym.experiments.cli import main
+from warpgym.experiments.cli.suite_cmd import markdown_table
+from warpgym.experiments.metrics import geomean
 
 
 def test_suite_check_streams_rows_and_resumes(tmp_path, capsys):
@@ -66,7 +66,7 @@ def test_markdown_table_geomeans_per_category():
 
 
 def test_bench_cases_are_checked_once_on_a_gpu():
-    from kernelgym.experiments.cli.suite_cmd import default_shapes
+    from warpgym.experiments.cli.suite_cmd import default_shapes
 
     assert default_shapes("cpu", timing=True) == ("dev", "heldout")
     assert default_shapes("cuda", timing=True) == ("dev", "heldout")  # bench: after the timing loop

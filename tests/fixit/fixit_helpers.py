@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kernelgym.experiments.runner import STORE_NAME
-from kernelgym.experiments.store import Store
+from warpgym.experiments.runner import STORE_NAME
+from warpgym.experiments.store import Store
 
 SYSTEM = "You write Triton kernels."
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 from fixit_helpers import SYSTEM, K, kernel, make_run, scenario
-from kernelgym.agents.extract import extract_candidate
-from kernelgym.experiments import config
-from kernelgym.experiments.cli import main
-from kernelgym.experiments.fixit import (
+from warpgym.agents.extract import extract_candidate
+from warpgym.experiments import config
+from warpgym.experiments.cli import main
+from warpgym.experiments.fixit import (
     BuildOptions,
     Caps,
     build,
@@ -25,7 +25,7 @@ from kernelgym.experiments.fixit import (
     similarity,
     split_groups,
 )
-from kernelgym.experiments.fixit.select import balance
+from warpgym.experiments.fixit.select import balance
 
 
 @pytest.fixture

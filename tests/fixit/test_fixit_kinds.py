@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 from fixit_helpers import verdict
-from kernelgym.experiments.fixit import KINDS, classify, fixes
-from kernelgym.experiments.fixit.kinds import headline
+from warpgym.experiments.fixit import KINDS, classify, fixes
+from warpgym.experiments.fixit.kinds import headline
 
 
 @pytest.mark.parametrize(

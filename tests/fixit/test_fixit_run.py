@@ -15,11 +15,11 @@ import json
 from pathlib import Path
 
 import pytest
-from kernelgym.agents.extract import extract_candidate
-from kernelgym.experiments import config, runner
-from kernelgym.experiments.cli import main
-from kernelgym.experiments.store import Store
-from kernelgym.tasks import get_task
+from warpgym.agents.extract import extract_candidate
+from warpgym.experiments import config, runner
+from warpgym.experiments.cli import main
+from warpgym.experiments.store import Store
+from warpgym.tasks import get_task
 
 TASK = "activation/relu"
 GOOD = get_task(TASK).solution_source()
@@ -112,7 +112,7 @@ def test_pairs_from_a_replayed_run_are_classified_by_the_real_verdicts(played: P
 
 
 def test_without_cross_model_the_unfixed_episode_gives_nothing(played: Path, tmp_path: Path) -> None:
-    from kernelgym.experiments.fixit import BuildOptions, build
+    from warpgym.experiments.fixit import BuildOptions, build
 
     result = build([played], tmp_path / "data", BuildOptions())
     assert sorted(e.pair.kind for e in result.examples) == ["compile", "numerical"]

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 from fixit_helpers import make_run, scenario
-from kernelgym.experiments.cli import main
-from kernelgym.experiments.fixit import FixitError
-from kernelgym.experiments.fixit.train import EXTRA_MODULES, read_rows, require_extra
+from warpgym.experiments.cli import main
+from warpgym.experiments.fixit import FixitError
+from warpgym.experiments.fixit.train import EXTRA_MODULES, read_rows, require_extra
 
 CHAT_TEMPLATE = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
@@ -28,7 +28,7 @@ def test_a_missing_extra_names_the_install_command(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(
         importlib.util, "find_spec", lambda name, *a: None if name == "peft" else real(name, *a)
     )
-    with pytest.raises(FixitError, match=r'needs peft: pip install "kernelgym\[fixit\]"'):
+    with pytest.raises(FixitError, match=r'needs peft: pip install "warpgym\[fixit\]"'):
         require_extra()
 
 
@@ -100,7 +100,7 @@ def test_from_a_run_to_an_adapter_in_two_commands_and_the_loss_falls(
 ) -> None:
     for module in EXTRA_MODULES:
         pytest.importorskip(
-            module, reason='the fixit extra is not installed (pip install "kernelgym[fixit]")'
+            module, reason='the fixit extra is not installed (pip install "warpgym[fixit]")'
         )
     run = make_run(tmp_path / "runs" / "synthetic", scenario())
     data = tmp_path / "data"
@@ -138,7 +138,7 @@ def test_from_a_run_to_an_adapter_in_two_commands_and_the_loss_falls(
 def test_train_refuses_a_missing_base_or_data(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     if any(importlib.util.find_spec(m) is None for m in EXTRA_MODULES):
         assert main(["fixit", "train", str(tmp_path), "--base", str(tmp_path)]) == 2
-        assert "kernelgym[fixit]" in capsys.readouterr().err
+        assert "warpgym[fixit]" in capsys.readouterr().err
         return
     assert main(["fixit", "train", str(tmp_path), "--base", str(tmp_path / "none")]) == 2
     assert "no model at" in capsys.readouterr().err

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from kernelgym.env import EvalOptions, EvalResult, Evaluator
-from kernelgym.tasks import get_task
+from warpgym.env import EvalOptions, EvalResult, Evaluator
+from warpgym.tasks import get_task
 
 pytestmark = pytest.mark.gpu
 

@@ -7,8 +7,8 @@ descriptors with exactly the box and swizzle the kernel was compiled for. Measur
 (2026-11-29): 574 TFLOP/s at M=8192, N=7168, K=5120, 0.72x cuBLAS (792 TFLOP/s).
 """
 
-import kernelgym.env.loader as loader
 import torch
+import warpgym.env.loader as loader
 
 VARIANT = "gemm_bf16_128x256x64_w8s3"
 

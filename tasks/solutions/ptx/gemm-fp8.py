@@ -6,8 +6,8 @@ the H200, 988 TFLOP/s at the bench shape, 0.71x cuBLASLt), wgmma with e4m3 opera
 SASS) on sm_90a, fp32 accumulators scaled by scale_a * scale_b and stored as bf16 by TMA.
 """
 
-import kernelgym.env.loader as loader
 import torch
+import warpgym.env.loader as loader
 
 VARIANT = "gemm_fp8_128x128x128_w4s4"
 

@@ -6,7 +6,7 @@ Each solution names its kernels (``VARIANT = "..."``; the backward also uses ``a
 Everything below the solution's ``GENERATED`` marker is rewritten: per target, the PTX and what
 the launcher must know (entry name, threads per block, dynamic shared memory, and the TMA box and
 swizzle of each tensor-descriptor argument, which descriptors must be built with exactly). The PTX
-lives inside the solution because a candidate may import nothing of kernelgym but the loader.
+lives inside the solution because a candidate may import nothing of warpgym but the loader.
 It is pinned to ISA 8.7 so the ptxas of CUDA 12.8 and later (the H200 machine has 13.0) accept it.
 """
 

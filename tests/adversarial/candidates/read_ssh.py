@@ -21,7 +21,7 @@ def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 
 def _homes() -> list:
-    homes = [os.environ.get("KERNELGYM_TEST_REAL_HOME", ""), pwd.getpwuid(os.getuid()).pw_dir, "/root"]
+    homes = [os.environ.get("WARPGYM_TEST_REAL_HOME", ""), pwd.getpwuid(os.getuid()).pw_dir, "/root"]
     return [h for h in homes if h]
 
 
