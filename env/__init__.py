@@ -1,13 +1,43 @@
 """The environment: judges a candidate kernel and returns the verdict as an observation.
 
-Importable without the agent packages (langgraph, openai, anthropic, tenacity).
+Four rooms, along the trust wall:
+- ``judge``: the harness side. Plans an evaluation, talks to workers, compares outputs with
+  references it computed itself, inspects instructions, times, decides. Never runs candidate code.
+- ``worker``: what runs in the untrusted process beside the candidate: the worker's loop, the
+  confinement, the audit hook, the run-time policy, the launch recorder, the profilers' runner.
+- ``protocol``: what crosses the wall: the wire encoding and the typed requests and replies.
+- ``toolchain``: the bottom layer (targets, NVRTC/ptxas, PTX parsing, tensor maps, disassembly)
+  that tasks, prompts, the judge and the worker all use.
+``common`` holds what both sides run: devices, the GPU locks and the timing loop.
+
+Importable without the agent packages (langgraph, openai, anthropic, tenacity). The names below
+are loaded on first use, so a worker that imports ``warpgym.env.worker`` never loads the judge.
 """
 
-from .environment import KernelEnv, RewardConfig, make
-from .evaluator import EvalOptions, Evaluator, Limits, evaluate
-from .result import STAGES, CaseResult, EvalResult, KernelReport, Timing, Violation
+from __future__ import annotations
 
-__all__ = [
-    "STAGES", "CaseResult", "EvalOptions", "EvalResult", "Evaluator", "KernelEnv", "KernelReport", "Limits",
-    "RewardConfig", "Timing", "Violation", "evaluate", "make",
-]
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "KernelEnv": "warpgym.env.environment", "RewardConfig": "warpgym.env.environment",
+    "make": "warpgym.env.environment",
+    "EvalOptions": "warpgym.env.judge.evaluator", "Evaluator": "warpgym.env.judge.evaluator",
+    "Limits": "warpgym.env.judge.evaluator", "evaluate": "warpgym.env.judge.evaluator",
+    "STAGES": "warpgym.env.judge.result", "CaseResult": "warpgym.env.judge.result",
+    "EvalResult": "warpgym.env.judge.result", "KernelReport": "warpgym.env.judge.result",
+    "Timing": "warpgym.env.judge.result", "Violation": "warpgym.env.judge.result",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'warpgym.env' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -16,10 +16,9 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
+from warpgym.env.judge.evaluator import EvalOptions, Evaluator
+from warpgym.env.judge.result import STAGES, EvalResult
 from warpgym.tasks import Task, get_task
-
-from .evaluator import EvalOptions, Evaluator
-from .result import STAGES, EvalResult
 
 MAX_TEXT = 200_000
 CHARSET = string.printable

@@ -96,7 +96,7 @@ def loader_doc() -> str:
     """The CUDA/PTX loader's own documentation (module docstring and the signatures a candidate uses), so
     the prompt describes the API that really exists rather than a copy that drifts."""
     try:
-        module = importlib.import_module("warpgym.env.loader")
+        module = importlib.import_module("warpgym.loader")
     except Exception:  # not built, or broken: the prompt then names the module only
         return ""
     lines = [(module.__doc__ or "").strip()]
@@ -114,7 +114,7 @@ def loader_doc() -> str:
         name = dotted.replace(".__call__", "")
         api.append(f"- `{name}{signature}`" + (f": {doc}" if doc else ""))
     if api:
-        lines.append("API (import warpgym.env.loader as loader):\n" + "\n".join(api))
+        lines.append("API (from warpgym import loader):\n" + "\n".join(api))
     return "\n\n".join(line for line in lines if line)
 
 

@@ -6,7 +6,7 @@ and timed where the H200 is:
     python scripts/gemm_sweep.py emit .sweep            # here: PTX of each variant, for sm_90a
     python3 scripts/gemm_sweep.py run .sweep            # on the H200 (carry .sweep)
 
-``run`` loads each variant's PTX through warpgym.env.loader exactly as the shipped reference
+``run`` loads each variant's PTX through warpgym.loader exactly as the shipped reference
 does, checks it against torch.matmul, and times it with the evaluator's own timing
 (env/timing.time_callable: L2 flushed, inputs rotated) against cuBLAS at the bench shape.
 The winner goes into generate.py's GEMM_BF16 / the solution's VARIANT.
@@ -76,8 +76,9 @@ def emit(folder: Path) -> None:
 
 def run(folder: Path, reps: int) -> None:
     import torch
-    import warpgym.env.loader as loader
-    from warpgym.env.timing import time_callable
+    from warpgym.env.common.timing import time_callable
+
+    from warpgym import loader
 
     inputs = [{"a": torch.randn(M, K, device="cuda", dtype=torch.bfloat16),
                "b": torch.randn(N, K, device="cuda", dtype=torch.bfloat16)} for _ in range(3)]

@@ -144,7 +144,7 @@ def main() -> None:
         if visible_env and visible_env.replace(" ", "") != ",".join(str(i) for i in range(visible)):
             print(
                 f"warning: CUDA_VISIBLE_DEVICES={visible_env}: the evaluators' worker processes are pinned "
-                "by index (env/pool.py), which is right only when it lists 0, 1, ... in order",
+                "by index (env/judge/pool.py), which is right only when it lists 0, 1, ... in order",
                 file=sys.stderr,
             )
         options = EvalOptions(device="cuda", shape_sets=("dev",), reps=args.reps, warmup=5)

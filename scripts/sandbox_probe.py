@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 from warpgym.env import EvalOptions, Evaluator
-from warpgym.env.pool import Worker
-from warpgym.env.sandbox import defaults
+from warpgym.env.judge.pool import Worker
+from warpgym.env.worker.sandbox import defaults
 from warpgym.tasks import get_task
 
 LAYERS = ("network", "landlock", "mount", "cgroup", "drop_uid", "audit")

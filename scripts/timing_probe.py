@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from warpgym.env.timing import L2_FLUSH_BYTES, time_callable
+from warpgym.env.common.timing import L2_FLUSH_BYTES, time_callable
 from warpgym.tasks import Sampler, get_task
 
 TASK = "matmul/matmul"

@@ -1,9 +1,9 @@
-"""Edge cases of the output comparison (env/compare.py) that the H200 run brought up."""
+"""Edge cases of the output comparison (env/judge/compare.py) that the H200 run brought up."""
 
 from __future__ import annotations
 
 import torch
-from warpgym.env.compare import _compare_tensor
+from warpgym.env.judge.compare import _compare_tensor
 from warpgym.tasks.spec import Tolerance
 
 EXACT = Tolerance(0.0, 0.0, 0.0)
@@ -59,7 +59,7 @@ def test_the_norm_wise_bound_of_a_half_output_is_against_what_half_precision_hol
 
 
 def test_a_compile_error_names_its_cause_once():
-    from warpgym.env.triton_support import _compile_error_text
+    from warpgym.env.worker.triton_launches import _compile_error_text
 
     def raised(message: str, cause: BaseException) -> BaseException:
         try:

@@ -235,7 +235,7 @@ def test_worker_has_no_secrets_and_a_private_directory(monkeypatch):
 
 def test_worker_never_holds_reference_outputs(cpu_evaluator):
     # The worker only ever receives task ids, cases and seeds: no tensors travel to it.
-    from warpgym.env import evaluator as evaluator_module
+    from warpgym.env.judge import evaluator as evaluator_module
 
     sent = []
     original = cpu_evaluator.run_worker.request
@@ -335,8 +335,8 @@ def test_unknown_task_id_in_the_api():
 
 def test_an_error_outside_the_checks_reaches_the_feedback():
     """A failure in timing (or in the harness) has no failing check to carry it: the feedback says it."""
-    from warpgym.env import feedback
-    from warpgym.env.result import EvalResult
+    from warpgym.env.judge import feedback
+    from warpgym.env.judge.result import EvalResult
 
     task = get_task("math/add")
     result = EvalResult(task=task.id, target="sm_90a", device="H200", stage="timing", compiled=True,
@@ -347,7 +347,7 @@ def test_an_error_outside_the_checks_reaches_the_feedback():
 
 def _crash_runs(worker, times: int) -> list[int]:
     """Make the worker's next ``times`` runs die as a corrupted heap would (killed mid-request)."""
-    from warpgym.env.pool import WorkerError
+    from warpgym.env.judge.pool import WorkerError
 
     real, crashed = worker.request, []
 
@@ -380,7 +380,7 @@ def test_a_crash_in_a_worker_kept_from_earlier_evaluations_runs_again_in_a_new_o
 
 
 def test_launches_made_unrecorded_are_neither_counted_nor_kept():
-    from warpgym.env.triton_support import LaunchRecorder
+    from warpgym.env.worker.triton_launches import LaunchRecorder
 
     recorder = LaunchRecorder()
     recorder.record(print, (1,), {})
@@ -395,7 +395,7 @@ def test_each_torch_compile_baseline_gets_its_own_dynamo_cache():
     code object would run eager code under the name torch.compile."""
     import torch
     from torch._dynamo.utils import counters
-    from warpgym.env.evaluator import _own_code
+    from warpgym.env.judge.evaluator import _own_code
 
     def shared(x):
         return torch.nn.functional.gelu(x) * 2

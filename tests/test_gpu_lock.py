@@ -9,8 +9,14 @@ import time
 import pytest
 import torch
 from warpgym.env import EvalOptions, Evaluator
-from warpgym.env.result import CaseResult, EvalResult, Violation
-from warpgym.env.timing import MAX_TIMED_SECONDS, MIN_TIMED_CALLS, bench_slot, calls_within_budget, gpu_lock
+from warpgym.env.common.timing import (
+    MAX_TIMED_SECONDS,
+    MIN_TIMED_CALLS,
+    bench_slot,
+    calls_within_budget,
+    gpu_lock,
+)
+from warpgym.env.judge.result import CaseResult, EvalResult, Violation
 from warpgym.tasks import get_task
 
 
@@ -252,7 +258,7 @@ def test_a_bench_check_without_timing_takes_a_slot_and_again_alone_after_running
 
 
 def test_bench_cases_are_checked_once_each_on_the_distribution_of_the_check_after_timing():
-    from warpgym.env.evaluator import BENCH_DISTRIBUTION
+    from warpgym.env.judge.evaluator import BENCH_DISTRIBUTION
 
     task = get_task("fusion/attention-gqa")
     plan = Evaluator("cpu")._plan(task, EvalOptions(device="cpu", shape_sets=("heldout", "bench")))

@@ -9,7 +9,7 @@ import re
 
 import pytest
 import torch
-from warpgym.env import loader
+from warpgym.env.toolchain import loader
 
 pytestmark = pytest.mark.skipif(loader.nvrtc_version() is None or loader.ptxas_path() is None,
                                 reason="NVRTC (pip install nvidia-cuda-nvrtc) or ptxas not available")

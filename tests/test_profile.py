@@ -11,9 +11,10 @@ from __future__ import annotations
 import re
 
 import pytest
-from warpgym.env import EvalOptions, Evaluator, profile
-from warpgym.env.instructions import FAMILIES
-from warpgym.env.result import EvalResult, KernelReport
+from warpgym.env import EvalOptions, Evaluator
+from warpgym.env.judge import profile
+from warpgym.env.judge.instructions import FAMILIES
+from warpgym.env.judge.result import EvalResult, KernelReport
 from warpgym.tasks import get_task
 
 NCU_TWO_KERNELS = '''==PROF== Connected to process 4242 (/usr/bin/python3.12)

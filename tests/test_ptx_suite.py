@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from warpgym.env import EvalOptions, loader
+from warpgym.env import EvalOptions
+from warpgym.env.toolchain import loader
 from warpgym.tasks import Sampler, all_tasks, get_task
 from warpgym.tasks.ptx.attention import attention_backward, attention_forward
 
@@ -46,7 +47,7 @@ def test_suite_declarations():
         assert t.language == "cuda" and t.vendor is not None
         assert t.required_features == {"sm_90a": ("wgmma", "tma"), "sm_100a": ("tcgen05", "tma")}
         assert t.solution_path.is_file()
-        assert "warpgym.env.loader" in t.statement()
+        assert "warpgym.loader" in t.statement()
     assert get_task("ptx/gemm-bf16").cases("bench") == [{"m": 8192, "n": 7168, "k": 5120}]
     assert get_task("ptx/attention-fwd").cases("bench") == [{"b": 4, "h": 32, "s": 4096, "d": 128}]
     fwd = get_task("ptx/attention-fwd").flops({"b": 1, "h": 1, "s": 128, "d": 128})
@@ -69,7 +70,7 @@ def test_every_solution_ships_ptx_for_both_targets():
 
 
 def test_solutions_import_only_the_loader_of_warpgym():
-    from warpgym.env.static import check_source
+    from warpgym.env.judge.static import check_source
 
     for task in all_tasks(suite="ptx"):
         params = [a.split(":")[0].strip() for a in task.signature.split("(", 1)[1].split(")")[0].split(",")]
@@ -226,7 +227,7 @@ def test_dry_run_catches_a_launch_that_cannot_work(cpu_evaluator):
 def test_candidate_without_required_instructions_fails_statically(cpu_evaluator):
     source = textwrap.dedent('''
         import torch
-        import warpgym.env.loader as loader
+        from warpgym import loader
 
         MODULE = loader.load_cuda(r"""
         #include <cuda_bf16.h>

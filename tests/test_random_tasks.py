@@ -155,7 +155,7 @@ def test_a_placeholder_reference_is_never_timed_as_a_baseline(tmp_path, monkeypa
 
     monkeypatch.setenv("WARPGYM_CACHE", str(tmp_path))
     timed = []
-    monkeypatch.setattr("warpgym.env.timing.time_callable",
+    monkeypatch.setattr("warpgym.env.common.timing.time_callable",
                         lambda fn, inputs, **kw: timed.append(fn) or {"median_ms": 1.0})
     from warpgym.tasks.registry import all_tasks
 

@@ -1,5 +1,5 @@
-"""The worker's sandbox (env/sandbox.py): what it reports, and that each protection it reports as applied
-really holds, with the audit layer off (the operating system alone) and on (clear verdicts).
+"""The worker's sandbox (env/worker/sandbox.py): what it reports, and that each protection it reports as
+applied really holds, with the audit layer off (the operating system alone) and on (clear verdicts).
 
 Code runs in the worker through the protocol's ``load`` op, past the static scan: these tests are
 about what the process itself can do. A protection this machine cannot apply is skipped with the
@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from warpgym.env import sandbox
-from warpgym.env.pool import Worker
+from warpgym.env.judge.pool import Worker
+from warpgym.env.worker import sandbox
 
 NAMES = {
     "no-new-privileges",

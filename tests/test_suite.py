@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 import torch
-from warpgym.env.compare import compare_outputs
+from warpgym.env.judge.compare import compare_outputs
 from warpgym.tasks import CATEGORIES, Sampler, all_tasks
 from warpgym.tasks.spec import dtype_of, sequence
 

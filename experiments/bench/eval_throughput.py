@@ -142,7 +142,7 @@ def ncu_matmul(case: dict[str, Any], device: str = "cuda", log: Log = _say, skip
     ones; ``skip=2, count=1`` is a GPU fresh from idle, at its highest clocks. The figure owes
     nothing to the harness checked against it. None when ncu is missing or fails.
     """
-    from warpgym.env.profile import ncu_path
+    from warpgym.env.judge.profile import ncu_path
 
     exe = ncu_path()
     if exe is None:

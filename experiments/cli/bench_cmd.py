@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def bench(args: argparse.Namespace) -> int:
-    from warpgym.env.device import resolve_device
+    from warpgym.env.common.device import resolve_device
     from warpgym.experiments.bench.eval_throughput import check_tasks, run_benchmark
 
     for name in ("reps", "warmup", "cold", "spread"):

@@ -61,7 +61,7 @@ def _open_evaluator(device: str) -> None:
     if device.startswith("cuda:"):
         # Pin the whole process (its baselines and its worker's candidate) to that one GPU before CUDA
         # starts here, so the per-GPU timing lock and every allocation agree on which GPU it is.
-        from warpgym.env.device import physical_gpu
+        from warpgym.env.common.device import physical_gpu
 
         os.environ["CUDA_VISIBLE_DEVICES"] = physical_gpu(int(device.split(":")[1]))
         device = "cuda"
@@ -137,7 +137,7 @@ def _read_done(path: str | None) -> dict[str, dict[str, Any]]:
 
 
 def check_suite(args: argparse.Namespace) -> int:
-    from warpgym.env.device import resolve_device
+    from warpgym.env.common.device import resolve_device
 
     try:
         device = resolve_device(args.device)

@@ -171,7 +171,7 @@ def _cudnn_backward(q, k, v, o, lse, do, causal: bool) -> tuple[torch.Tensor, ..
 
 
 _NOTES = """
-S is a multiple of 128 and D is 128 in every shape. Build kernels with warpgym.env.loader
+S is a multiple of 128 and D is 128 in every shape. Build kernels with warpgym.loader
 (load_cuda / load_ptx; loader.tensor_map makes TMA descriptors). Required instructions count only
 when the GPU executes them (Nsight Compute's executed-instruction counts).
 """

@@ -2,7 +2,7 @@
 
 C = A @ B^T with A (M, K) and B (N, K) both row-major (K contiguous): the layout tensor cores
 and TMA want for both operands. The kernel must be written in CUDA C++/PTX through
-``warpgym.env.loader`` and, on sm_90a, use wgmma fed by TMA (tcgen05 and TMA on sm_100a).
+``warpgym.loader`` and, on sm_90a, use wgmma fed by TMA (tcgen05 and TMA on sm_100a).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ REQUIRED = {"sm_90a": ("wgmma", "tma"), "sm_100a": ("tcgen05", "tma")}
 
 _GEMM_NOTES = """
 A and B are contiguous and 16-byte aligned; M, N and K are multiples of 16 but often not of your
-tiles (the heldout sizes are not). Build kernels with warpgym.env.loader (load_cuda for CUDA C++
+tiles (the heldout sizes are not). Build kernels with warpgym.loader (load_cuda for CUDA C++
 with inline PTX, load_ptx for PTX); loader.tensor_map(tensor, box, swizzle=128) makes TMA
 descriptors to pass by value. The instruction check counts what the GPU executed, not only what
 was compiled: a wgmma or TMA path that never runs does not count.

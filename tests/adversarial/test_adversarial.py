@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 from warpgym.env import EvalOptions
-from warpgym.env.pool import Worker
+from warpgym.env.judge.pool import Worker
 
 from .conftest import explain
 
@@ -139,7 +139,7 @@ def test_undefined_behaviour_out_of_bounds_never_passes_and_the_harness_survives
 def test_the_worker_is_never_sent_reference_data(cpu_evaluator, monkeypatch):
     """Reading harness memory from the worker gains nothing: no reference crosses into its process."""
     import torch
-    from warpgym.env import pool
+    from warpgym.env.judge import pool
     from warpgym.tasks import get_task
 
     sent: list[object] = []
@@ -177,7 +177,7 @@ def test_replies_must_answer_their_request():
         assert worker.request({"op": "ping"}, timeout=60)["ok"]
         assert worker.proc is not None
         # Play the candidate: write a well-formed frame straight into the worker's side of the socket.
-        from warpgym.env import wire
+        from warpgym.env.protocol import wire
 
         wire.send(worker.conn, {"op": "ping"})  # a second request whose reply nobody will read
         with pytest.raises(Exception) as caught:
@@ -234,7 +234,7 @@ def confined(tmp_path_factory):
     """An evaluator whose workers protect a stand-in home directory (holding a fake SSH key) and have
     small disk limits: 8 MiB per file, 32 MiB for the private directory."""
     from warpgym.env import Evaluator
-    from warpgym.env.pool import Worker
+    from warpgym.env.judge.pool import Worker
 
     home = tmp_path_factory.mktemp("home")
     (home / ".ssh").mkdir()
@@ -275,10 +275,10 @@ def test_filling_the_disk_fails_alone_and_the_next_candidate_is_fine(confined, j
 def test_speedups_past_the_roofline_or_the_vendor_library_are_flagged(monkeypatch):
     """The timing stage's sanity checks, driven with a faked GPU reply (the real run is in tests/gpu): a
     time no device could achieve, or one far below the vendor library's, is reported as suspicious."""
-    from warpgym.env import evaluator as evaluator_mod
-    from warpgym.env import feedback
-    from warpgym.env.device import KNOWN_CEILINGS
-    from warpgym.env.result import CaseResult, EvalResult
+    from warpgym.env.common.device import KNOWN_CEILINGS
+    from warpgym.env.judge import evaluator as evaluator_mod
+    from warpgym.env.judge import feedback
+    from warpgym.env.judge.result import CaseResult, EvalResult
     from warpgym.tasks import get_task
 
     class FakeGPUWorker:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from warpgym.env.instructions import count_cubin, count_ptx, tool
+from warpgym.env.judge.instructions import count_cubin, count_ptx, tool
 from warpgym.prompts import DocExample, document_blocks, document_examples
 
 DOCUMENTS = ("sm_90a", "sm_100a", "triton")

@@ -37,7 +37,7 @@ def test_language_variants_differ() -> None:
     assert template_name("task", "cuda") == "task.j2"
     triton = system_prompt(language="triton", target="sm_90a", entrypoint="add")
     cuda = system_prompt(language="cuda", target="sm_90a", entrypoint="add")
-    assert "@triton.jit" in triton and "warpgym.env.loader" in cuda
+    assert "@triton.jit" in triton and "warpgym.loader" in cuda
     assert "- `load_cuda(source: str" in cuda and "- `tensor_map(" in cuda  # the loader's real signatures
     opt_t = optimise_prompt(turn=2, max_turns=4, feedback="CORRECT", target="sm_90a", language="triton")
     opt_c = optimise_prompt(turn=2, max_turns=4, feedback="CORRECT", target="sm_100a", language="cuda")

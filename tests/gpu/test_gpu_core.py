@@ -91,7 +91,7 @@ def test_repeated_evaluations_are_each_timed_against_cached_baselines(gpu_evalua
 
 
 def test_device_is_an_h200_or_the_ceilings_are_absent():
-    from warpgym.env.device import ceilings_for
+    from warpgym.env.common.device import ceilings_for
 
     name = torch.cuda.get_device_name()
     ceilings = ceilings_for("cuda")
@@ -99,7 +99,12 @@ def test_device_is_an_h200_or_the_ceilings_are_absent():
 
 
 def test_a_slow_call_is_timed_fewer_times_so_the_gpu_is_not_held_for_minutes():
-    from warpgym.env.timing import MAX_TIMED_SECONDS, MIN_TIMED_CALLS, _spin_cycles_per_ms, time_callable
+    from warpgym.env.common.timing import (
+        MAX_TIMED_SECONDS,
+        MIN_TIMED_CALLS,
+        _spin_cycles_per_ms,
+        time_callable,
+    )
 
     cycles = int(400 * _spin_cycles_per_ms())  # a 0.4 s call: 35 of them would hold the GPU for 14 s
     started = time.perf_counter()

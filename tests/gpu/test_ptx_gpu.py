@@ -10,7 +10,9 @@ import textwrap
 
 import pytest
 import torch
-from warpgym.env import EvalOptions, Evaluator, loader, profile
+from warpgym.env import EvalOptions, Evaluator
+from warpgym.env.judge import profile
+from warpgym.env.toolchain import loader
 from warpgym.tasks import all_tasks, get_task
 
 pytestmark = pytest.mark.gpu
@@ -66,7 +68,7 @@ def test_a_faulting_kernel_is_an_error_not_a_wrong_answer(tmp_path):
     script = tmp_path / "fault.py"
     script.write_text(textwrap.dedent('''
         import torch
-        import warpgym.env.loader as loader
+        from warpgym import loader
         m = loader.load_cuda('extern "C" __global__ void bad(float* x) { x[(1ull << 40) + threadIdx.x] = 1.f; }',
                              name="bad")
         x = torch.zeros(16, device="cuda")
@@ -131,7 +133,7 @@ def test_wgmma_in_dead_code_fails_with_a_message(tmp_path):
 def test_memcheck_finds_an_out_of_bounds_write():
     source = textwrap.dedent('''
         import torch
-        import warpgym.env.loader as loader
+        from warpgym import loader
         K = loader.load_cuda('extern "C" __global__ void k(unsigned short* c, int n) { c[n + threadIdx.x] = 0; }',
                              name="oob").kernel("k")
 

@@ -11,7 +11,8 @@ Measured on the H200 (2026-11-29) at B=4, H=32, S=4096, D=128: 389 TFLOP/s, 0.78
 import math
 
 import torch
-import warpgym.env.loader as loader
+
+from warpgym import loader
 
 VARIANT = "attn_bwd_full_64x128_w8s3"
 LOG2E = 1.4426950408889634

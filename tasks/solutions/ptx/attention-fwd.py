@@ -10,7 +10,8 @@ stores. Measured on the H200 (2026-11-29) at B=4, H=32, S=4096, D=128: 438 TFLOP
 import math
 
 import torch
-import warpgym.env.loader as loader
+
+from warpgym import loader
 
 VARIANT = "attn_fwd_full_128x128_w8s3"
 LOG2E = 1.4426950408889634

@@ -8,7 +8,8 @@ descriptors with exactly the box and swizzle the kernel was compiled for. Measur
 """
 
 import torch
-import warpgym.env.loader as loader
+
+from warpgym import loader
 
 VARIANT = "gemm_bf16_128x256x64_w8s3"
 

@@ -7,7 +7,8 @@ SASS) on sm_90a, fp32 accumulators scaled by scale_a * scale_b and stored as bf1
 """
 
 import torch
-import warpgym.env.loader as loader
+
+from warpgym import loader
 
 VARIANT = "gemm_fp8_128x128x128_w4s4"
 

@@ -1,7 +1,7 @@
 """Triton sources of the PTX that the `ptx` suite's reference solutions ship.
 
 These kernels are compiled offline (``generate.py``) for sm_90a and sm_100a; the PTX they
-produce is what the references load through ``warpgym.env.loader``. Every tile moves through
+produce is what the references load through ``warpgym.loader``. Every tile moves through
 a host-built TMA descriptor (``cp.async.bulk.tensor`` completing on an ``mbarrier``) and every
 tile product is a ``tl.dot``, which Triton lowers to ``wgmma`` on sm_90a and ``tcgen05.mma`` on
 sm_100a. The same sources run in Triton's interpreter (fp16) so their arithmetic is tested on a CPU.

@@ -19,18 +19,23 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import torch
+from warpgym.env.common.device import (
+    ceilings_for,
+    device_name,
+    release_cached_memory,
+    resolve_device,
+    roofline_ms,
+)
+from warpgym.env.judge import feedback as feedback_mod
+from warpgym.env.judge.cache import JsonCache, code_fingerprint, environment_fingerprint, fingerprint
+from warpgym.env.judge.compare import compare_outputs, raw_bytes, same_bits
+from warpgym.env.judge.instructions import FAMILIES, FEATURES, count_cubin, count_ptx
+from warpgym.env.judge.pool import Worker, WorkerError
+from warpgym.env.judge.result import CaseResult, EvalResult, KernelReport, Timing, Violation
+from warpgym.env.judge.static import check_source
+from warpgym.env.worker.triton_launches import TARGETS
 from warpgym.tasks import Sampler, Task
 from warpgym.tasks.spec import dtype_of, sequence
-
-from . import feedback as feedback_mod
-from .cache import JsonCache, code_fingerprint, environment_fingerprint, fingerprint
-from .compare import compare_outputs, raw_bytes, same_bits
-from .device import ceilings_for, device_name, release_cached_memory, resolve_device, roofline_ms
-from .instructions import FAMILIES, FEATURES, count_cubin, count_ptx
-from .pool import Worker, WorkerError
-from .result import CaseResult, EvalResult, KernelReport, Timing, Violation
-from .static import check_source
-from .triton_support import TARGETS
 
 INTERPRETER_FP8 = (
     "float8 outputs: Triton's interpreter rounds and saturates fp8 conversions wrongly (triton 3.9), so this "
@@ -166,7 +171,7 @@ class Evaluator:
         """Other GPU work shares the GPU, but never with a timing loop (env/timing.gpu_lock)."""
         if not self.device.startswith("cuda"):
             return contextlib.nullcontext()
-        from .timing import gpu_lock
+        from warpgym.env.common.timing import gpu_lock
 
         return gpu_lock(torch.device(self.device).index or 0, shared=True)
 
@@ -291,7 +296,7 @@ class Evaluator:
         if task.language == "cuda" and ran and loader_launched == 0 and result.runtime_error is None:
             result.violations.append(Violation(
                 "no-kernel-launched", "the entrypoint returned without launching a kernel built through "
-                "warpgym.env.loader; a CUDA/PTX task's arithmetic must run in such kernels"))
+                "warpgym.env.toolchain.loader; a CUDA/PTX task's arithmetic must run in such kernels"))
         result.correct = bool(ran) and all(c.passed for c in ran) and not result.violations
         if not ran:
             result.correct = None
@@ -359,7 +364,7 @@ class Evaluator:
         """``attempt(alone)`` in one of the GPU's bench slots; if the GPU's memory runs out while another
         evaluation's bench phase shares it, ``undo`` what the attempt recorded and run it again with every
         slot (alone on the GPU)."""
-        from .timing import bench_slot
+        from warpgym.env.common.timing import bench_slot
 
         index = torch.device(self.device).index or 0
         for alone in (False, True):
@@ -483,7 +488,7 @@ class Evaluator:
 
     def _run_findings(self, task: Task, reply: dict[str, Any], result: EvalResult) -> None:
         """What one run's reply says about how the outputs were made, beyond their values."""
-        from .policy import HOST_ELEMENT_LIMIT
+        from warpgym.env.worker.policy import HOST_ELEMENT_LIMIT
 
         host = {k.removeprefix("host: "): n for k, n in (reply.get("forbidden_ops") or {}).items()
                 if k.startswith("host: ")}
@@ -757,7 +762,7 @@ class Evaluator:
         modules = reply.get("modules", [])
         if not modules:
             result.violations.append(Violation(
-                "no-loader-module", "no module was built through warpgym.env.loader (load_cuda / "
+                "no-loader-module", "no module was built through warpgym.env.toolchain.loader (load_cuda / "
                 "load_ptx); a CUDA/PTX task's kernels must be compiled and launched through it"))
             return False
         known = {(k.name, k.target) for k in result.kernels}
@@ -793,7 +798,7 @@ class Evaluator:
                 result.skipped_checks.append(f"executed instruction counts: {why}; required features were "
                                              "checked in the compiled code only")
             return False
-        from .profile import ProfileError, profile_candidate
+        from warpgym.env.judge.profile import ProfileError, profile_candidate
 
         names = sorted({k.name for k in result.kernels if k.target == options.target})
         shape_set = next((s for s in options.shape_sets if s != "bench"), "dev")
@@ -816,7 +821,7 @@ class Evaluator:
 
     def _memcheck(self, task: Task, options: EvalOptions, result: EvalResult) -> bool:
         """compute-sanitizer memcheck on one case; an error is undefined behaviour, and fails."""
-        from .profile import ProfileError, memcheck_candidate
+        from warpgym.env.judge.profile import ProfileError, memcheck_candidate
 
         case = task.cases(next((s for s in options.shape_sets if s != "bench"), "dev"))[0]
         t0 = time.perf_counter()
@@ -964,7 +969,7 @@ class Evaluator:
 
     def _baseline_times(self, task: Task, case: dict[str, Any], options: EvalOptions, alone: bool = True
                         ) -> dict[str, float]:
-        from .timing import time_callable
+        from warpgym.env.common.timing import time_callable
 
         key = (task.id, tuple(sorted(case.items())), self.device)
         if key in self._baselines:

@@ -26,7 +26,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from .instructions import count_ptx, count_sass_opcodes, disassemble, sass_opcodes, tool
+from warpgym.env.judge.instructions import count_ptx, count_sass_opcodes, disassemble, sass_opcodes, tool
 
 TARGETS: dict[str, tuple[int, int]] = {"sm_90a": (9, 0), "sm_100a": (10, 0)}
 MAX_SHARED_PER_BLOCK = {"sm_90a": 232448, "sm_100a": 232448}

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .instructions import FAMILIES
+from warpgym.env.judge.instructions import FAMILIES
 
 NCU_METRICS = "inst_executed,thread_inst_executed_true"
 MAX_PROFILED_LAUNCHES = 16
@@ -270,7 +270,7 @@ def kernel_filter(names: Iterable[str]) -> str | None:
 DRIVER = """
 import importlib.util, json, sys
 import torch
-from warpgym.env import loader
+from warpgym.env.toolchain import loader
 from warpgym.tasks import Sampler, get_task
 
 cfg = json.loads(sys.argv[1])
@@ -300,7 +300,7 @@ def _run_driver(
     extra_env: dict[str, str] | None = None,
     device: str = "cuda",
 ) -> tuple[subprocess.CompletedProcess[str], list[str], float]:
-    from .pool import clean_environment
+    from warpgym.env.judge.pool import clean_environment
 
     with tempfile.TemporaryDirectory(prefix="warpgym-profile-") as tmp:
         workdir = Path(tmp)

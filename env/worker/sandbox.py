@@ -1,13 +1,13 @@
 """The worker's sandbox: operating-system confinement applied before any candidate code runs,
 and an in-process audit layer that turns what a candidate tries into a clear verdict.
 
-``pool.Worker`` starts ``python .../env/sandbox.py FD`` with its settings in the environment
+``pool.Worker`` starts ``python .../env/worker/sandbox.py FD`` with its settings in the environment
 variable ``WARPGYM_SANDBOX`` (JSON). This file then runs as a plain script, on the standard
 library only, because two of its protections bind only the threads that exist when they are
 applied (Landlock, ``no_new_privs``): nothing that starts threads (torch, Triton) may be imported
 first. It applies what this machine allows, each protection on its own so one failure never
 blocks the others, sends a report as the first message on the worker's socket, and then runs the
-worker (``warpgym.env.worker``) in the same process.
+worker (``warpgym.env.worker.main``) in the same process.
 
 Layers, strongest first, each reported as applied or not with the reason:
 - network: a fresh network namespace (no interfaces but a downed loopback); else Landlock's TCP
@@ -36,7 +36,9 @@ import sys
 from typing import Any
 
 ENV_VAR = "WARPGYM_SANDBOX"
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.abspath(__file__))  # env/worker: this script's folder
+ENV_DIR = os.path.dirname(HERE)  # env: the harness's code, worker side and judge side
+PACKAGE_ROOT = os.path.dirname(ENV_DIR)  # the folder that holds env/, tasks/, ...
 
 # -------------------------------------------------------------------------------------------- parent side
 
@@ -588,7 +590,7 @@ class Sandbox:
         return not self._unreadable()
 
     def _unreadable(self) -> list[str]:
-        needed = {sys.prefix, sys.base_prefix, os.path.dirname(HERE)}
+        needed = {sys.prefix, sys.base_prefix, PACKAGE_ROOT}
         needed.update(p for p in sys.path if p and os.path.isdir(p) and os.path.realpath(p) != HERE)
         bad = []
         for path in sorted(needed):
@@ -715,7 +717,7 @@ def readable_paths(workdir: str, protected: list[str]) -> list[str]:
         return real in above or any(real == c or real.startswith(c + "/") for c in closed)
 
     allowed = [p for p in allowed if not reopens(p)]
-    needed = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(HERE), workdir}
+    needed = {sys.prefix, sys.base_prefix, sys.exec_prefix, PACKAGE_ROOT, workdir}
     needed.update(p for p in sys.path if p and os.path.isdir(p))
     for path in needed:
         path = os.path.realpath(path)
@@ -841,7 +843,7 @@ def install_audit(workdir: str, protected: list[str], includes: list[str]) -> No
 
     candidate_prefix = os.path.join(os.path.realpath(workdir), "candidate_")
     workdir_prefix = os.path.realpath(workdir) + "/"
-    harness_prefix = HERE + "/"
+    harness_prefix = ENV_DIR + "/"
     stdlib = tuple({os.path.realpath(sysconfig.get_paths()[k]) + "/" for k in ("stdlib", "platstdlib")})
     site = tuple({os.path.realpath(sysconfig.get_paths()[k]) + "/" for k in ("purelib", "platlib")})
     closed = tuple(p.rstrip("/") + "/" for p in protected)
@@ -1025,11 +1027,11 @@ def _main() -> None:
     else:
         report["not_applied"]["audit"] = config.get("off_reason", "turned off by the caller")
     _send_frame(fd, json.dumps({"__sandbox__": report}).encode())
-    sys.modules["warpgym.env.sandbox"] = sys.modules[__name__]
+    sys.modules["warpgym.env.worker.sandbox"] = sys.modules[__name__]
     import runpy
 
-    sys.argv = [os.path.join(HERE, "worker.py"), str(fd)]
-    runpy.run_module("warpgym.env.worker", run_name="__main__", alter_sys=True)
+    sys.argv = [os.path.join(HERE, "main.py"), str(fd)]
+    runpy.run_module("warpgym.env.worker.main", run_name="__main__", alter_sys=True)
 
 
 if __name__ == "__main__":

@@ -21,9 +21,9 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from . import sandbox as sandbox_mod
-from . import wire
-from .device import physical_gpu
+from warpgym.env.common.device import physical_gpu
+from warpgym.env.protocol import wire
+from warpgym.env.worker import sandbox as sandbox_mod
 
 SECRET_NAME = re.compile(r"(API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE_KEY|AUTH|SESSION)", re.I)
 SECRET_PREFIXES = ("AWS_", "AZURE_", "GCP_", "GOOGLE_APPLICATION", "HF_", "HUGGING", "OPENAI", "ANTHROPIC",
@@ -110,7 +110,7 @@ class Worker:
         parent_sock, child_sock = socket.socketpair()
         log = open(self.workdir / "output.log", "wb")  # noqa: SIM115 - the child owns it
         env = clean_environment(self.device, self.mode, self.workdir)
-        command = [sys.executable, "-m", "warpgym.env.worker", str(child_sock.fileno())]
+        command = [sys.executable, "-m", "warpgym.env.worker.main", str(child_sock.fileno())]
         if self.sandbox is not False:
             _create_gpu_locks(env)
             removed = sum(1 for k in os.environ

@@ -1,6 +1,6 @@
 """The worker process: the only place candidate code runs.
 
-Started by ``pool.Worker`` as ``python -m warpgym.env.worker FD`` in a fresh session (its
+Started by ``pool.Worker`` as ``python -m warpgym.env.worker.main FD`` in a fresh session (its
 own process group), a private temporary directory and an environment without secrets. It
 answers requests on the socket FD; the candidate's stdout and stderr go to a log file the
 parent reads. It never sees reference outputs: it builds inputs from the task and a seed,
@@ -25,10 +25,13 @@ if MODE == "run" and os.environ.get("WARPGYM_DEVICE", "cpu") == "cpu":
     os.environ["TRITON_INTERPRET"] = "1"
 
 import torch  # noqa: E402
-from warpgym.env import loader, policy, triton_support, wire  # noqa: E402
-from warpgym.env import sandbox as sandbox_layer  # noqa: E402
-from warpgym.env.compare import same_bits  # noqa: E402
-from warpgym.env.device import release_cached_memory  # noqa: E402
+from warpgym.env.common.device import release_cached_memory  # noqa: E402
+from warpgym.env.judge.compare import same_bits  # noqa: E402
+from warpgym.env.protocol import wire  # noqa: E402
+from warpgym.env.toolchain import loader  # noqa: E402
+from warpgym.env.worker import policy  # noqa: E402
+from warpgym.env.worker import sandbox as sandbox_layer  # noqa: E402
+from warpgym.env.worker import triton_launches as triton_support  # noqa: E402
 from warpgym.tasks import Sampler, get_task  # noqa: E402
 from warpgym.tasks.spec import sequence  # noqa: E402
 
@@ -159,15 +162,15 @@ def poison(device: str, nbytes: int) -> None:
 def _scrub_error(device: str) -> str | None:
     if not device.startswith("cuda"):
         return None
-    from warpgym.env import scrub
+    from warpgym.env.worker import scrub
 
     return scrub.failure()
 
 
 def _scrub_shared_memory() -> str | None:
-    """NaN into every SM's shared memory (env/scrub.py), outside the launch recorder: the harness's kernel
-    is not the candidate's."""
-    from warpgym.env.scrub import scrub_shared_memory
+    """NaN into every SM's shared memory (env/worker/scrub.py), outside the launch recorder: the
+    harness's kernel is not the candidate's."""
+    from warpgym.env.worker.scrub import scrub_shared_memory
 
     with triton_support.RECORDER.unrecorded():
         return scrub_shared_memory()
@@ -312,7 +315,7 @@ def op_dry_run(state: State, msg: dict[str, Any]) -> dict[str, Any]:
 
 
 def op_time(state: State, msg: dict[str, Any]) -> dict[str, Any]:
-    from warpgym.env.timing import time_callable
+    from warpgym.env.common.timing import time_callable
 
     task = get_task(msg["task"])
     input_sets = [task.make_inputs(msg["case"], Sampler(seed, "normal", state.device))
@@ -362,7 +365,7 @@ def _guarded_namespaces() -> dict[str, Any]:
     import statistics
     from multiprocessing import connection
 
-    from warpgym.env import timing
+    from warpgym.env.common import timing
     from warpgym.tasks import sampling
 
     spaces: dict[str, Any] = {
@@ -372,10 +375,11 @@ def _guarded_namespaces() -> dict[str, Any]:
         "torch": (torch, {"equal", "full", "empty", "frombuffer", "Generator", "randn", "rand", "randint",
                           "randperm", "where", "device", "dtype", "Tensor", "cuda"}),
         "torch.cuda.Event": torch.cuda.Event, "torch.cuda.Stream": torch.cuda.Stream,
-        "Connection": connection.Connection, "warpgym.env.worker": sys.modules[__name__],
-        "warpgym.env.worker.HANDLERS": HANDLERS, "warpgym.env.worker._PRISTINE": _PRISTINE,
-        "warpgym.env.wire": wire, "warpgym.env.policy": policy, "warpgym.env.timing": timing,
-        "warpgym.env.triton_support": triton_support, "warpgym.env.sandbox": sandbox_layer,
+        "Connection": connection.Connection, "warpgym.env.worker.main": sys.modules[__name__],
+        "warpgym.env.worker.main.HANDLERS": HANDLERS, "warpgym.env.worker.main._PRISTINE": _PRISTINE,
+        "warpgym.env.protocol.wire": wire, "warpgym.env.worker.policy": policy,
+        "warpgym.env.common.timing": timing,
+        "warpgym.env.worker.triton_launches": triton_support, "warpgym.env.worker.sandbox": sandbox_layer,
         "LaunchRecorder": triton_support.LaunchRecorder, "PolicyMode": policy.PolicyMode,
         "Sampler": sampling.Sampler,
     }

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from warpgym.tasks import Task, case_label
 
 if TYPE_CHECKING:
-    from .result import EvalResult
+    from warpgym.env.judge.result import EvalResult
 
 MAX_COMPILE_ERROR_CHARS = 2500
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from .result import Violation
+from warpgym.env.judge.result import Violation
 
 ALLOWED_TORCH_CALLS = frozenset({
     "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "full", "full_like", "ones", "ones_like",
@@ -25,7 +25,7 @@ FORBIDDEN_MODULES = frozenset({
     "resource", "sysconfig", "code", "codeop", "runpy", "builtins", "pickle", "marshal",
 })
 FORBIDDEN_MODULES = FORBIDDEN_MODULES | {"inspect", "traceback", "__main__", "mmap"}
-HARNESS_MODULES_ALLOWED = ("warpgym.env.loader",)
+HARNESS_MODULES_ALLOWED = ("warpgym.loader",)
 """The only part of warpgym a candidate may import: the CUDA/PTX loader. The rest is the judge."""
 FORBIDDEN_BUILTINS = frozenset({"eval", "exec", "compile", "__import__", "globals", "breakpoint", "input"})
 INTROSPECTION = frozenset({

@@ -19,8 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import torch
-
-from .device import physical_gpu
+from warpgym.env.common.device import physical_gpu
 
 L2_FLUSH_BYTES = 256 << 20  # several times the H200's 60 MB L2
 WARMUP_SECONDS = 0.1

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import policy
+from warpgym.env.worker import policy
 
 TARGETS = {"sm_90a": 90, "sm_100a": 100}
 LAUNCH_OPTION_KEYS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion")
@@ -234,7 +234,7 @@ def resource_usage(cubin: bytes) -> dict[str, int]:
     """Registers, static shared memory and local (spill) bytes from ``cuobjdump -res-usage``."""
     import tempfile
 
-    from .instructions import tool
+    from warpgym.env.judge.instructions import tool
 
     cuobjdump = tool("cuobjdump")
     if cuobjdump is None:
