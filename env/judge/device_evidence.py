@@ -1,0 +1,120 @@
+"""Reading what the GPU ran inside the entrypoint: only the candidate's own kernels may compute.
+
+The worker's trace (env/worker/device_trace.py) lists every kernel, copy and memset of a checked
+call. A kernel passes when its name is one of the kernels the candidate built (its Triton kernels, the
+entries of the modules it built through the loader), as named in the code the judge inspected itself.
+Anything else (ATen, cuBLAS, cuDNN, CUTLASS, a torch.compile graph) did arithmetic that is not the
+candidate's, however it was reached. Two device activities are allowed besides: memsets and ATen's fill
+kernel (initialising an accumulator with ``torch.zeros`` is not computing the answer), and small
+host-to-device copies (a table of offsets). A host-to-device copy of more than ``HOST_TO_DEVICE_BYTES``
+carried data the host computed.
+
+Own kernels may not take a library's name: a Triton function called like a cuBLAS kernel would
+otherwise make every cuBLAS launch look like the candidate's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from warpgym.env.judge.result import Violation
+
+HOST_TO_DEVICE_BYTES = 64 << 10
+"""Host-to-device bytes a call may copy (small index tables); a larger copy carries a host-side answer."""
+
+ALLOWED_LIBRARY_KERNELS = (
+    re.compile(r"^void at::native::(vectorized_elementwise_kernel|unrolled_elementwise_kernel|"
+               r"elementwise_kernel)<\d+, at::native::FillFunctor<"),
+)
+"""Library kernels that only initialise memory: ATen's fill (torch.zeros / full / fill_)."""
+
+RESERVED_NAMES = re.compile(
+    r"^((at|c10|cutlass|cub|thrust|std|pytorch_flash|cudnn|cublas|cublasLt|gemvx|flash|fmha|"
+    r"anonymous_namespace)::|void$|nvjet|sm\d+_|"
+    r"cutlass|cudnn|cublas|cutensor|cusparse|cufft|curand|xmma|fmha_|gemv2|gemvx|splitKreduce|"
+    r"triton_(poi|red|per|tem)_|nccl|ampere_|volta_|turing_|spin_kernel)")
+"""Names of library and compiler-generated kernels (PyTorch's namespaces, NVIDIA's libraries, Inductor's
+Triton kernels, NCCL, the worker's own sentinel) that a candidate's own kernel may not take: a trace names
+a kernel only by its qualified name, so an own kernel with a library's name would hide that library."""
+
+_QUALIFIED = re.compile(r"^(?:void\s+)?([\w:$.~]+)")
+
+
+def base_name(name: str) -> str:
+    """The kernel's qualified name without its template arguments and parameter list, as a trace shows
+    it (``void ns::kernel<int>(float*)`` -> ``ns::kernel``) or as PTX declares it."""
+    name = name.strip().replace("(anonymous namespace)", "anonymous_namespace")
+    match = _QUALIFIED.match(name)
+    return match.group(1) if match else name
+
+
+def demangled_base(symbol: str) -> str:
+    """The qualified name of an Itanium-mangled symbol's function (``_ZN2ns6kernelEv`` -> ``ns::kernel``,
+    ``_Z6kernelPf`` -> ``kernel``); an unmangled symbol (``extern "C"``, Triton) as it is."""
+    if not symbol.startswith("_Z"):
+        return symbol
+    rest, parts = symbol[2:], []
+    nested = rest.startswith("N")
+    if nested:
+        rest = rest[1:]
+    while rest and rest[0].isdigit():
+        digits = re.match(r"\d+", rest)
+        assert digits is not None
+        length = int(digits.group())
+        start = len(digits.group())
+        parts.append(rest[start:start + length])
+        rest = rest[start + length:]
+        if not nested:
+            break
+    return "::".join(parts) if parts else symbol
+
+
+def reserved(names: Iterable[str]) -> list[str]:
+    """The candidate's kernel names that take a library's name."""
+    return sorted({n for n in names if RESERVED_NAMES.match(base_name(demangled_base(n)))})
+
+
+def _allowed_library(name: str) -> bool:
+    return any(p.match(name) for p in ALLOWED_LIBRARY_KERNELS)
+
+
+def device_violations(trace: Mapping[str, Any] | None, own_kernels: Iterable[str], entrypoint: str,
+                      case: str) -> list[Violation]:
+    """Violations in one traced call; ``own_kernels`` are the symbols of every kernel the candidate built."""
+    if not trace:
+        return []
+    if trace.get("error"):
+        return [Violation("device-trace", f"{trace['error']} while running {entrypoint}() on {case}: "
+                          "what ran on the GPU could not be checked")]
+    if trace.get("sentinels", 0) < 2:
+        return [Violation("device-trace", f"the CUDA activity trace of {entrypoint}() on {case} was "
+                          "interrupted (the profiler was stopped or replaced during the call)")]
+    own = {base_name(demangled_base(k)) for k in own_kernels}
+    foreign: Counter[str] = Counter()
+    host_bytes = 0
+    for activity in trace.get("activities", []):
+        kind, name = activity.get("kind"), str(activity.get("name", ""))
+        if kind == "kernel" and base_name(name) not in own and not _allowed_library(name):
+            foreign[name] += 1
+        elif kind == "memcpy" and activity.get("copy") == "HtoD":
+            host_bytes += int(activity.get("nbytes") or 0)
+    violations = []
+    for name, count in sorted(foreign.items(), key=lambda item: -item[1])[:5]:
+        times = f" ({count} launches)" if count > 1 else ""
+        violations.append(Violation(
+            "device-library-kernel",
+            f"`{name[:200]}` ran on the GPU inside {entrypoint}() on {case}{times}: only your own kernels "
+            "may compute (no PyTorch, cuBLAS, cuDNN or other library kernels, however they are reached)"))
+    if len(foreign) > 5:
+        violations.append(Violation("device-library-kernel", f"... and {len(foreign) - 5} other kernels that "
+                                    "are not yours"))
+    if host_bytes > HOST_TO_DEVICE_BYTES:
+        violations.append(Violation(
+            "device-host-copy",
+            f"{host_bytes} bytes were copied from the host to the GPU inside {entrypoint}() on {case}: data "
+            f"computed on the host is not a kernel's work (at most {HOST_TO_DEVICE_BYTES} bytes, for small "
+            "tables)"))
+    return violations

@@ -1,0 +1,132 @@
+"""What the GPU ran during one checked call: CUDA activity tracing (CUPTI, through torch's profiler).
+
+Host-code rules can be dodged in ways nobody has thought of yet; the device cannot. Inside the traced
+window every kernel launch, memory copy and memset that reached the GPU is recorded with its name and
+size, whoever issued it (the candidate, a library it reached, another thread). The judge compares the
+kernels with the ones the candidate built (env/judge/device_evidence.py); this side only records.
+
+The window is bracketed by two sentinel kernels the worker launches itself. Both must appear in the
+record: a candidate that stops the profiler, or swaps it for another, loses the closing sentinel, and
+the judge says the trace was interrupted rather than trusting a partial record.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+SENTINEL_CYCLES = 1000
+"""Length of each sentinel (``torch.cuda._sleep``, ATen's spin kernel): about a microsecond."""
+SENTINEL_NAME = "spin_kernel"
+MAX_ACTIVITIES = 4096
+"""A call that launches more than this is summarised: the first ones are kept, and the count."""
+
+_PROFILE = torch.profiler.profile
+_ACTIVITY = torch.profiler.ProfilerActivity.CUDA
+_SLEEP = torch.cuda._sleep
+_SYNC = torch.cuda.synchronize
+
+
+@dataclass
+class Activity:
+    kind: str
+    """``kernel``, ``memcpy`` or ``memset``."""
+    name: str
+    nbytes: int = 0
+    copy: str = ""
+    """For a memcpy: ``HtoD``, ``DtoH``, ``DtoD``, ``HtoH`` or ``PtoP``, as CUPTI names the direction."""
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"kind": self.kind, "name": self.name[:400], "nbytes": int(self.nbytes), "copy": self.copy}
+
+
+@dataclass
+class Trace:
+    activities: list[Activity] = field(default_factory=list)
+    total: int = 0
+    sentinels: int = 0
+    """Sentinel kernels seen: 2 when the whole window was traced."""
+    error: str | None = None
+    seconds: float = 0.0
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"activities": [a.to_wire() for a in self.activities], "total": self.total,
+                "sentinels": self.sentinels, "error": self.error, "seconds": self.seconds}
+
+
+_CATEGORIES = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
+
+
+def _copy_direction(name: str) -> str:
+    for direction in ("HtoD", "DtoH", "DtoD", "HtoH", "PtoP"):
+        if direction in name:
+            return direction
+    return ""
+
+
+def read_chrome_trace(data: dict[str, Any]) -> Trace:
+    """The device activities of a profiler's Chrome trace (``traceEvents``), in the order recorded:
+    kernels, memory copies (with their bytes and direction) and memsets."""
+    trace = Trace()
+    events = [e for e in data.get("traceEvents", []) if isinstance(e, dict) and e.get("cat") in _CATEGORIES]
+    events.sort(key=lambda e: float(e.get("ts") or 0))
+    for event in events:
+        kind, name = _CATEGORIES[event["cat"]], str(event.get("name", ""))
+        if kind == "kernel" and SENTINEL_NAME in name:
+            trace.sentinels += 1
+            continue
+        trace.total += 1
+        if len(trace.activities) < MAX_ACTIVITIES:
+            args = event.get("args") or {}
+            trace.activities.append(Activity(kind, name, int(args.get("bytes") or 0),
+                                             _copy_direction(name) if kind == "memcpy" else ""))
+    return trace
+
+
+class traced:
+    """Context manager: trace the GPU's activity for the block; ``.trace`` holds it after the block."""
+
+    def __init__(self, directory: str | None = None) -> None:
+        self.trace = Trace()
+        self._directory = directory
+        self._profile: Any = None
+        self._started = 0.0
+
+    def __enter__(self) -> traced:
+        self._started = time.perf_counter()
+        _SYNC()
+        try:
+            self._profile = _PROFILE(activities=[_ACTIVITY])
+            self._profile.__enter__()
+        except Exception as exc:  # noqa: BLE001 - no tracing is reported, never a crash
+            self._profile = None
+            self.trace.error = f"CUDA activity tracing could not start: {type(exc).__name__}: {exc}"[:500]
+            return self
+        _SLEEP(SENTINEL_CYCLES)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._profile is None:
+            return
+        try:
+            _SLEEP(SENTINEL_CYCLES)
+            _SYNC()
+            self._profile.__exit__(None, None, None)
+            path = os.path.join(self._directory or tempfile.gettempdir(), f"device-trace-{os.getpid()}.json")
+            try:
+                self._profile.export_chrome_trace(path)  # written elsewhere, then renamed: read by path
+                with open(path) as file:
+                    self.trace = read_chrome_trace(json.load(file))
+            finally:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+        except Exception as error:  # noqa: BLE001 - a broken trace is the judge's to read, not a crash
+            self.trace.error = f"CUDA activity tracing failed: {type(error).__name__}: {error}"[:500]
+        self.trace.seconds = time.perf_counter() - self._started
