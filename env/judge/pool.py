@@ -7,12 +7,15 @@ tampered with the harness's globals.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import re
 import secrets
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -25,9 +28,23 @@ from warpgym.env.common.device import physical_gpu
 from warpgym.env.protocol import wire
 from warpgym.env.worker import sandbox as sandbox_mod
 
-SECRET_NAME = re.compile(r"(API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE_KEY|AUTH|SESSION)", re.I)
-SECRET_PREFIXES = ("AWS_", "AZURE_", "GCP_", "GOOGLE_APPLICATION", "HF_", "HUGGING", "OPENAI", "ANTHROPIC",
-                   "GH_", "GITHUB_", "SSH_")
+WORKER_ENV_NAMES = frozenset({
+    "PATH", "LANG", "LANGUAGE", "TZ", "TERM", "PYTHONPATH", "PYTHONHASHSEED", "PYTHONIOENCODING",
+    "VIRTUAL_ENV", "LD_LIBRARY_PATH", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+    "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "NUMEXPR_MAX_THREADS", "TORCH_CUDA_ARCH_LIST", "CUDA_HOME",
+    "CUDA_PATH",
+    "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_MODULE_LOADING", "CUDA_LAUNCH_BLOCKING",
+    "CUDA_CACHE_DISABLE", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "PYTORCH_CUDA_ALLOC_CONF",
+    "PYTORCH_ALLOC_CONF", "TRITON_PTXAS_PATH", "TRITON_CUOBJDUMP_PATH", "TRITON_NVDISASM_PATH",
+    "TRITON_LIBCUDA_PATH", "TRITON_DEFAULT_FP_FUSION",
+})
+"""The parent's variables a worker gets: what Python, CUDA, PyTorch and Triton need to find themselves
+and behave. Everything else stays behind (an allowlist: a secret under a name nobody thought of, such as
+``GEMINI_KEY`` or ``DATABASE_URL``, never reaches the candidate)."""
+WORKER_ENV_PREFIXES = ("LC_", "WARPGYM_")
+"""Locale settings, and warpgym's own settings (never secrets: keys go to the providers by their own names)."""
+CREDENTIALS_IN_URL = re.compile(r"[a-z][a-z0-9+.-]*://[^/\s:@]*:[^/\s@]*@", re.I)
+"""A value that carries a password in a URL (``scheme://user:password@host``) stays behind too."""
 LOG_TAIL_BYTES = 4000
 
 
@@ -40,11 +57,14 @@ class WorkerError(Exception):
         self.kind = kind
 
 
+def _passed_to_worker(name: str, value: str) -> bool:
+    return (name in WORKER_ENV_NAMES or name.startswith(WORKER_ENV_PREFIXES)) and \
+        not CREDENTIALS_IN_URL.search(value)
+
+
 def clean_environment(device: str, mode: str, workdir: Path) -> dict[str, str]:
-    """The parent's environment without secrets, with the worker's own settings."""
-    env = {k: v for k, v in os.environ.items()
-           if not SECRET_NAME.search(k) and not k.upper().startswith(SECRET_PREFIXES)}
-    env.pop("TRITON_INTERPRET", None)
+    """The allowlisted part of the parent's environment, with the worker's own settings."""
+    env = {k: v for k, v in os.environ.items() if _passed_to_worker(k, v)}
     env.update({
         "WARPGYM_DEVICE": device,
         "WARPGYM_WORKER_MODE": mode,
@@ -100,6 +120,13 @@ class Worker:
         self.workdir: Path | None = None
         self.started_at = 0.0
         self.requests = 0
+        self._dir_fd: int | None = None
+
+    def _close_dir(self) -> None:
+        if self._dir_fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._dir_fd)
+            self._dir_fd = None
 
     @property
     def alive(self) -> bool:
@@ -107,14 +134,15 @@ class Worker:
 
     def start(self) -> None:
         self.workdir = Path(tempfile.mkdtemp(prefix="warpgym-worker-"))
+        self._close_dir()
+        self._dir_fd = os.open(self.workdir, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
         parent_sock, child_sock = socket.socketpair()
         log = open(self.workdir / "output.log", "wb")  # noqa: SIM115 - the child owns it
         env = clean_environment(self.device, self.mode, self.workdir)
         command = [sys.executable, "-m", "warpgym.env.worker.main", str(child_sock.fileno())]
         if self.sandbox is not False:
             _create_gpu_locks(env)
-            removed = sum(1 for k in os.environ
-                          if SECRET_NAME.search(k) or k.upper().startswith(SECRET_PREFIXES))
+            removed = sum(1 for k, v in os.environ.items() if not _passed_to_worker(k, v))
             env = sandbox_mod.configure(env, str(self.workdir), self.device, self.mode, removed,
                                         self.sandbox if isinstance(self.sandbox, dict) else None)
             command = sandbox_mod.launch_command(child_sock.fileno())
@@ -194,19 +222,37 @@ class Worker:
         return out
 
     def log_tail(self, clear: bool = False) -> str:
-        """What the candidate printed since the last clear, trimmed to the end."""
-        if self.workdir is None:
+        """What the candidate printed since the last clear, trimmed to the end.
+
+        The log lies in a directory the worker can write, so it is opened as hostile: relative to the
+        directory opened when the worker started (renaming the directory changes nothing), never through
+        a link, never blocking (a FIFO), and only when it is a regular file; at most ``LOG_TAIL_BYTES``
+        are read, and it is truncated through the descriptor that was checked.
+        """
+        if self._dir_fd is None:
             return ""
-        path = self.workdir / "output.log"
+        flags = os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
         try:
-            size = path.stat().st_size
-            with open(path, "rb") as f:
-                f.seek(max(0, size - LOG_TAIL_BYTES))
-                text = f.read().decode("utf-8", "replace")
+            fd = os.open("output.log", flags, dir_fd=self._dir_fd)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR):
+                self.incidents.append(["hostile-file", "the worker's output log was replaced by a link or a "
+                                                       f"device ({exc.strerror}); it was not read"])
+            return ""
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                self.incidents.append(["hostile-file", "the worker's output log was replaced by something "
+                                                       "that is not a regular file"])
+                return ""
+            start = max(0, info.st_size - LOG_TAIL_BYTES)
+            text = os.pread(fd, LOG_TAIL_BYTES, start).decode("utf-8", "replace")
             if clear:
-                os.truncate(path, 0)
+                os.ftruncate(fd, 0)
         except OSError:
             return ""
+        finally:
+            os.close(fd)
         return text.strip()
 
     def kill(self) -> None:
@@ -233,6 +279,7 @@ class Worker:
             while sandbox_mod.cgroup_pids(self.sandbox_report) and time.monotonic() < deadline:
                 time.sleep(0.01)
             sandbox_mod.remove_cgroup(self.sandbox_report)
+        self._close_dir()
         if self.workdir is not None:
             shutil.rmtree(self.workdir, ignore_errors=True)
             self.workdir = None
