@@ -42,7 +42,7 @@ WORKER_ENV_NAMES = frozenset({
 and behave. Everything else stays behind (an allowlist: a secret under a name nobody thought of, such as
 ``GEMINI_KEY`` or ``DATABASE_URL``, never reaches the candidate)."""
 WORKER_ENV_PREFIXES = ("LC_", "WARPGYM_")
-"""Locale settings, and warpgym's own settings (never secrets: keys go to the providers by their own names)."""
+"""Locale settings, and warpgym's own (never secrets: keys go to the providers under their own names)."""
 CREDENTIALS_IN_URL = re.compile(r"[a-z][a-z0-9+.-]*://[^/\s:@]*:[^/\s@]*@", re.I)
 """A value that carries a password in a URL (``scheme://user:password@host``) stays behind too."""
 LOG_TAIL_BYTES = 4000
