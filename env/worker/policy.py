@@ -7,6 +7,8 @@ every PyTorch compute op, however it is reached, ends in the dispatcher.
 
 from __future__ import annotations
 
+import os
+import sys
 from collections import Counter
 from typing import Any
 
@@ -34,14 +36,34 @@ HOST_ELEMENT_LIMIT = 1024
 """Tensor elements host code may read into Python (sizes, offsets, small tables) or turn from Python
 data into a tensor, per call. Beyond it the host is computing: ``x.tolist()``, ``x.numpy()``, a loop of
 ``float(x[i])``, ``torch.tensor(result)`` or a device-to-host copy do arithmetic no kernel did."""
-HOST_READ_METHODS = frozenset({"numpy", "tolist", "__array__"})
+HOST_READ_METHODS = frozenset({"numpy", "tolist", "__array__", "__dlpack__", "untyped_storage", "storage",
+                               "_typed_storage", "__reduce_ex__"})
+"""Tensor methods that hand the data to host Python: copies, zero-copy views (NumPy, DLPack), storages,
+and serialisation (``torch.save`` pickles through ``__reduce_ex__``)."""
+
+
+_TORCH_DIR = os.path.dirname(os.path.realpath(torch.__file__)) + os.sep
+_CANDIDATE_PREFIX = os.path.join(os.path.realpath(os.getcwd()), "candidate_")
+"""The worker writes each candidate module as ``candidate_N.py`` in its own directory, its cwd."""
+
+
+def _candidate_caused(frame: Any) -> bool:
+    """True when the nearest caller outside PyTorch's own Python layer is candidate code."""
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not name.startswith(_TORCH_DIR):
+            return name.startswith(_CANDIDATE_PREFIX)
+        frame = frame.f_back
+    return False
 
 
 class PolicyMode(TorchDispatchMode):
-    """Records every ATen op the candidate's host code runs, outside kernel launches.
+    """Records every ATen op the candidate's code runs.
 
-    Kernel launches pause it (``paused``): Triton's interpreter moves tensors with ATen ops
-    of its own, which are the harness's business, not the candidate's.
+    During a kernel launch (``paused``) Triton itself runs ATen ops (the interpreter moves tensors to
+    and from the host), which are not the candidate's; there an op counts only when its nearest caller
+    outside PyTorch is candidate code: a grid callable, a heuristic, an autotuner hook, or a Python
+    function that an interpreted kernel body calls.
     """
 
     def __init__(self) -> None:
@@ -54,7 +76,7 @@ class PolicyMode(TorchDispatchMode):
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
-        if not self.paused:
+        if not self.paused or _candidate_caused(sys._getframe(1)):
             name = func.overloadpacket.__name__
             self.ops[name] += 1
             if name == "_to_copy" and args and isinstance(args[0], torch.Tensor):
@@ -88,8 +110,8 @@ class HostReadMode(TorchFunctionMode):
         self.policy = policy
 
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        if not self.policy.paused and getattr(func, "__name__", "") in HOST_READ_METHODS and args and \
-                isinstance(args[0], torch.Tensor):
+        if getattr(func, "__name__", "") in HOST_READ_METHODS and args and isinstance(args[0], torch.Tensor) \
+                and (not self.policy.paused or _candidate_caused(sys._getframe(1))):
             self.policy.host[f"{func.__name__}() of tensor data"] += args[0].numel()
         return func(*args, **(kwargs or {}))
 
