@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from warpgym.env.judge.instructions import FAMILIES
+from warpgym.env.toolchain.families import FAMILIES
 
 NCU_METRICS = "inst_executed,thread_inst_executed_true"
 MAX_PROFILED_LAUNCHES = 16
