@@ -80,6 +80,18 @@ def test_solutions_import_only_the_loader_of_warpgym():
         assert report.ok, (task.id, report.violations)
 
 
+@pytest.mark.parametrize(("line", "allowed"), [
+    ("from warpgym import loader", True), ("import warpgym.loader as loader", True),
+    ("from warpgym.loader import load_ptx", True), ("from warpgym import loader, env", False),
+    ("from warpgym.env.toolchain import loader", False), ("import warpgym.env.toolchain.loader", False),
+])
+def test_only_the_public_loader_of_warpgym_may_be_imported(line, allowed):
+    from warpgym.env.judge.static import check_source
+
+    report = check_source(f"{line}\n\ndef f(x):\n    return x\n", "f", ["x"], "cuda")
+    assert report.ok is allowed, report.violations
+
+
 @needs_tools
 @pytest.mark.parametrize("task_id", ["ptx/gemm-bf16", "ptx/gemm-fp8", "ptx/attention-fwd-causal",
                                      "ptx/attention-bwd"])
