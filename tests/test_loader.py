@@ -9,7 +9,7 @@ import re
 
 import pytest
 import torch
-from warpgym.env.toolchain import loader, ptx, ptxas
+from warpgym.env.toolchain import loader, ptx, ptxas, targets
 
 pytestmark = pytest.mark.skipif(loader.nvrtc_version() is None or loader.ptxas_path() is None,
                                 reason="NVRTC (pip install nvidia-cuda-nvrtc) or ptxas not available")
@@ -268,3 +268,18 @@ def test_parse_entries_reads_triton_style_parameters():
     assert [(p.type, p.size, p.array, p.pointer) for p in params] == [
         ("b8", 128, True, False), ("u32", 4, False, False), ("u64", 8, False, True), ("f32", 4, False, False)]
     assert ptx.launch_bounds(text, "k") == ((256,), None)
+
+
+def test_one_target_table_answers_every_question_about_a_target():
+    from warpgym.env.worker.triton_launches import target_capability
+    from warpgym.prompts import SPECS
+    from warpgym.tasks import get_task
+
+    assert targets.for_capability(9) == "sm_90a" and targets.for_capability(10, 0) == "sm_100a"
+    assert targets.for_capability(9, 1) is None and targets.for_capability(8) is None
+    with pytest.raises(ValueError, match="builds for sm_90a, sm_100a"):
+        targets.check("sm_80")
+    assert [target_capability(t) for t in targets.NAMES] == [90, 100]
+    assert [targets.TARGETS[t].virtual_architecture for t in targets.NAMES] == ["compute_90a", "compute_100a"]
+    assert set(SPECS) == set(targets.TARGETS)
+    assert get_task("ptx/gemm-bf16").required_features == {"sm_90a": ("wgmma", "tma"), "sm_100a": ("tcgen05", "tma")}
