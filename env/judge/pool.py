@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from warpgym.env.common.device import physical_gpu
+from warpgym.env.judge import sandbox as sandbox_mod
 from warpgym.env.protocol import wire
-from warpgym.env.worker import sandbox as sandbox_mod
 
 SECRET_NAME = re.compile(r"(API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE_KEY|AUTH|SESSION)", re.I)
 SECRET_PREFIXES = ("AWS_", "AZURE_", "GCP_", "GOOGLE_APPLICATION", "HF_", "HUGGING", "OPENAI", "ANTHROPIC",
