@@ -1,13 +1,17 @@
 """The numbers and feature list of each target, for the ``specs`` level of hardware context.
 
 Figures are per device (H100 SXM / H200 for sm_90a, B200 for sm_100a). Where warpgym measured a
-figure on its own H200 (shared/HARDWARE.md) that figure is given beside the datasheet one, because
-the measured one is what a kernel can reach.
+figure on its own H200 (copy bandwidth, cuBLAS throughput) that figure is given beside the datasheet
+one, because the measured one is what a kernel can reach. The limits the loader enforces (capability,
+threads and registers, shared memory per block, cluster sizes) come from the toolchain's target
+table, so the prompt and the launch checks cannot disagree.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from warpgym.env.toolchain.targets import TARGETS, Target
 
 
 @dataclass(frozen=True)
@@ -21,26 +25,48 @@ class TargetSpec:
     not_available: list[str] = field(default_factory=list)
 
 
+def _capability(t: Target) -> str:
+    return f"compute capability {t.capability[0]}.{t.capability[1]}"
+
+
+def _threads(t: Target) -> tuple[str, str]:
+    return ("max threads per block", str(t.max_threads_per_block))
+
+
+def _registers(t: Target) -> tuple[str, str]:
+    return ("32-bit registers per SM", f"{t.registers_per_sm} (at most 255 per thread)")
+
+
+def _shared(t: Target) -> str:
+    return f"256 KB; shared memory up to 228 KB per SM, {t.max_shared_per_block // 1024} KB per block"
+
+
+def _cluster(t: Target) -> str:
+    return f"up to {t.portable_cluster} blocks portable, {t.max_cluster}"
+
+
+_H, _B = TARGETS["sm_90a"], TARGETS["sm_100a"]
+
 SPECS: dict[str, TargetSpec] = {
-    "sm_90a": TargetSpec(
-        target="sm_90a",
-        architecture="Hopper (compute capability 9.0; the 'a' suffix unlocks wgmma and setmaxnreg)",
+    _H.name: TargetSpec(
+        target=_H.name,
+        architecture=f"{_H.architecture} ({_capability(_H)}; the 'a' suffix unlocks wgmma and setmaxnreg)",
         devices="H100 SXM (80 GB HBM3), H200 (141 GB HBM3e)",
         numbers=[
             ("SMs", "132"),
             ("warp schedulers (SM sub-partitions) per SM", "4, one tensor core each"),
             ("max threads / warps / blocks per SM", "2048 / 64 / 32"),
-            ("max threads per block", "1024"),
-            ("32-bit registers per SM", "65536 (at most 255 per thread)"),
-            ("L1 + shared memory per SM", "256 KB; shared memory up to 228 KB per SM, 227 KB per block "
-                                          "(above 48 KB only after raising the block's dynamic limit)"),
+            _threads(_H),
+            _registers(_H),
+            ("L1 + shared memory per SM", _shared(_H) + f" (above {_H.default_shared_limit // 1024} KB only "
+                                                        "after raising the block's dynamic limit)"),
             ("L2 cache", "50 MB (H100 SXM); 60 MB reported by the H200"),
             ("device memory bandwidth", "3.35 TB/s H100, 4.8 TB/s H200 (datasheet); 4.24 TB/s measured "
                                         "copy on the H200"),
             ("dense bf16/fp16 tensor-core peak", "989 TFLOP/s datasheet; cuBLAS reaches 670-780 on the H200"),
             ("dense fp8 (e4m3/e5m2) tensor-core peak", "1979 TFLOP/s datasheet; cuBLASLt reaches 1250-1400"),
             ("fp32 (non-tensor) peak", "67 TFLOP/s"),
-            ("thread block cluster", "up to 8 blocks portable, 16 with the non-portable opt-in"),
+            ("thread block cluster", _cluster(_H) + " with the non-portable opt-in"),
             ("shared memory banks", "32 banks of 4 bytes"),
         ],
         features=[
@@ -62,24 +88,23 @@ SPECS: dict[str, TargetSpec] = {
         ],
         not_available=["tcgen05 / tensor memory (Blackwell only)"],
     ),
-    "sm_100a": TargetSpec(
-        target="sm_100a",
-        architecture="Blackwell datacenter (compute capability 10.0; 'a' unlocks tcgen05)",
+    _B.name: TargetSpec(
+        target=_B.name,
+        architecture=f"{_B.architecture} datacenter ({_capability(_B)}; 'a' unlocks tcgen05)",
         devices="B200 (two dies seen as one GPU, 192 GB HBM3e)",
         numbers=[
             ("SMs", "148"),
             ("warp schedulers (SM sub-partitions) per SM", "4, one 5th-generation tensor core each"),
             ("max threads / warps / blocks per SM", "2048 / 64 / 32"),
-            ("max threads per block", "1024"),
-            ("32-bit registers per SM", "65536 (at most 255 per thread)"),
+            _threads(_B),
+            _registers(_B),
             ("tensor memory (TMEM) per SM", "256 KB: 128 lanes x 512 columns of 32 bits"),
-            ("L1 + shared memory per SM", "256 KB; shared memory up to 228 KB per SM, 227 KB per block"),
+            ("L1 + shared memory per SM", _shared(_B)),
             ("L2 cache", "126 MB, split between the two dies (a far-die hit costs more)"),
             ("device memory bandwidth", "8 TB/s (datasheet, not measured here)"),
             ("dense bf16/fp16 tensor-core peak", "about 2250 TFLOP/s (datasheet)"),
             ("dense fp8 tensor-core peak", "about 4500 TFLOP/s (datasheet)"),
-            ("thread block cluster", "up to 8 blocks portable, 16 non-portable; CTA pairs share an MMA "
-                                     "(cta_group::2)"),
+            ("thread block cluster", _cluster(_B) + " non-portable; CTA pairs share an MMA (cta_group::2)"),
             ("shared memory banks", "32 banks of 4 bytes"),
         ],
         features=[

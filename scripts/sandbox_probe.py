@@ -15,7 +15,7 @@ from pathlib import Path
 
 from warpgym.env import EvalOptions, Evaluator
 from warpgym.env.judge.pool import Worker
-from warpgym.env.worker.sandbox import defaults
+from warpgym.env.judge.sandbox import defaults
 from warpgym.tasks import get_task
 
 LAYERS = ("network", "landlock", "mount", "cgroup", "drop_uid", "audit")

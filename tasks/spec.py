@@ -147,8 +147,7 @@ class Task:
             )
         lang = {
             "triton": "Write the arithmetic in Triton kernels (@triton.jit) launched from the entrypoint.",
-            "cuda": "Write the arithmetic in CUDA C++/PTX compiled and launched through "
-                    "warpgym.env.toolchain.loader.",
+            "cuda": "Write the arithmetic in CUDA C++/PTX compiled and launched through warpgym.loader.",
         }[self.language]
         required = "".join(
             f"\nRequired instructions on {t}: {', '.join(f)}." for t, f in self.required_features.items()

@@ -9,7 +9,7 @@ import re
 
 import pytest
 import torch
-from warpgym.env.toolchain import loader
+from warpgym.env.toolchain import loader, ptx, ptxas, targets
 
 pytestmark = pytest.mark.skipif(loader.nvrtc_version() is None or loader.ptxas_path() is None,
                                 reason="NVRTC (pip install nvidia-cuda-nvrtc) or ptxas not available")
@@ -201,8 +201,8 @@ def test_nvrtc_ptx_newer_than_ptxas_is_assembled_as_the_older_isa():
     PTX a candidate wrote itself is never rewritten."""
     ptx = loader.load_cuda(SCALE, name="scale").record.ptx
     future = re.sub(r"^\.version \S+", ".version 99.9", ptx, count=1, flags=re.M)
-    record = loader._assemble(future, name="scale", target="sm_90a", language="cuda", flags=[], nvrtc_log="",
-                              options=[])
+    record = ptxas.assemble(future, name="scale", target="sm_90a", language="cuda", flags=[], nvrtc_log="",
+                            options=[])
     assert record.cubin and any("newer than this ptxas accepts" in w for w in record.warnings)
     with pytest.raises(loader.CompileError, match=r"Unsupported \.version 99\.9"):
         loader.load_ptx(future, name="scale", target="sm_90a")
@@ -256,7 +256,7 @@ ptxas /tmp/x/gemm.ptx, line 120; warning : Potential Performance Loss: wgmma.mma
 
 
 def test_parse_entries_reads_triton_style_parameters():
-    ptx = """.visible .entry k(
+    text = """.visible .entry k(
 	.param .align 64 .b8 k_param_0[128],
 	.param .u32 k_param_1,
 	.param .u64 .ptr .global .align 1 k_param_2,
@@ -264,7 +264,22 @@ def test_parse_entries_reads_triton_style_parameters():
 )
 .reqntid 256
 { ret; }"""
-    params = loader.parse_entries(ptx)["k"]
+    params = loader.parse_entries(text)["k"]
     assert [(p.type, p.size, p.array, p.pointer) for p in params] == [
         ("b8", 128, True, False), ("u32", 4, False, False), ("u64", 8, False, True), ("f32", 4, False, False)]
-    assert loader._launch_bounds(ptx, "k") == ((256,), None)
+    assert ptx.launch_bounds(text, "k") == ((256,), None)
+
+
+def test_one_target_table_answers_every_question_about_a_target():
+    from warpgym.env.worker.triton_launches import target_capability
+    from warpgym.prompts import SPECS
+    from warpgym.tasks import get_task
+
+    assert targets.for_capability(9) == "sm_90a" and targets.for_capability(10, 0) == "sm_100a"
+    assert targets.for_capability(9, 1) is None and targets.for_capability(8) is None
+    with pytest.raises(ValueError, match="builds for sm_90a, sm_100a"):
+        targets.check("sm_80")
+    assert [target_capability(t) for t in targets.NAMES] == [90, 100]
+    assert [targets.TARGETS[t].virtual_architecture for t in targets.NAMES] == ["compute_90a", "compute_100a"]
+    assert set(SPECS) == set(targets.TARGETS)
+    assert get_task("ptx/gemm-bf16").required_features == {"sm_90a": ("wgmma", "tma"), "sm_100a": ("tcgen05", "tma")}

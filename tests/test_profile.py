@@ -1,8 +1,8 @@
 """Executed-instruction counts from Nsight Compute output, parsed on a CPU; dead code fails a feature.
 
 The samples are written by hand in the layout ``ncu --page source --csv --print-source sass``
-prints (shared/HARDWARE.md): one CSV row per SASS instruction with its address, its text, the
-warp-level executed count and the predicated-on thread count.
+prints (as Nsight Compute 2025 printed it on the H200): one CSV row per SASS instruction with its
+address, its text, the warp-level executed count and the predicated-on thread count.
 """
 # ruff: noqa: E501  (embedded CUDA sources and tool output keep their own line lengths)
 
@@ -13,8 +13,9 @@ import re
 import pytest
 from warpgym.env import EvalOptions, Evaluator
 from warpgym.env.judge import profile
-from warpgym.env.judge.instructions import FAMILIES
 from warpgym.env.judge.result import EvalResult, KernelReport
+from warpgym.env.toolchain.families import FAMILIES
+from warpgym.env.worker import profiled
 from warpgym.tasks import get_task
 
 NCU_TWO_KERNELS = '''==PROF== Connected to process 4242 (/usr/bin/python3.12)
@@ -156,3 +157,15 @@ def test_required_feature_in_dead_code_fails_and_says_so(monkeypatch):
     assert result.required_features_met is False and result.arch_verified is False
     assert "dead code" in result.missing_features["wgmma"] and "sass 4" in result.missing_features["wgmma"]
     assert "tma" not in result.missing_features
+
+
+def test_the_profilers_runner_imports_the_candidate_for_the_target_under_the_tool():
+    """``env`` stands in for ncu: the runner is started behind the tool's arguments, imports the candidate
+    with the evaluation's target, and (with no GPU here) never reaches its done line."""
+    source = "from warpgym import loader\nprint('IMPORTED', loader.default_target())\n\ndef gemm(a, b):\n    return a\n"
+    case = get_task("ptx/gemm-bf16").shapes["dev"][0]
+    proc, cmd, _ = profile._run_driver(["env"], "ptx/gemm-bf16", source, case, 0, "normal", "sm_100a", 300,
+                                       device="cpu")
+    assert cmd[:4] == ["env", cmd[1], "-m", "warpgym.env.worker.profiled"]
+    assert "IMPORTED sm_100a" in proc.stdout, proc.stderr[-2000:]
+    assert profiled.DONE not in proc.stdout and proc.returncode != 0

@@ -16,6 +16,8 @@ import pytest
 import torch
 from warpgym.env import EvalOptions
 from warpgym.env.toolchain import loader
+from warpgym.env.toolchain.disassemble import sass_opcodes
+from warpgym.env.toolchain.targets import TARGETS
 from warpgym.tasks import Sampler, all_tasks, get_task
 from warpgym.tasks.ptx.attention import attention_backward, attention_forward
 
@@ -60,12 +62,12 @@ def test_every_solution_ships_ptx_for_both_targets():
         shipped = _shipped(task_id)
         assert _variant(task_id) in shipped
         assert ("attn_bwd_delta" in shipped) == ("bwd" in task_id)
-        for target in ("sm_90a", "sm_100a"):
+        for target in TARGETS:
             entry = shipped[_variant(task_id)][target]
             assert f".target {target}" in entry["ptx"] and ".version 8.7" in entry["ptx"]
             meta = entry["meta"]
             assert meta["descriptors"] and all(d["swizzle"] == 128 for d in meta["descriptors"])
-            assert meta["shared"] <= loader.MAX_SHARED_PER_BLOCK[target]
+            assert meta["shared"] <= TARGETS[target].max_shared_per_block
             assert loader.parse_entries(entry["ptx"]).keys() == {meta["entry"]}
 
 
@@ -78,6 +80,18 @@ def test_solutions_import_only_the_loader_of_warpgym():
         assert report.ok, (task.id, report.violations)
 
 
+@pytest.mark.parametrize(("line", "allowed"), [
+    ("from warpgym import loader", True), ("import warpgym.loader as loader", True),
+    ("from warpgym.loader import load_ptx", True), ("from warpgym import loader, env", False),
+    ("from warpgym.env.toolchain import loader", False), ("import warpgym.env.toolchain.loader", False),
+])
+def test_only_the_public_loader_of_warpgym_may_be_imported(line, allowed):
+    from warpgym.env.judge.static import check_source
+
+    report = check_source(f"{line}\n\ndef f(x):\n    return x\n", "f", ["x"], "cuda")
+    assert report.ok is allowed, report.violations
+
+
 @needs_tools
 @pytest.mark.parametrize("task_id", ["ptx/gemm-bf16", "ptx/gemm-fp8", "ptx/attention-fwd-causal",
                                      "ptx/attention-bwd"])
@@ -85,7 +99,7 @@ def test_shipped_ptx_uses_wgmma_tma_and_mbarriers_on_sm90a(task_id):
     shipped = _shipped(task_id)[_variant(task_id)]["sm_90a"]
     entry = shipped["meta"]
     module = loader.load_ptx(shipped["ptx"], name=task_id, target="sm_90a")
-    opcodes = loader.sass_opcodes(module.record.sass)[entry["entry"]]
+    opcodes = sass_opcodes(module.record.sass)[entry["entry"]]
     mma = "QGMMA" if task_id == "ptx/gemm-fp8" else "HGMMA"
     for opcode in (mma, "UTMALDG", "SYNCS", "WARPGROUP"):
         assert any(op.startswith(opcode) for op in opcodes), f"{opcode} missing from {task_id}'s SASS"
@@ -101,7 +115,7 @@ def test_shipped_ptx_uses_tcgen05_and_tma_on_sm100a():
     module = loader.load_ptx(shipped["ptx"], name="gemm", target="sm_100a")
     counts = module.record.kernels[entry["entry"]].sass_counts
     assert counts["tcgen05"] > 0 and counts["tma"] > 0 and counts["wgmma"] == 0
-    opcodes = loader.sass_opcodes(module.record.sass)[entry["entry"]]
+    opcodes = sass_opcodes(module.record.sass)[entry["entry"]]
     assert any(op.startswith("UTCHMMA") for op in opcodes)
 
 

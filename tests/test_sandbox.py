@@ -1,5 +1,6 @@
-"""The worker's sandbox (env/worker/sandbox.py): what it reports, and that each protection it reports as
-applied really holds, with the audit layer off (the operating system alone) and on (clear verdicts).
+"""The worker's sandbox (env/worker/confine.py, env/worker/audit.py, env/judge/sandbox.py): what it reports,
+and that each protection it reports as applied really holds, with the audit layer off (the operating system
+alone) and on (clear verdicts).
 
 Code runs in the worker through the protocol's ``load`` op, past the static scan: these tests are
 about what the process itself can do. A protection this machine cannot apply is skipped with the
@@ -15,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from warpgym.env.judge import sandbox
 from warpgym.env.judge.pool import Worker
-from warpgym.env.worker import sandbox
+from warpgym.env.worker import confine
 
 NAMES = {
     "no-new-privileges",
@@ -109,13 +111,29 @@ def test_without_a_sandbox_the_worker_still_runs_and_says_so():
 def test_readable_paths_close_home_directories_but_keep_python(tmp_path):
     home = tmp_path / "home"
     (home / ".ssh").mkdir(parents=True)
-    paths = sandbox.readable_paths(str(tmp_path / "work"), ["/root", "/home", str(home)])
+    paths = confine.readable_paths(str(tmp_path / "work"), ["/root", "/home", str(home)])
     assert "/root" not in paths and "/home" not in paths and str(home) not in paths
     assert not any(p.startswith(str(home) + "/") or p == str(tmp_path) for p in paths)
     assert os.path.realpath(sys.prefix) in paths or any(
         os.path.realpath(sys.prefix).startswith(p + "/") for p in paths
     )
     assert f"/proc/{os.getpid()}" in paths and "/proc/1" not in paths
+
+
+def test_the_confinement_and_audit_import_only_the_standard_library():
+    """They run before the package: anything that starts threads (torch, Triton) would escape Landlock
+    and no_new_privs, so every import in both files, at any depth, must be the standard library's."""
+    import ast
+
+    from warpgym.env.worker import audit
+
+    for module in (confine, audit):
+        tree = ast.parse(Path(module.__file__).read_text())
+        nodes = list(ast.walk(tree))
+        names = {alias.name for node in nodes if isinstance(node, ast.Import) for alias in node.names}
+        names |= {node.module for node in nodes if isinstance(node, ast.ImportFrom) and node.module}
+        outside = {name.split(".")[0] for name in names} - set(sys.stdlib_module_names) - {"__future__"}
+        assert names and not outside, (module.__name__, outside)
 
 
 # ----------------------------------------------------------------------------------------------- OS layers

@@ -33,7 +33,7 @@ from warpgym.env.judge.instructions import FAMILIES, FEATURES, count_cubin, coun
 from warpgym.env.judge.pool import Worker, WorkerError
 from warpgym.env.judge.result import CaseResult, EvalResult, KernelReport, Timing, Violation
 from warpgym.env.judge.static import check_source
-from warpgym.env.worker.triton_launches import TARGETS
+from warpgym.env.toolchain.targets import TARGETS
 from warpgym.tasks import Sampler, Task
 from warpgym.tasks.spec import dtype_of, sequence
 

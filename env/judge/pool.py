@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from warpgym.env.common.device import physical_gpu
+from warpgym.env.judge import sandbox as sandbox_mod
 from warpgym.env.protocol import wire
-from warpgym.env.worker import sandbox as sandbox_mod
 
 WORKER_ENV_NAMES = frozenset({
     "PATH", "LANG", "LANGUAGE", "TZ", "TERM", "PYTHONPATH", "PYTHONHASHSEED", "PYTHONIOENCODING",

@@ -3,7 +3,7 @@
 Static PTX/SASS shows what a kernel *could* run; this shows what it *did* run. The candidate
 runs once, in a fresh process under ``ncu --page source --print-source sass``, which prints one
 CSV row per SASS instruction with its executed count (warp level) and its predicated-on thread
-count; rows are mapped to instruction families (``instructions.FAMILIES``) per kernel. A
+count; rows are mapped to instruction families (``toolchain.families.FAMILIES``) per kernel. A
 required feature whose instructions are compiled in but never executed is dead code, and fails.
 
 The parsing half (``parse_ncu_source_csv``, ``family_counts``, ``parse_memcheck``) needs no GPU.
@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from warpgym.env.judge.instructions import FAMILIES
+from warpgym.env.toolchain.families import FAMILIES
+from warpgym.env.worker import profiled as runner
 
 NCU_METRICS = "inst_executed,thread_inst_executed_true"
 MAX_PROFILED_LAUNCHES = 16
@@ -80,14 +81,6 @@ class Profile:
             for name, n in k.families().items():
                 totals[name] += n
         return totals
-
-    def per_kernel(self) -> dict[str, dict[str, int]]:
-        out: dict[str, dict[str, int]] = {}
-        for k in self.kernels:
-            acc = out.setdefault(k.name, {name: 0 for name in FAMILIES})
-            for name, n in k.families().items():
-                acc[name] += n
-        return out
 
 
 # ---------------------------------------------------------------------------------------- parsing
@@ -267,27 +260,6 @@ def kernel_filter(names: Iterable[str]) -> str | None:
     return "regex:^(" + "|".join(re.escape(n) for n in names) + ")$"
 
 
-DRIVER = """
-import importlib.util, json, sys
-import torch
-from warpgym.env.toolchain import loader
-from warpgym.tasks import Sampler, get_task
-
-cfg = json.loads(sys.argv[1])
-loader.set_default_target(cfg["target"])
-spec = importlib.util.spec_from_file_location("warpgym_candidate", cfg["path"])
-module = importlib.util.module_from_spec(spec)
-sys.modules["warpgym_candidate"] = module
-spec.loader.exec_module(module)
-task = get_task(cfg["task"])
-inputs = task.make_inputs(cfg["case"], Sampler(cfg["seed"], cfg["distribution"], "cuda"))
-torch.cuda.synchronize()
-getattr(module, task.entrypoint)(**inputs)
-torch.cuda.synchronize()
-print("warpgym-driver: done")
-"""
-
-
 def _run_driver(
     tool: list[str],
     task_id: str,
@@ -305,7 +277,6 @@ def _run_driver(
     with tempfile.TemporaryDirectory(prefix="warpgym-profile-") as tmp:
         workdir = Path(tmp)
         (workdir / "candidate.py").write_text(source)
-        (workdir / "driver.py").write_text(DRIVER)
         cfg = {
             "path": str(workdir / "candidate.py"),
             "task": task_id,
@@ -316,7 +287,7 @@ def _run_driver(
         }
         env = clean_environment(device, "run", workdir)  # cuda:N pins the driver to GPU N
         env.update(extra_env or {})
-        cmd = [*tool, sys.executable, str(workdir / "driver.py"), json.dumps(cfg)]
+        cmd = [*tool, sys.executable, "-m", runner.__name__, json.dumps(cfg)]
         started = time.perf_counter()
         proc = subprocess.Popen(
             cmd,
@@ -387,7 +358,7 @@ def profile_candidate(
         stem = re.sub(r"\W", "_", task_id)
         Path(dump, f"{stem}.csv").write_text(proc.stdout)
         Path(dump, f"{stem}.err").write_text(proc.stderr)
-    if proc.returncode != 0 and "warpgym-driver: done" not in proc.stdout:
+    if proc.returncode != 0 and runner.DONE not in proc.stdout:
         raise ProfileError(f"ncu exited {proc.returncode}: {_tail(proc.stderr or proc.stdout)}")
     profiled = parse_ncu_source_csv(proc.stdout)
     if not profiled:

@@ -99,7 +99,7 @@ class EvalResult:
     seconds: dict[str, float] = field(default_factory=dict)
     sandbox: dict[str, Any] | None = None
     """What confined the candidate's worker: ``applied`` and ``not_applied`` protections, each with a
-    sentence (env/worker/sandbox.py); None when the evaluation never started a worker."""
+    sentence (env/worker/confine.py); None when the evaluation never started a worker."""
 
     @property
     def errors(self) -> dict[str, dict[str, Any]]:

@@ -104,7 +104,11 @@ class _Scanner(ast.NodeVisitor):
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         module = node.module or ""
-        self._check_module(module, node)
+        if module == "warpgym":  # `from warpgym import loader` imports the submodule: judge each name
+            for alias in node.names:
+                self._check_module(f"warpgym.{alias.name}", node)
+        else:
+            self._check_module(module, node)
         for alias in node.names:
             full = f"{module}.{alias.name}"
             self.aliases[alias.asname or alias.name] = full

@@ -29,8 +29,8 @@ from warpgym.env.common.device import release_cached_memory  # noqa: E402
 from warpgym.env.judge.compare import same_bits  # noqa: E402
 from warpgym.env.protocol import wire  # noqa: E402
 from warpgym.env.toolchain import loader  # noqa: E402
+from warpgym.env.worker import audit as sandbox_layer  # noqa: E402
 from warpgym.env.worker import policy  # noqa: E402
-from warpgym.env.worker import sandbox as sandbox_layer  # noqa: E402
 from warpgym.env.worker import triton_launches as triton_support  # noqa: E402
 from warpgym.tasks import Sampler, get_task  # noqa: E402
 from warpgym.tasks.spec import sequence  # noqa: E402

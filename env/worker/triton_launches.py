@@ -14,23 +14,22 @@ import contextlib
 import functools
 import json
 import os
-import re
-import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from warpgym.env.toolchain.targets import TARGETS
 from warpgym.env.worker import policy
 
-TARGETS = {"sm_90a": 90, "sm_100a": 100}
 LAUNCH_OPTION_KEYS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion")
 
 
 def target_capability(target: str) -> int:
+    """The capability Triton compiles ``target`` for (90 for sm_90a)."""
     if target not in TARGETS:
         raise ValueError(f"unknown target {target!r}; use one of {sorted(TARGETS)}")
-    return TARGETS[target]
+    return TARGETS[target].triton_capability
 
 
 @dataclass
@@ -225,26 +224,6 @@ def find_kernel(module: Any, name: str) -> Any:
         f"kernel {name!r} is not defined at module level; define @triton.jit kernels at the top level "
         "so they can be compiled for the target"
     )
-
-
-_RES_USAGE = re.compile(r"REG:(\d+).*?SHARED:(\d+).*?LOCAL:(\d+)")
-
-
-def resource_usage(cubin: bytes) -> dict[str, int]:
-    """Registers, static shared memory and local (spill) bytes from ``cuobjdump -res-usage``."""
-    import tempfile
-
-    from warpgym.env.judge.instructions import tool
-
-    cuobjdump = tool("cuobjdump")
-    if cuobjdump is None:
-        return {}
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(cubin)
-        f.flush()
-        proc = subprocess.run([cuobjdump, "-res-usage", f.name], capture_output=True, text=True, timeout=60)
-    m = _RES_USAGE.search(proc.stdout)
-    return {"registers": int(m.group(1)), "shared": int(m.group(2)), "local": int(m.group(3))} if m else {}
 
 
 def compile_spec(module: Any, spec: dict[str, Any]) -> dict[str, Any]:

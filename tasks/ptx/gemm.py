@@ -8,11 +8,13 @@ and TMA want for both operands. The kernel must be written in CUDA C++/PTX throu
 from __future__ import annotations
 
 import torch
+from warpgym.env.toolchain.targets import TARGETS
 
 from ..registry import register
 from ..spec import Task, Tolerance
 
-REQUIRED = {"sm_90a": ("wgmma", "tma"), "sm_100a": ("tcgen05", "tma")}
+REQUIRED = {t.name: (t.tensor_cores, "tma") for t in TARGETS.values()}
+"""Each target's own tensor-core instructions, fed by TMA."""
 
 _GEMM_NOTES = """
 A and B are contiguous and 16-byte aligned; M, N and K are multiples of 16 but often not of your

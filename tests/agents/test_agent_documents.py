@@ -15,11 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from warpgym.env.judge.instructions import count_cubin, count_ptx, tool
+from warpgym.env.toolchain.disassemble import count_cubin
+from warpgym.env.toolchain.families import count_ptx
+from warpgym.env.toolchain.targets import TARGETS
+from warpgym.env.toolchain.tools import tool
 from warpgym.prompts import DocExample, document_blocks, document_examples
 
 DOCUMENTS = ("sm_90a", "sm_100a", "triton")
-CAPABILITY = {"sm_90a": 90, "sm_100a": 100}
 
 # The families each CUDA/PTX example must show in its SASS.
 EXPECTED: dict[tuple[str, str], set[str]] = {
@@ -126,8 +128,9 @@ def triton_build(example: DocExample, target: str, tmp: Path) -> tuple[dict[str,
         spec.loader.exec_module(module)
         kernel = getattr(module, build["kernel"])
         constexprs = {**build["constexprs"], **build.get("target_constexprs", {}).get(target, {})}
-        compiled = triton.compile(ASTSource(kernel, build["signature"], constexprs),
-                                  target=GPUTarget("cuda", CAPABILITY[target], 32), options=build["options"])
+        gpu = GPUTarget("cuda", TARGETS[target].triton_capability, 32)
+        compiled = triton.compile(ASTSource(kernel, build["signature"], constexprs), target=gpu,
+                                  options=build["options"])
     finally:
         sys.modules.pop(path.stem, None)
     counts = count_cubin(compiled.asm["cubin"])
@@ -163,7 +166,7 @@ def test_every_example_is_checked_and_every_check_has_an_example() -> None:
     assert python == set(TRITON_BUILDS)
     assert {e.document for e in examples} == set(DOCUMENTS)
     for e in examples:
-        assert set(e.targets) <= set(CAPABILITY), e
+        assert set(e.targets) <= set(TARGETS), e
         if e.language != "python":
             assert e.targets == (e.document,), f"{e.name}: an example of {e.document} builds for {e.document}"
 

@@ -1,13 +1,13 @@
-"""The worker's sandbox: operating-system confinement applied before any candidate code runs,
-and an in-process audit layer that turns what a candidate tries into a clear verdict.
+"""The worker's confinement: operating-system protections applied before any candidate code runs.
 
-``pool.Worker`` starts ``python .../env/worker/sandbox.py FD`` with its settings in the environment
-variable ``WARPGYM_SANDBOX`` (JSON). This file then runs as a plain script, on the standard
-library only, because two of its protections bind only the threads that exist when they are
-applied (Landlock, ``no_new_privs``): nothing that starts threads (torch, Triton) may be imported
-first. It applies what this machine allows, each protection on its own so one failure never
-blocks the others, sends a report as the first message on the worker's socket, and then runs the
-worker (``warpgym.env.worker.main``) in the same process.
+``pool.Worker`` starts ``python .../env/worker/confine.py FD`` (``sandbox.launch_command``) with its
+settings in the environment variable ``WARPGYM_SANDBOX`` (JSON). This file runs as a plain script,
+on the standard library only, because two of its protections bind only the threads that exist when
+they are applied (Landlock, ``no_new_privs``): nothing that starts threads (torch, Triton) may be
+imported first. It applies what this machine allows, each protection on its own so one failure never
+blocks the others, installs the audit layer (``audit.py``, loaded by file path from this folder for
+the same reason: the package must not load yet), sends a report as the first message on the
+worker's socket, and then runs the worker (``warpgym.env.worker.main``) in the same process.
 
 Layers, strongest first, each reported as applied or not with the reason:
 - network: a fresh network namespace (no interfaces but a downed loopback); else Landlock's TCP
@@ -20,12 +20,7 @@ Layers, strongest first, each reported as applied or not with the reason:
 - privileges: ``no_new_privs``, and a drop to an unused uid when started as root and the Python
   installation is readable by others;
 - resources: ``RLIMIT_CPU``, ``RLIMIT_AS`` on CPU workers (CUDA reserves terabytes of virtual
-  space), ``RLIMIT_CORE`` = 0, ``RLIMIT_NOFILE``;
-- audit (PEP 578): sockets, processes, signals, ctypes, ``gc`` walks, frame introspection and
-  writes outside the private directory, when caused by the candidate's code, raise
-  ``PermissionError`` and are recorded as incidents the worker sends back with its reply, so a
-  candidate that swallows the error is still caught. The harness's own code (Triton launches,
-  the CUDA loader) acting for the candidate is not refused.
+  space), ``RLIMIT_CORE`` = 0, ``RLIMIT_NOFILE``.
 """
 
 from __future__ import annotations
@@ -37,122 +32,14 @@ from typing import Any
 
 ENV_VAR = "WARPGYM_SANDBOX"
 HERE = os.path.dirname(os.path.abspath(__file__))  # env/worker: this script's folder
-ENV_DIR = os.path.dirname(HERE)  # env: the harness's code, worker side and judge side
-PACKAGE_ROOT = os.path.dirname(ENV_DIR)  # the folder that holds env/, tasks/, ...
-
-# -------------------------------------------------------------------------------------------- parent side
-
-
-def defaults(device: str, mode: str) -> dict[str, Any]:
-    """The limits a worker gets unless the caller says otherwise."""
-    cpu_only = not device.startswith("cuda")
-    config = {
-        "file_bytes": 1 << 30,
-        "disk_bytes": 2 << 30,
-        "cpu_seconds": 24 * 3600,
-        "memory_bytes": _default_memory() if cpu_only else None,
-        "tasks": 1024 + 8 * (os.cpu_count() or 1),
-        "open_files": 4096,
-        "network": True,
-        "landlock": True,
-        "mount": True,
-        "cgroup": True,
-        "drop_uid": True,
-        "audit": True,
-    }
-    if not cpu_only:
-        # On the H200 (2026-11-29, scripts/sandbox_probe.py) a CUDA worker under Landlock alone failed its
-        # first CUDA call, while every other layer, alone and all together, passed. Without Landlock the
-        # mount namespace makes everything but the private tmpfs, /dev, /proc and /sys read-only.
-        config["landlock"] = False
-        config["off_reason"] = ("off on CUDA workers: under Landlock, CUDA failed to initialise on the H200 "
-                                "(scripts/sandbox_probe.py, 2026-11-29)")
-    return config
-
-
-def _default_memory() -> int:
-    """Address space for a CPU worker: most of the machine, at least 8 GiB (the interpreter maps a lot)."""
-    try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError):
-        return 16 << 30
-    return max(8 << 30, int(total * 0.75))
-
-
-def launch_command(fd: int) -> list[str]:
-    """Run this file as a script: the package (and torch) is imported only after the sandbox is up."""
-    return [sys.executable, os.path.join(HERE, "sandbox.py"), str(fd)]
-
-
-def configure(
-    env: dict[str, str],
-    workdir: str,
-    device: str,
-    mode: str,
-    removed: int,
-    overrides: dict[str, Any] | None = None,
-) -> dict[str, str]:
-    """Put the sandbox's settings into the worker's environment."""
-    config = defaults(device, mode)
-    config.update(overrides or {})
-    config.update(
-        {
-            "workdir": workdir,
-            "device": device,
-            "mode": mode,
-            "removed_env": removed,
-            "home": os.path.expanduser("~"),
-            "parent": os.getpid(),
-        }
-    )
-    env = dict(env)
-    env[ENV_VAR] = json.dumps(config)
-    return env
-
-
-def not_applied(report: dict[str, Any] | None) -> list[str]:
-    """One line per protection that could not be applied here, for a reader of the verdict."""
-    if not report:
-        return ["sandbox: the worker ran without a sandbox"]
-    return [
-        f"sandbox: {name} not applied ({why})" for name, why in sorted(report.get("not_applied", {}).items())
-    ]
-
-
-def cgroup_pids(report: dict[str, Any] | None) -> list[int]:
-    path = (report or {}).get("cgroup")
-    if not path:
-        return []
-    try:
-        with open(os.path.join(path, "cgroup.procs")) as f:
-            return [int(line) for line in f if line.strip()]
-    except (OSError, ValueError):
-        return []
-
-
-def remove_cgroup(report: dict[str, Any] | None) -> None:
-    path = (report or {}).get("cgroup")
-    if path:
-        try:
-            os.rmdir(path)
-        except OSError:
-            pass
-
-
-# -------------------------------------------------------------------------------------------- child side
+PACKAGE_ROOT = os.path.dirname(os.path.dirname(HERE))  # the folder that holds env/, tasks/, ...
+AUDIT_MODULE = "warpgym.env.worker.audit"
 
 _CLONE_NEWNS = 0x00020000
 _CLONE_NEWUSER = 0x10000000
 _CLONE_NEWNET = 0x40000000
-_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = (
-    1,
-    2,
-    4,
-    32,
-    4096,
-    16384,
-    1 << 18,
-)
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_REMOUNT = 1, 2, 4, 32
+_MS_BIND, _MS_REC, _MS_PRIVATE = 4096, 16384, 1 << 18
 _PR_SET_NO_NEW_PRIVS = 38
 
 # Landlock (linux/landlock.h). Syscall numbers are the same on x86-64 and arm64.
@@ -160,43 +47,18 @@ _LL_CREATE, _LL_ADD_RULE, _LL_RESTRICT = 444, 445, 446
 _LL_VERSION = 1
 _FS_EXECUTE, _FS_WRITE_FILE, _FS_READ_FILE, _FS_READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
 _FS_REMOVE_DIR, _FS_REMOVE_FILE, _FS_MAKE_CHAR, _FS_MAKE_DIR = 1 << 4, 1 << 5, 1 << 6, 1 << 7
-_FS_MAKE_REG, _FS_MAKE_SOCK, _FS_MAKE_FIFO, _FS_MAKE_BLOCK, _FS_MAKE_SYM = (
-    1 << 8,
-    1 << 9,
-    1 << 10,
-    1 << 11,
-    1 << 12,
-)
+_FS_MAKE_REG, _FS_MAKE_SOCK, _FS_MAKE_FIFO = 1 << 8, 1 << 9, 1 << 10
+_FS_MAKE_BLOCK, _FS_MAKE_SYM = 1 << 11, 1 << 12
 _FS_REFER, _FS_TRUNCATE = 1 << 13, 1 << 14
 _NET_BIND_TCP, _NET_CONNECT_TCP = 1 << 0, 1 << 1
 _SCOPE_ABSTRACT_UNIX, _SCOPE_SIGNAL = 1 << 0, 1 << 1
 _FILE_RIGHTS = _FS_EXECUTE | _FS_WRITE_FILE | _FS_READ_FILE | _FS_TRUNCATE
 _READ = _FS_READ_FILE | _FS_READ_DIR
-_MAKE = (
-    _FS_MAKE_CHAR
-    | _FS_MAKE_DIR
-    | _FS_MAKE_REG
-    | _FS_MAKE_SOCK
-    | _FS_MAKE_FIFO
-    | _FS_MAKE_BLOCK
-    | _FS_MAKE_SYM
-)
+_MAKE = _FS_MAKE_CHAR | _FS_MAKE_DIR | _FS_MAKE_REG | _FS_MAKE_SOCK | _FS_MAKE_FIFO | _FS_MAKE_BLOCK
+_MAKE |= _FS_MAKE_SYM
 
-PROTECTIONS = (
-    "no-new-privileges",
-    "network",
-    "disk",
-    "processes",
-    "file-size",
-    "cpu-time",
-    "core-dumps",
-    "open-files",
-    "memory",
-    "filesystem",
-    "signals",
-    "user",
-    "environment",
-)
+PROTECTIONS = ("no-new-privileges", "network", "disk", "processes", "file-size", "cpu-time", "core-dumps",
+               "open-files", "memory", "filesystem", "signals", "user", "environment")
 """Every protection the report speaks of (plus ``audit``, added when the hook is installed)."""
 
 SECRET_DIRS = ("/root", "/home", "/run/secrets", "/var/run/secrets")
@@ -727,276 +589,6 @@ def readable_paths(workdir: str, protected: list[str]) -> list[str]:
     return sorted(set(allowed))
 
 
-# -------------------------------------------------------------------------------------------- audit layer
-
-_STRICT = {
-    # event -> (violation code, what it is, in words)
-    "socket.__new__": ("sandbox-network", "network access (opening a socket)"),
-    "socket.bind": ("sandbox-network", "network access (binding a socket)"),
-    "socket.connect": ("sandbox-network", "network access (connecting a socket)"),
-    "socket.getaddrinfo": ("sandbox-network", "network access (resolving a host name)"),
-    "socket.gethostbyname": ("sandbox-network", "network access (resolving a host name)"),
-    "socket.sendto": ("sandbox-network", "network access (sending on a socket)"),
-    "subprocess.Popen": ("sandbox-process", "starting a process (subprocess)"),
-    "os.system": ("sandbox-process", "running a shell command (os.system)"),
-    "os.exec": ("sandbox-process", "replacing the process (os.exec*)"),
-    "os.posix_spawn": ("sandbox-process", "starting a process (posix_spawn)"),
-    "os.spawn": ("sandbox-process", "starting a process (os.spawn*)"),
-    "os.fork": ("sandbox-process", "forking the process"),
-    "os.forkpty": ("sandbox-process", "forking the process"),
-    "os.kill": ("sandbox-signal", "sending a signal to a process"),
-    "os.killpg": ("sandbox-signal", "sending a signal to a process group"),
-    "signal.pthread_kill": ("sandbox-signal", "sending a signal to a thread"),
-    "ctypes.dlopen": ("sandbox-native", "loading a native library with ctypes"),
-    "ctypes.dlsym": ("sandbox-native", "looking up a native symbol with ctypes"),
-    "ctypes.dlsym/handle": ("sandbox-native", "looking up a native symbol with ctypes"),
-    "ctypes.call_function": ("sandbox-native", "calling a native function with ctypes"),
-    "ctypes.string_at": ("sandbox-native", "reading raw memory with ctypes"),
-    "ctypes.wstring_at": ("sandbox-native", "reading raw memory with ctypes"),
-    "ctypes.cdata": ("sandbox-native", "reading raw memory with ctypes"),
-    "ctypes.cdata/buffer": ("sandbox-native", "reading raw memory with ctypes"),
-    "ctypes.addressof": ("sandbox-native", "taking raw addresses with ctypes"),
-    "mmap.__new__": ("sandbox-native", "mapping memory (mmap)"),
-    "gc.get_objects": ("introspection", "walking every object of the process (gc.get_objects)"),
-    "gc.get_referrers": ("introspection", "walking the object graph (gc.get_referrers)"),
-    "gc.get_referents": ("introspection", "walking the object graph (gc.get_referents)"),
-    "sys._current_frames": ("introspection", "reading other threads' frames"),
-    "sys.setprofile": ("introspection", "installing a profiler hook"),
-    "sys.settrace": ("introspection", "installing a trace hook"),
-    "sys.addaudithook": ("introspection", "installing an audit hook"),
-}
-_IMMEDIATE = {
-    # denied only when the candidate's own line makes the call (the standard library uses these freely)
-    "sys._getframe": ("introspection", "reading the call stack (sys._getframe)"),
-    "object.__getattr__": ("introspection", "reading interpreter internals"),
-    "exec": ("dynamic-code", "running code built at run time (exec/eval)"),
-    "compile": ("dynamic-code", "compiling code at run time"),
-    "code.__new__": ("dynamic-code", "building a code object"),
-    "function.__new__": ("dynamic-code", "building a function from a code object"),
-}
-_PATH_EVENTS = {
-    "open",
-    "os.remove",
-    "os.rename",
-    "os.rmdir",
-    "os.symlink",
-    "os.link",
-    "os.truncate",
-    "os.chmod",
-    "os.chown",
-    "os.mkdir",
-    "shutil.rmtree",
-    "os.listdir",
-    "os.scandir",
-    "os.utime",
-}
-_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
-_DEVICE_WRITES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/nvidia", "/dev/dri/", "/dev/tty", "/dev/pts/")
-
-_drain: Any = None
-
-
-def snapshot(spaces: dict[str, Any]) -> Any:
-    """Remember every function, class, descriptor and module in these namespaces (a namespace given as
-    ``(namespace, names)``: only those names); the returned function
-    names those replaced or removed since. Its state lives in the closure, out of a candidate's reach
-    by attribute access."""
-    import types
-
-    def code_like(value: Any) -> bool:
-        return callable(value) or hasattr(value, "__get__") or isinstance(value, types.ModuleType)
-
-    saved = []
-    for label, space in spaces.items():
-        space, names = space if isinstance(space, tuple) else (space, None)
-        mapping = space if isinstance(space, dict) else vars(space)
-        saved.append(
-            (
-                label,
-                mapping,
-                {k: v for k, v in list(mapping.items()) if code_like(v) and (names is None or k in names)},
-            )
-        )
-    missing = object()
-
-    def changed() -> list[str]:
-        return [
-            f"{label}.{key}"
-            for label, mapping, entries in saved
-            for key, value in entries.items()
-            if mapping.get(key, missing) is not value
-        ]
-
-    return changed
-
-
-def drain() -> list[list[str]]:
-    """Incidents since the last call: [code, message] pairs (empty when no audit layer runs here)."""
-    return _drain() if _drain is not None else []
-
-
-def install_audit(workdir: str, protected: list[str], includes: list[str]) -> None:
-    """Install the audit hook (it cannot be removed). All its state lives in this closure."""
-    global _drain
-    import _thread
-    import sysconfig
-
-    candidate_prefix = os.path.join(os.path.realpath(workdir), "candidate_")
-    workdir_prefix = os.path.realpath(workdir) + "/"
-    harness_prefix = ENV_DIR + "/"
-    stdlib = tuple({os.path.realpath(sysconfig.get_paths()[k]) + "/" for k in ("stdlib", "platstdlib")})
-    site = tuple({os.path.realpath(sysconfig.get_paths()[k]) + "/" for k in ("purelib", "platlib")})
-    closed = tuple(p.rstrip("/") + "/" for p in protected)
-    reopened = tuple(p.rstrip("/") + "/" for p in includes)
-    me = str(os.getpid())
-    strict, immediate, path_events = dict(_STRICT), dict(_IMMEDIATE), frozenset(_PATH_EVENTS)
-    watched = frozenset(strict) | frozenset(immediate) | path_events
-    incidents: list[list[str]] = []
-    busy: set[int] = set()
-    getframe, get_ident, realpath, fsdecode = sys._getframe, _thread.get_ident, os.path.realpath, os.fsdecode
-    own_task = os.path.exists
-
-    def is_stdlib(filename: str) -> bool:
-        return filename.startswith("<frozen") or (
-            filename.startswith(stdlib) and not filename.startswith(site)
-        )
-
-    def origin(frame: Any, direct: bool) -> bool:
-        """True when the candidate's code caused the event: candidate frames reached before any harness
-        frame (and, for ``direct``, with nothing but the standard library in between)."""
-        while frame is not None:
-            name = frame.f_code.co_filename
-            if name.startswith(candidate_prefix):
-                return True
-            if name.startswith(harness_prefix) and not name.endswith("/sandbox.py"):
-                return False
-            if direct and not is_stdlib(name):
-                return False
-            frame = frame.f_back
-        return False
-
-    def path_problem(event: str, args: tuple[Any, ...]) -> str | None:
-        if event in ("os.rename", "os.link", "os.symlink") and len(args) > 1:  # (source, destination, ...)
-            destination = path_problem("os.mkdir", args[1:2])
-            if destination or event == "os.symlink":
-                return destination
-        target = args[0] if args else None
-        if isinstance(target, int):
-            return f"opening file descriptor {target} directly (the worker's channels are not for candidates)"
-        try:
-            path = realpath(fsdecode(target))
-        except (TypeError, ValueError):
-            return None
-        writing = (
-            event != "open"
-            or (isinstance(args[1], str) and any(c in args[1] for c in "wax+"))
-            or (isinstance(args[2], int) and args[2] & _WRITE_FLAGS)
-        )
-        if event in ("os.listdir", "os.scandir"):
-            writing = False
-        if path.startswith("/proc/"):
-            pid = path.split("/")[2]
-            if pid.isdigit() and pid != me and not own_task(f"/proc/{me}/task/{pid}"):
-                return f"reading {path}, another process's entry"
-            if path.endswith("/mem"):
-                return f"reading the worker's memory through {path}"
-        if writing:
-            if (
-                path.startswith(workdir_prefix)
-                or path == workdir_prefix[:-1]
-                or path.startswith(_DEVICE_WRITES)
-            ):
-                return None
-            return f"writing {path}, outside the worker's private directory"
-        inside = path + "/"
-        if inside.startswith(closed) and not inside.startswith(reopened):
-            return f"reading {path} (home directories and secrets are closed to candidates)"
-        return None
-
-    def hook(event: str, args: tuple[Any, ...]) -> None:
-        if event not in watched:
-            return
-        ident = get_ident()
-        if ident in busy:
-            return
-        busy.add(ident)
-        try:
-            caller = getframe(1)
-            if event in immediate:
-                name = caller.f_code.co_filename if caller is not None else ""
-                if not name.startswith(candidate_prefix):
-                    return
-                code, what = immediate[event]
-                if event == "object.__getattr__" and len(args) > 1:
-                    what = f"reading {args[1]} (interpreter internals)"
-            elif event in strict:
-                if not origin(caller, direct=False):
-                    return
-                code, what = strict[event]
-            else:
-                problem = path_problem(event, args)
-                if problem is None or not origin(caller, direct=False):
-                    return
-                code = "sandbox-filesystem"
-                what = problem
-            message = f"the candidate tried {what}; the sandbox refused it"
-            if len(incidents) < 50 and [code, message] not in incidents:
-                incidents.append([code, message])
-        finally:
-            busy.discard(ident)
-        raise PermissionError(f"warpgym sandbox: {what} is not allowed in a candidate")
-
-    def take() -> list[list[str]]:
-        out = list(incidents)
-        incidents.clear()
-        return out
-
-    sys.addaudithook(hook)
-    _drain = take
-    _track_threads(lambda: origin(getframe(2), direct=False))
-
-
-_threads: Any = None
-
-
-def candidate_threads() -> set[int] | None:
-    """Idents of live threads that the candidate's code started; None where this is not tracked."""
-    return _threads() if _threads is not None else None
-
-
-def _track_threads(caused_by_candidate: Any) -> None:
-    """Wrap the one primitive every Python thread starts through, so a thread the candidate started
-    (however: threading, a Timer, _thread) is told apart from the pools torch or Triton start on the
-    harness's behalf. Python 3.11 raises no audit event for threads."""
-    global _threads
-    import _thread
-    import threading
-
-    original = _thread.start_new_thread
-    live: set[int] = set()
-    get_ident = _thread.get_ident
-
-    def start_new_thread(function: Any, args: Any, kwargs: Any = None) -> int:
-        if not caused_by_candidate():
-            return original(function, args, kwargs or {})
-
-        def run(*a: Any, **k: Any) -> Any:
-            live.add(get_ident())
-            try:
-                return function(*a, **k)
-            finally:
-                live.discard(get_ident())
-
-        ident = original(run, args, kwargs or {})
-        live.add(ident)  # counted from the start, not from when the new thread first runs
-        return ident
-
-    _thread.start_new_thread = start_new_thread  # type: ignore[assignment]
-    _thread.start_new = start_new_thread  # type: ignore[attr-defined]
-    threading._start_new_thread = start_new_thread  # type: ignore[attr-defined]
-    _threads = lambda: set(live)  # noqa: E731
-
-
 def _send_frame(fd: int, payload: bytes) -> None:
     """One message in ``multiprocessing.connection``'s framing (a 4-byte big-endian length)."""
     import struct
@@ -1004,6 +596,20 @@ def _send_frame(fd: int, payload: bytes) -> None:
     data = struct.pack("!i", len(payload)) + payload
     while data:
         data = data[os.write(fd, data) :]
+
+
+def _load_audit() -> Any:
+    """``audit.py`` by file path, registered under its package name: the worker's ``from
+    warpgym.env.worker import audit`` then finds this module, with the hook's state, instead of a fresh
+    copy without it."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(AUDIT_MODULE, os.path.join(HERE, "audit.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[AUDIT_MODULE] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def _main() -> None:
@@ -1016,7 +622,7 @@ def _main() -> None:
     protected, readable = sandbox.protected(), sandbox.readable()  # listed before Landlock closes /proc
     report = sandbox.run()
     if config.get("audit", True):
-        install_audit(
+        _load_audit().install_audit(
             sandbox.workdir, protected, [p for p in readable if any(p.startswith(c + "/") for c in protected)]
         )
         report["applied"]["audit"] = (
@@ -1027,7 +633,6 @@ def _main() -> None:
     else:
         report["not_applied"]["audit"] = config.get("off_reason", "turned off by the caller")
     _send_frame(fd, json.dumps({"__sandbox__": report}).encode())
-    sys.modules["warpgym.env.worker.sandbox"] = sys.modules[__name__]
     import runpy
 
     sys.argv = [os.path.join(HERE, "main.py"), str(fd)]

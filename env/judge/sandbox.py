@@ -1,0 +1,115 @@
+"""The worker's sandbox as the harness sees it: the settings a worker starts with, the command that
+starts it confined, the report it sends back, and the cleanup of its process cgroup.
+
+The protections themselves are applied in the worker by ``env/worker/confine.py`` (operating-system
+layers, run as a plain script before the package is imported) and ``env/worker/audit.py`` (the
+in-process audit hook); this module runs in the judge's process, beside ``pool.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+from warpgym.env.worker import confine
+from warpgym.env.worker.confine import ENV_VAR
+
+CONFINE_SCRIPT = os.path.abspath(confine.__file__)
+
+
+def defaults(device: str, mode: str) -> dict[str, Any]:
+    """The limits a worker gets unless the caller says otherwise."""
+    cpu_only = not device.startswith("cuda")
+    config = {
+        "file_bytes": 1 << 30,
+        "disk_bytes": 2 << 30,
+        "cpu_seconds": 24 * 3600,
+        "memory_bytes": _default_memory() if cpu_only else None,
+        "tasks": 1024 + 8 * (os.cpu_count() or 1),
+        "open_files": 4096,
+        "network": True,
+        "landlock": True,
+        "mount": True,
+        "cgroup": True,
+        "drop_uid": True,
+        "audit": True,
+    }
+    if not cpu_only:
+        # On the H200 (2026-11-29, scripts/sandbox_probe.py) a CUDA worker under Landlock alone failed its
+        # first CUDA call, while every other layer, alone and all together, passed. Without Landlock the
+        # mount namespace makes everything but the private tmpfs, /dev, /proc and /sys read-only.
+        config["landlock"] = False
+        config["off_reason"] = ("off on CUDA workers: under Landlock, CUDA failed to initialise on the H200 "
+                                "(scripts/sandbox_probe.py, 2026-11-29)")
+    return config
+
+
+def _default_memory() -> int:
+    """Address space for a CPU worker: most of the machine, at least 8 GiB (the interpreter maps a lot)."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return 16 << 30
+    return max(8 << 30, int(total * 0.75))
+
+
+def launch_command(fd: int) -> list[str]:
+    """Run ``confine.py`` as a script: the package (and torch) is imported only after the protections."""
+    return [sys.executable, CONFINE_SCRIPT, str(fd)]
+
+
+def configure(
+    env: dict[str, str],
+    workdir: str,
+    device: str,
+    mode: str,
+    removed: int,
+    overrides: dict[str, Any] | None = None,
+) -> dict[str, str]:
+    """Put the sandbox's settings into the worker's environment."""
+    config = defaults(device, mode)
+    config.update(overrides or {})
+    config.update(
+        {
+            "workdir": workdir,
+            "device": device,
+            "mode": mode,
+            "removed_env": removed,
+            "home": os.path.expanduser("~"),
+            "parent": os.getpid(),
+        }
+    )
+    env = dict(env)
+    env[ENV_VAR] = json.dumps(config)
+    return env
+
+
+def not_applied(report: dict[str, Any] | None) -> list[str]:
+    """One line per protection that could not be applied here, for a reader of the verdict."""
+    if not report:
+        return ["sandbox: the worker ran without a sandbox"]
+    return [
+        f"sandbox: {name} not applied ({why})" for name, why in sorted(report.get("not_applied", {}).items())
+    ]
+
+
+def cgroup_pids(report: dict[str, Any] | None) -> list[int]:
+    path = (report or {}).get("cgroup")
+    if not path:
+        return []
+    try:
+        with open(os.path.join(path, "cgroup.procs")) as f:
+            return [int(line) for line in f if line.strip()]
+    except (OSError, ValueError):
+        return []
+
+
+def remove_cgroup(report: dict[str, Any] | None) -> None:
+    path = (report or {}).get("cgroup")
+    if path:
+        try:
+            os.rmdir(path)
+        except OSError:
+            pass

@@ -1,0 +1,129 @@
+"""What a candidate built: every module with its PTX, cubin, compiler log, warnings and per-kernel
+report, and every launch it made. The worker reads ``REGISTRY`` and sends ``modules_report()`` to the
+harness, so the judge sees each module however the candidate reached the loader."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from warpgym.env.toolchain.errors import trim
+from warpgym.env.toolchain.ptx import Param
+
+
+@dataclass
+class KernelInfo:
+    """What the compiler says about one kernel of a module."""
+
+    name: str
+    params: list[Param] = field(default_factory=list)
+    registers: int | None = None
+    shared: int | None = None
+    """Static shared memory, bytes."""
+    spill_stores: int | None = None
+    spill_loads: int | None = None
+    stack: int | None = None
+    barriers: int | None = None
+    reqntid: tuple[int, ...] | None = None
+    maxntid: tuple[int, ...] | None = None
+    ptx_counts: dict[str, int] = field(default_factory=dict)
+    sass_counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def spills(self) -> int | None:
+        if self.spill_stores is None and self.spill_loads is None:
+            return None
+        return (self.spill_stores or 0) + (self.spill_loads or 0)
+
+
+@dataclass
+class ModuleRecord:
+    """One module a candidate built: sources, binaries, and the compiler's report."""
+
+    name: str
+    language: str
+    """``cuda`` (NVRTC) or ``ptx``."""
+    target: str
+    ptx: str
+    cubin: bytes | None
+    log: str = ""
+    warnings: list[str] = field(default_factory=list)
+    kernels: dict[str, KernelInfo] = field(default_factory=dict)
+    options: list[str] = field(default_factory=list)
+    compiler: str = ""
+    seconds: float = 0.0
+    sass: str | None = None
+    analysis_error: str | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        """Plain data for the worker's reply (the cubin stays behind; the SASS counts go along)."""
+        return {
+            "name": self.name,
+            "language": self.language,
+            "target": self.target,
+            "log": trim(self.log, 8000),
+            "warnings": self.warnings,
+            "options": self.options,
+            "compiler": self.compiler,
+            "seconds": self.seconds,
+            "ptx_chars": len(self.ptx),
+            "cubin_bytes": len(self.cubin or b""),
+            "analysis_error": self.analysis_error,
+            "kernels": [
+                {
+                    "name": k.name,
+                    "registers": k.registers,
+                    "shared": k.shared,
+                    "spill_stores": k.spill_stores,
+                    "spill_loads": k.spill_loads,
+                    "stack": k.stack,
+                    "barriers": k.barriers,
+                    "params": [p.type + (f"[{p.size}]" if p.array else "") for p in k.params],
+                    "ptx": k.ptx_counts,
+                    "sass": k.sass_counts,
+                }
+                for k in self.kernels.values()
+            ],
+        }
+
+
+@dataclass
+class LaunchRecord:
+    module: str
+    kernel: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shared_mem: int
+    cluster: tuple[int, int, int] | None
+    ran: bool
+
+
+@dataclass
+class Registry:
+    """Every module built and every launch made in this process (the harness reads it)."""
+
+    modules: list[ModuleRecord] = field(default_factory=list)
+    launches: list[LaunchRecord] = field(default_factory=list)
+    launch_count: int = 0
+    keep_launches: int = 256
+
+    def add(self, record: ModuleRecord) -> None:
+        self.modules.append(record)
+
+    def launched(self, launch: LaunchRecord) -> None:
+        self.launch_count += 1
+        if len(self.launches) < self.keep_launches:
+            self.launches.append(launch)
+
+    def clear(self) -> None:
+        self.modules.clear()
+        self.launches.clear()
+        self.launch_count = 0
+
+
+REGISTRY = Registry()
+
+
+def modules_report() -> list[dict[str, Any]]:
+    """What the worker sends the harness: every module built in this process."""
+    return [m.to_wire() for m in REGISTRY.modules]

@@ -1,0 +1,291 @@
+"""The worker's audit layer (PEP 578): what a candidate tries, turned into a clear verdict.
+
+Sockets, processes, signals, ctypes, ``gc`` walks, frame introspection and writes outside the
+private directory, when caused by the candidate's code, raise ``PermissionError`` and are recorded
+as incidents the worker sends back with its reply, so a candidate that swallows the error is still
+caught. The harness's own code (everything under ``env/``: Triton launches, the CUDA loader) acting
+for the candidate is not refused. Threads the candidate starts are told apart from the pools torch
+or Triton start.
+
+``confine.py`` installs the hook before the package is imported, loading this file by path, so it
+uses the standard library only. All the hook's state lives in closures, out of a candidate's reach
+by attribute access.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+ENV_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # env: the harness's code
+LAYER_FILES = ("/audit.py", "/confine.py")
+"""The sandbox's own frames (the hook, the thread wrapper, the script below the worker) are neither the
+candidate's nor the harness's: attribution looks past them."""
+
+_STRICT = {
+    # event -> (violation code, what it is, in words)
+    "socket.__new__": ("sandbox-network", "network access (opening a socket)"),
+    "socket.bind": ("sandbox-network", "network access (binding a socket)"),
+    "socket.connect": ("sandbox-network", "network access (connecting a socket)"),
+    "socket.getaddrinfo": ("sandbox-network", "network access (resolving a host name)"),
+    "socket.gethostbyname": ("sandbox-network", "network access (resolving a host name)"),
+    "socket.sendto": ("sandbox-network", "network access (sending on a socket)"),
+    "subprocess.Popen": ("sandbox-process", "starting a process (subprocess)"),
+    "os.system": ("sandbox-process", "running a shell command (os.system)"),
+    "os.exec": ("sandbox-process", "replacing the process (os.exec*)"),
+    "os.posix_spawn": ("sandbox-process", "starting a process (posix_spawn)"),
+    "os.spawn": ("sandbox-process", "starting a process (os.spawn*)"),
+    "os.fork": ("sandbox-process", "forking the process"),
+    "os.forkpty": ("sandbox-process", "forking the process"),
+    "os.kill": ("sandbox-signal", "sending a signal to a process"),
+    "os.killpg": ("sandbox-signal", "sending a signal to a process group"),
+    "signal.pthread_kill": ("sandbox-signal", "sending a signal to a thread"),
+    "ctypes.dlopen": ("sandbox-native", "loading a native library with ctypes"),
+    "ctypes.dlsym": ("sandbox-native", "looking up a native symbol with ctypes"),
+    "ctypes.dlsym/handle": ("sandbox-native", "looking up a native symbol with ctypes"),
+    "ctypes.call_function": ("sandbox-native", "calling a native function with ctypes"),
+    "ctypes.string_at": ("sandbox-native", "reading raw memory with ctypes"),
+    "ctypes.wstring_at": ("sandbox-native", "reading raw memory with ctypes"),
+    "ctypes.cdata": ("sandbox-native", "reading raw memory with ctypes"),
+    "ctypes.cdata/buffer": ("sandbox-native", "reading raw memory with ctypes"),
+    "ctypes.addressof": ("sandbox-native", "taking raw addresses with ctypes"),
+    "mmap.__new__": ("sandbox-native", "mapping memory (mmap)"),
+    "gc.get_objects": ("introspection", "walking every object of the process (gc.get_objects)"),
+    "gc.get_referrers": ("introspection", "walking the object graph (gc.get_referrers)"),
+    "gc.get_referents": ("introspection", "walking the object graph (gc.get_referents)"),
+    "sys._current_frames": ("introspection", "reading other threads' frames"),
+    "sys.setprofile": ("introspection", "installing a profiler hook"),
+    "sys.settrace": ("introspection", "installing a trace hook"),
+    "sys.addaudithook": ("introspection", "installing an audit hook"),
+}
+_IMMEDIATE = {
+    # denied only when the candidate's own line makes the call (the standard library uses these freely)
+    "sys._getframe": ("introspection", "reading the call stack (sys._getframe)"),
+    "object.__getattr__": ("introspection", "reading interpreter internals"),
+    "exec": ("dynamic-code", "running code built at run time (exec/eval)"),
+    "compile": ("dynamic-code", "compiling code at run time"),
+    "code.__new__": ("dynamic-code", "building a code object"),
+    "function.__new__": ("dynamic-code", "building a function from a code object"),
+}
+_PATH_EVENTS = {
+    "open",
+    "os.remove",
+    "os.rename",
+    "os.rmdir",
+    "os.symlink",
+    "os.link",
+    "os.truncate",
+    "os.chmod",
+    "os.chown",
+    "os.mkdir",
+    "shutil.rmtree",
+    "os.listdir",
+    "os.scandir",
+    "os.utime",
+}
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+_DEVICE_WRITES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/nvidia", "/dev/dri/", "/dev/tty", "/dev/pts/")
+
+_drain: Any = None
+
+
+def snapshot(spaces: dict[str, Any]) -> Any:
+    """Remember every function, class, descriptor and module in these namespaces (a namespace given as
+    ``(namespace, names)``: only those names); the returned function
+    names those replaced or removed since. Its state lives in the closure, out of a candidate's reach
+    by attribute access."""
+    import types
+
+    def code_like(value: Any) -> bool:
+        return callable(value) or hasattr(value, "__get__") or isinstance(value, types.ModuleType)
+
+    saved = []
+    for label, space in spaces.items():
+        space, names = space if isinstance(space, tuple) else (space, None)
+        mapping = space if isinstance(space, dict) else vars(space)
+        saved.append(
+            (
+                label,
+                mapping,
+                {k: v for k, v in list(mapping.items()) if code_like(v) and (names is None or k in names)},
+            )
+        )
+    missing = object()
+
+    def changed() -> list[str]:
+        return [
+            f"{label}.{key}"
+            for label, mapping, entries in saved
+            for key, value in entries.items()
+            if mapping.get(key, missing) is not value
+        ]
+
+    return changed
+
+
+def drain() -> list[list[str]]:
+    """Incidents since the last call: [code, message] pairs (empty when no audit layer runs here)."""
+    return _drain() if _drain is not None else []
+
+
+def install_audit(workdir: str, protected: list[str], includes: list[str]) -> None:
+    """Install the audit hook (it cannot be removed). All its state lives in this closure."""
+    global _drain
+    import _thread
+    import sysconfig
+
+    candidate_prefix = os.path.join(os.path.realpath(workdir), "candidate_")
+    workdir_prefix = os.path.realpath(workdir) + "/"
+    harness_prefix = ENV_DIR + "/"
+    stdlib = tuple({os.path.realpath(sysconfig.get_paths()[k]) + "/" for k in ("stdlib", "platstdlib")})
+    site = tuple({os.path.realpath(sysconfig.get_paths()[k]) + "/" for k in ("purelib", "platlib")})
+    closed = tuple(p.rstrip("/") + "/" for p in protected)
+    reopened = tuple(p.rstrip("/") + "/" for p in includes)
+    me = str(os.getpid())
+    strict, immediate, path_events = dict(_STRICT), dict(_IMMEDIATE), frozenset(_PATH_EVENTS)
+    watched = frozenset(strict) | frozenset(immediate) | path_events
+    incidents: list[list[str]] = []
+    busy: set[int] = set()
+    getframe, get_ident, realpath, fsdecode = sys._getframe, _thread.get_ident, os.path.realpath, os.fsdecode
+    own_task = os.path.exists
+
+    def is_stdlib(filename: str) -> bool:
+        return filename.startswith("<frozen") or (
+            filename.startswith(stdlib) and not filename.startswith(site)
+        )
+
+    def origin(frame: Any, direct: bool) -> bool:
+        """True when the candidate's code caused the event: candidate frames reached before any harness
+        frame (and, for ``direct``, with nothing but the standard library in between)."""
+        while frame is not None:
+            name = frame.f_code.co_filename
+            if name.startswith(candidate_prefix):
+                return True
+            if name.startswith(harness_prefix) and not name.endswith(LAYER_FILES):
+                return False
+            if direct and not is_stdlib(name):
+                return False
+            frame = frame.f_back
+        return False
+
+    def path_problem(event: str, args: tuple[Any, ...]) -> str | None:
+        if event in ("os.rename", "os.link", "os.symlink") and len(args) > 1:  # (source, destination, ...)
+            destination = path_problem("os.mkdir", args[1:2])
+            if destination or event == "os.symlink":
+                return destination
+        target = args[0] if args else None
+        if isinstance(target, int):
+            return f"opening file descriptor {target} directly (the worker's channels are not for candidates)"
+        try:
+            path = realpath(fsdecode(target))
+        except (TypeError, ValueError):
+            return None
+        writing = (
+            event != "open"
+            or (isinstance(args[1], str) and any(c in args[1] for c in "wax+"))
+            or (isinstance(args[2], int) and args[2] & _WRITE_FLAGS)
+        )
+        if event in ("os.listdir", "os.scandir"):
+            writing = False
+        if path.startswith("/proc/"):
+            pid = path.split("/")[2]
+            if pid.isdigit() and pid != me and not own_task(f"/proc/{me}/task/{pid}"):
+                return f"reading {path}, another process's entry"
+            if path.endswith("/mem"):
+                return f"reading the worker's memory through {path}"
+        if writing:
+            if (
+                path.startswith(workdir_prefix)
+                or path == workdir_prefix[:-1]
+                or path.startswith(_DEVICE_WRITES)
+            ):
+                return None
+            return f"writing {path}, outside the worker's private directory"
+        inside = path + "/"
+        if inside.startswith(closed) and not inside.startswith(reopened):
+            return f"reading {path} (home directories and secrets are closed to candidates)"
+        return None
+
+    def hook(event: str, args: tuple[Any, ...]) -> None:
+        if event not in watched:
+            return
+        ident = get_ident()
+        if ident in busy:
+            return
+        busy.add(ident)
+        try:
+            caller = getframe(1)
+            if event in immediate:
+                name = caller.f_code.co_filename if caller is not None else ""
+                if not name.startswith(candidate_prefix):
+                    return
+                code, what = immediate[event]
+                if event == "object.__getattr__" and len(args) > 1:
+                    what = f"reading {args[1]} (interpreter internals)"
+            elif event in strict:
+                if not origin(caller, direct=False):
+                    return
+                code, what = strict[event]
+            else:
+                problem = path_problem(event, args)
+                if problem is None or not origin(caller, direct=False):
+                    return
+                code = "sandbox-filesystem"
+                what = problem
+            message = f"the candidate tried {what}; the sandbox refused it"
+            if len(incidents) < 50 and [code, message] not in incidents:
+                incidents.append([code, message])
+        finally:
+            busy.discard(ident)
+        raise PermissionError(f"warpgym sandbox: {what} is not allowed in a candidate")
+
+    def take() -> list[list[str]]:
+        out = list(incidents)
+        incidents.clear()
+        return out
+
+    sys.addaudithook(hook)
+    _drain = take
+    _track_threads(lambda: origin(getframe(2), direct=False))
+
+
+_threads: Any = None
+
+
+def candidate_threads() -> set[int] | None:
+    """Idents of live threads that the candidate's code started; None where this is not tracked."""
+    return _threads() if _threads is not None else None
+
+
+def _track_threads(caused_by_candidate: Any) -> None:
+    """Wrap the one primitive every Python thread starts through, so a thread the candidate started
+    (however: threading, a Timer, _thread) is told apart from the pools torch or Triton start on the
+    harness's behalf. Python 3.11 raises no audit event for threads."""
+    global _threads
+    import _thread
+    import threading
+
+    original = _thread.start_new_thread
+    live: set[int] = set()
+    get_ident = _thread.get_ident
+
+    def start_new_thread(function: Any, args: Any, kwargs: Any = None) -> int:
+        if not caused_by_candidate():
+            return original(function, args, kwargs or {})
+
+        def run(*a: Any, **k: Any) -> Any:
+            live.add(get_ident())
+            try:
+                return function(*a, **k)
+            finally:
+                live.discard(get_ident())
+
+        ident = original(run, args, kwargs or {})
+        live.add(ident)  # counted from the start, not from when the new thread first runs
+        return ident
+
+    _thread.start_new_thread = start_new_thread  # type: ignore[assignment]
+    _thread.start_new = start_new_thread  # type: ignore[attr-defined]
+    threading._start_new_thread = start_new_thread  # type: ignore[attr-defined]
+    _threads = lambda: set(live)  # noqa: E731
