@@ -18,7 +18,7 @@ ALLOWED_TORCH_CALLS = frozenset({
     "is_floating_point", "promote_types", "result_type", "broadcast_shapes", "dtype",
     # torch.cuda.* and torch.backends.* calls are device queries, allowed by prefix below.
 })
-ALLOWED_TORCH_PREFIXES = ("torch.cuda.", "torch.backends.", "torch.version.", "torch.library.")
+ALLOWED_TORCH_PREFIXES = ("torch.cuda.", "torch.backends.", "torch.version.")
 FORBIDDEN_MODULES = frozenset({
     "subprocess", "socket", "multiprocessing", "threading", "_thread", "concurrent", "asyncio", "signal",
     "gc", "importlib", "ctypes", "cffi", "shutil", "urllib", "http", "ssl", "requests", "httpx", "pty",
@@ -40,6 +40,12 @@ FORBIDDEN_OS = frozenset({"system", "popen", "fork", "forkpty", "kill", "killpg"
                           "execl", "execlp", "spawnl", "spawnv", "posix_spawn", "_exit", "setsid", "remove",
                           "unlink", "rmdir", "chdir"})
 TRITON_DECORATORS = ("jit", "autotune", "heuristics")
+NOT_IN_KERNELS = frozenset({"open", "getattr", "setattr", "delattr", "vars", "locals"}) | FORBIDDEN_BUILTINS
+"""Builtins a @triton.jit body cannot mean: in the interpreter they would run as Python."""
+INTERPRETER_MARKERS = ("TRITON_INTERPRET", "triton.runtime.interpreter", "interpreter_builder",
+                       "InterpretedFunction")
+"""Strings that only code asking "am I in Triton's interpreter?" needs: code that branches on the answer
+runs one thing in the CPU check and another on the GPU."""
 
 
 @dataclass
@@ -72,6 +78,13 @@ def _is_triton_kernel(fn: ast.FunctionDef, aliases: dict[str, str]) -> bool:
     return False
 
 
+def _import_aliases(node: ast.Import | ast.ImportFrom) -> dict[str, str]:
+    if isinstance(node, ast.Import):
+        return {(a.asname or a.name).split(".")[0]: a.name if a.asname else a.name.split(".")[0]
+                for a in node.names}
+    return {a.asname or a.name: f"{node.module or ''}.{a.name}" for a in node.names}
+
+
 class _Scanner(ast.NodeVisitor):
     def __init__(self, language: str) -> None:
         self.language = language
@@ -81,6 +94,8 @@ class _Scanner(ast.NodeVisitor):
         self._in_kernel = 0
         self.modules: set[str] = {"__builtins__"}
         """Names bound to modules (``import x``, ``import x.y as z``)."""
+        self.plain_functions: set[str] = set()
+        """Module-level functions that are not Triton kernels (filled before the scan)."""
 
     def flag(self, code: str, message: str, node: ast.AST) -> None:
         self.violations.append(Violation(code, message, getattr(node, "lineno", None)))
@@ -147,7 +162,28 @@ class _Scanner(ast.NodeVisitor):
 
     visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
 
+    def _check_kernel_call(self, node: ast.Call) -> None:
+        """Inside a @triton.jit body only Triton runs: ``tl.*``, other kernels, folded builtins, and
+        methods of Triton values. A call out to a module (math, numpy, torch) or to a plain Python function
+        of the module would run Python in the interpreter that the compiled kernel never runs."""
+        name = _dotted(node.func)
+        if name is None:
+            return
+        head = name.split(".")[0]
+        resolved = self._resolve(node.func) or name
+        if head in self.modules or head in self.aliases:
+            if not resolved.startswith("triton"):
+                self.flag("kernel-body", f"the kernel calls {resolved}(): a @triton.jit body may use only "
+                          "Triton (triton.language, other @triton.jit functions)", node)
+        elif "." not in name and name in self.plain_functions:
+            self.flag("kernel-body", f"the kernel calls the Python function {name}(): a @triton.jit body may "
+                      "call only other @triton.jit functions", node)
+        elif "." not in name and name in NOT_IN_KERNELS:
+            self.flag("kernel-body", f"the kernel calls {name}(): not Triton", node)
+
     def visit_Call(self, node: ast.Call) -> None:
+        if self._in_kernel:
+            self._check_kernel_call(node)
         if not self._in_kernel:
             full = self._resolve(node.func)
             if full:
@@ -180,12 +216,18 @@ class _Scanner(ast.NodeVisitor):
                       "which function is called; name it directly", node)
 
     def visit_Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, str) and any(marker in node.value for marker in INTERPRETER_MARKERS):
+            self.flag("interpreter-detection", f"the string {node.value[:60]!r} asks whether Triton's "
+                      "interpreter runs the kernel; a candidate must compute the same way everywhere", node)
         if isinstance(node.value, str) and node.value in INTROSPECTION and not self._in_kernel:
             self.flag("introspection", f"the string {node.value!r} names interpreter internals (frames, "
                       "globals, every class); candidates may not introspect the harness", node)
         self.generic_visit(node)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr in ("interpreter", "InterpretedFunction", "interpreter_builder"):
+            self.flag("interpreter-detection", f".{node.attr} asks whether Triton's interpreter runs the "
+                      "kernel; a candidate must compute the same way everywhere", node)
         if node.attr in INTROSPECTION and not self._in_kernel:
             self.flag("introspection", f".{node.attr} reaches into the interpreter's internals (frames, "
                       "other modules' globals, every class); candidates may not introspect the harness", node)
@@ -217,6 +259,11 @@ def check_source(source: str, entrypoint: str, params: list[str], language: str 
         return StaticReport(False, [Violation("syntax", "the source is nested too deeply to parse")])
     scanner = _Scanner(language)
     try:
+        for node in tree.body:  # imports first, so decorators resolve; then which functions are kernels
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                scanner.aliases.update(_import_aliases(node))
+        functions = [n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+        scanner.plain_functions = {n.name for n in functions if not _is_triton_kernel(n, scanner.aliases)}
         scanner.visit(tree)
     except RecursionError:
         return StaticReport(False, [Violation("syntax", "the source is nested too deeply to check")])
