@@ -100,6 +100,8 @@ class TurnRecord:
     cached: bool = False
     model: str = ""
     eval_s: float = 0.0
+    attachments: dict[str, str] = field(default_factory=dict)
+    """The files the candidate carried beside its module (file name -> text); empty for most."""
 
     @property
     def correct(self) -> bool:

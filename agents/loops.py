@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from warpgym.env.candidate import Candidate
 from warpgym.prompts import feedback_prompt, optimise_prompt, system_prompt, task_prompt
 
 from .api import CONTEXT_LEVELS, HISTORY_MODES, LOOPS, EpisodeResult, Provider, TurnRecord
@@ -161,7 +162,8 @@ def _pending(ep: Episode, state: EpisodeState, sent: list[dict[str, str]], compl
     extraction = extract_candidate(completion.text, ep.task.entrypoint)
     return EpisodeState(pending={
         "phase": _phase_of_next_turn(state), "sent": sent, "completion": completion.to_dict(),
-        "candidate": extraction.code, "problem": extraction.problem,
+        "candidate": extraction.code, "attachments": dict(extraction.attachments),
+        "problem": extraction.problem,
     })
 
 
@@ -182,8 +184,17 @@ def _record(ep: Episode, state: EpisodeState, outcome: tuple[Any, ...] | None, e
         input_tokens=completion["input_tokens"], output_tokens=completion["output_tokens"],
         reasoning_tokens=completion["reasoning_tokens"], cost_usd=completion["cost_usd"],
         latency_s=completion["latency_s"], cached=completion["cached"], model=completion.get("model", ""),
-        eval_s=eval_s,
+        eval_s=eval_s, attachments=dict(pending.get("attachments") or {}),
     )
+
+
+def _judged(state: EpisodeState) -> Candidate | str | None:
+    """What the environment is handed: the module alone, or with the files it carries."""
+    pending = state.get("pending") or {}
+    source, attachments = pending.get("candidate"), pending.get("attachments")
+    if source is None or not attachments:
+        return source
+    return Candidate(source, attachments)
 
 
 def _finish_turn(ep: Episode, state: EpisodeState, record: TurnRecord) -> EpisodeState:
@@ -205,14 +216,14 @@ def _nodes(ep: Episode, is_async: bool) -> dict[str, Callable[..., Any]]:
         return _pending(ep, state, sent, await ep.provider.acomplete(sent, metadata=meta))
 
     def evaluate(state: EpisodeState) -> EpisodeState:
-        candidate = (state["pending"] or {}).get("candidate")
+        candidate = _judged(state)
         started = time.perf_counter()
         outcome = ep.env.step(candidate) if candidate is not None else None
         record = _record(ep, state, outcome, time.perf_counter() - started)
         return _finish_turn(ep, state, record)
 
     async def aevaluate(state: EpisodeState) -> EpisodeState:
-        candidate = (state["pending"] or {}).get("candidate")
+        candidate = _judged(state)
         started = time.perf_counter()
         outcome = await asyncio.to_thread(ep.env.step, candidate) if candidate is not None else None
         record = _record(ep, state, outcome, time.perf_counter() - started)

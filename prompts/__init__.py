@@ -76,7 +76,8 @@ def hardware_context(target: str, level: str, language: str = "triton") -> str:
     return "\n\n".join(parts) + "\n"
 
 
-LOADER_API = ("load_cuda", "load_ptx", "tensor_map", "default_target", "Module.kernel", "Kernel.__call__")
+LOADER_API = ("load_cuda", "load_ptx", "attachment", "tensor_map", "default_target", "Module.kernel",
+              "Kernel.__call__")
 """The loader functions a candidate calls; their signatures and first doc paragraphs go in the prompt."""
 
 

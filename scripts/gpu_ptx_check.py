@@ -65,7 +65,7 @@ def main() -> int:
         for task in tasks:
             started = time.perf_counter()
             try:
-                result = evaluator.evaluate(task, task.solution_source(), options)
+                result = evaluator.evaluate(task, task.solution_candidate(), options)
             except Exception as exc:  # noqa: BLE001 - one task's failure must not hide the others
                 print(f"{task.id}: evaluator raised {type(exc).__name__}: {exc}", flush=True)
                 records.append({"task": task.id, "error": f"{type(exc).__name__}: {exc}"})

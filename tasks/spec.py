@@ -10,11 +10,14 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from .sampling import Sampler
+
+if TYPE_CHECKING:
+    from warpgym.env.candidate import Candidate
 
 SHAPE_SETS = ("dev", "heldout", "bench")
 CATEGORIES = (
@@ -95,7 +98,9 @@ class Task:
     returns None when the output is right, else a message saying what is wrong."""
     notes: str = ""
     solution: str | None = None
-    """Path of the reference solution, relative to ``tasks/solutions``; defaults to ``<id>.py``."""
+    """Path of the reference solution, relative to ``tasks/solutions``: a module, or a folder holding one
+    module and its attachments (``.ptx``, ``.cu``, ``.cuh``). Defaults to the folder ``<id>/`` where it
+    exists, else ``<id>.py``."""
 
     def __post_init__(self) -> None:
         category, _, name = self.id.partition("/")
@@ -121,11 +126,31 @@ class Task:
         return self.id.split("/", 1)[1]
 
     @property
+    def solution_root(self) -> Path:
+        """The reference solution as handed to the judge: its module file, or its folder."""
+        if self.solution:
+            return SOLUTIONS_DIR / self.solution
+        folder = SOLUTIONS_DIR / self.id
+        return folder if folder.is_dir() else SOLUTIONS_DIR / f"{self.id}.py"
+
+    @property
     def solution_path(self) -> Path:
-        return SOLUTIONS_DIR / (self.solution or f"{self.id}.py")
+        """The reference solution's module file (inside its folder when it has attachments)."""
+        root = self.solution_root
+        if not root.is_dir():
+            return root
+        modules = sorted(root.glob("*.py"))
+        return modules[0] if len(modules) == 1 else root / f"{self.name}.py"
 
     def solution_source(self) -> str:
+        """The module's text alone; a solution with attachments needs ``solution_candidate``."""
         return self.solution_path.read_text()
+
+    def solution_candidate(self) -> Candidate:
+        """The reference solution with its attachments, as the judge takes any candidate."""
+        from warpgym.env.candidate import Candidate
+
+        return Candidate.from_path(self.solution_root)
 
     def tolerance(self, dtype: str) -> Tolerance:
         return self.tolerances.get(dtype) or DEFAULT_TOLERANCES[dtype]

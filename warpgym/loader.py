@@ -7,9 +7,15 @@ modules at import is compiled, reported on and disassembled on any machine. Kern
 with torch tensors on the current PyTorch stream. Without a GPU a launch is checked (arguments,
 block, shared memory, cluster) and then refused with ``NoDeviceError``.
 
+Files handed in beside the module (``.ptx``, ``.cu``, ``.cuh``) are read by name with
+``attachment("gemm.ptx")``, e.g. ``load_ptx(attachment("gemm.ptx"))``; ``attachment_names()`` lists
+them.
+
 This is the only part of warpgym a candidate may import.
 """
 
+from warpgym.env.toolchain.attachments import attachment
+from warpgym.env.toolchain.attachments import names as attachment_names
 from warpgym.env.toolchain.loader import (
     CompileError,
     Kernel,
@@ -26,5 +32,5 @@ from warpgym.env.toolchain.loader import (
 
 __all__ = [
     "CompileError", "Kernel", "LaunchError", "LoaderError", "Module", "NoDeviceError", "TensorMap",
-    "default_target", "load_cuda", "load_ptx", "tensor_map",
+    "attachment", "attachment_names", "default_target", "load_cuda", "load_ptx", "tensor_map",
 ]

@@ -1,4 +1,9 @@
-"""``warpgym eval TASK FILE``: judge one candidate module and print the verdict."""
+"""``warpgym eval TASK FILE [--attach F ...]``: judge one candidate and print the verdict.
+
+The candidate is a module file (or ``-``, standard input) with the files named by ``--attach``
+carried beside it, or a folder holding exactly one ``.py`` module and its ``.ptx``/``.cu``/``.cuh``
+attachments. The module reads an attachment by its bare file name: ``loader.attachment("gemm.ptx")``.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ import json
 import sys
 from pathlib import Path
 
+from warpgym.env.candidate import ATTACHMENT_SUFFIXES, Candidate, CandidateError
 from warpgym.tasks import UnknownTaskError, get_task
 
 from . import UsageError
@@ -15,7 +21,11 @@ from . import UsageError
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("eval", help="evaluate a candidate module for a task")
     parser.add_argument("task_id")
-    parser.add_argument("file", help="the candidate module (a .py file), or - for standard input")
+    parser.add_argument("file", help="the candidate module (a .py file), - for standard input, or a folder "
+                                     "holding one .py module and its attachments")
+    parser.add_argument("--attach", nargs="+", action="extend", default=[], metavar="F",
+                        help=f"source files ({', '.join(ATTACHMENT_SUFFIXES)}) carried with the module; it "
+                             "reads each by file name with warpgym.loader.attachment(name)")
     parser.add_argument("--target", default="sm_90a", choices=["sm_90a", "sm_100a"])
     parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (default)")
     parser.add_argument("--shapes", default="dev,heldout",
@@ -25,16 +35,37 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def read_source(file: str) -> str:
-    if file == "-":
-        return sys.stdin.read()
-    path = Path(file)
+def _read_text(path: Path, what: str) -> str:
     if not path.is_file():
-        raise UsageError(f"no such file: {file}")
+        raise UsageError(f"no such {what}: {path}")
     try:
         return path.read_text()
     except UnicodeDecodeError:
-        raise UsageError(f"{file} is not UTF-8 text") from None
+        raise UsageError(f"{what} {path} is not UTF-8 text") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read {what} {path}: {exc.strerror}") from None
+
+
+def read_candidate(file: str, attach: list[str]) -> Candidate:
+    """The candidate the user named; every way it cannot be read is a usage error, not a traceback."""
+    attachments: dict[str, str] = {}
+    for name in attach:
+        text = _read_text(Path(name), "attachment file")
+        if Path(name).name in attachments:
+            raise UsageError(f"two attachments named {Path(name).name!r}")
+        attachments[Path(name).name] = text
+    path = Path(file)
+    try:
+        if path.is_dir():
+            folder = Candidate.from_path(path)
+            clash = sorted(set(folder.attachments) & set(attachments))
+            if clash:
+                raise UsageError(f"--attach {clash[0]}: the folder {file} already holds a file of that name")
+            return Candidate(folder.source, {**folder.attachments, **attachments})
+        source = sys.stdin.read() if file == "-" else _read_text(path, "file")
+        return Candidate(source, attachments)
+    except CandidateError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def json_view(result: dict) -> dict:
@@ -51,12 +82,12 @@ def run(args: argparse.Namespace) -> int:
         task = get_task(args.task_id)
     except UnknownTaskError as exc:
         raise UsageError(str(exc)) from None
-    source = read_source(args.file)
+    candidate = read_candidate(args.file, args.attach)
     try:
         options = EvalOptions(target=args.target, device=args.device,
                               shape_sets=tuple(s.strip() for s in args.shapes.split(",") if s.strip()),
                               timing=not args.no_timing)
-        result = evaluate(task, source, options)
+        result = evaluate(task, candidate if candidate.attachments else candidate.source, options)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     if args.json:

@@ -83,7 +83,7 @@ def _check_one(task_id: str, shapes: tuple[str, ...], target: str, timing: bool,
     task = get_task(task_id)
     started = time.perf_counter()
     extra = {"reps": reps} if reps else {}
-    result = evaluator.evaluate(task, task.solution_source(),
+    result = evaluator.evaluate(task, task.solution_candidate(),
                                 EvalOptions(device=evaluator.device, shape_sets=shapes, target=target,
                                             timing=timing, **extra))
     ok = bool(result.correct) and result.required_features_met is not False

@@ -176,3 +176,51 @@ def test_bad_arguments(tmp_path: Path, env_factory: Any) -> None:
     with pytest.raises(ValueError, match="allows 1 turns"):
         run_episode(TASK, loop="fix-retry", provider=provider, max_turns=3, env=env_factory(1))
     assert provider.calls == []
+
+
+class _RecordingEnv:
+    """Stands in for KernelEnv: records what each step is handed and judges every candidate correct."""
+
+    def __init__(self, task_id: str, max_turns: int) -> None:
+        from warpgym.env import EvalOptions
+
+        self.task, self.max_turns, self.options = get_task(task_id), max_turns, EvalOptions(device="cpu")
+        self.stepped: list[Any] = []
+
+    def reset(self, seed: int = 0) -> tuple[dict, dict]:
+        return {}, {}
+
+    def step(self, candidate: Any) -> tuple[dict, float, bool, bool, dict]:
+        self.stepped.append(candidate)
+        return {"feedback": "CORRECT"}, 1.0, True, False, {"result": {"compiled": True, "correct": True}}
+
+    def close(self) -> None:
+        pass
+
+
+def test_an_answer_with_named_files_reaches_the_environment_as_a_candidate(tmp_path: Path) -> None:
+    from warpgym.env.candidate import Candidate
+
+    module = ('from warpgym import loader\n\nMOD = loader.load_ptx(loader.attachment("gemm.ptx"))\n\n\n'
+              'def gemm(a, b):\n    return a\n')
+    ptx = ".version 8.7\n.target sm_90a\n"
+    text = f"Plan.\n\n```python\n{module}```\n\n```ptx gemm.ptx\n{ptx}```\n"
+    rows = [{"task": "ptx/gemm-bf16", "turn": 1, "text": text, "input_tokens": 1, "output_tokens": 1}]
+    provider = make_provider(f"replay:{write_replay(tmp_path / 'replay.jsonl', rows)}")
+    env = _RecordingEnv("ptx/gemm-bf16", 2)
+    result = run_episode("ptx/gemm-bf16", loop="one-shot", provider=provider, max_turns=2, env=env)  # type: ignore[arg-type]
+    assert env.stepped == [Candidate(module, {"gemm.ptx": ptx})]
+    (turn,) = result.turns
+    assert turn.candidate == module and turn.attachments == {"gemm.ptx": ptx}
+    stored = TurnRecord.from_dict(turn.to_dict())
+    assert stored.attachments == {"gemm.ptx": ptx}
+    older = {k: v for k, v in turn.to_dict().items() if k != "attachments"}  # stored before attachments
+    assert TurnRecord.from_dict(older).attachments == {}
+
+
+def test_a_plain_module_reaches_the_environment_as_its_source(tmp_path: Path) -> None:
+    rows = [{"task": TASK, "turn": 1, "text": answer(GOOD), "input_tokens": 1, "output_tokens": 1}]
+    provider = make_provider(f"replay:{write_replay(tmp_path / 'replay.jsonl', rows)}")
+    env = _RecordingEnv(TASK, 2)
+    result = run_episode(TASK, loop="one-shot", provider=provider, max_turns=2, env=env)  # type: ignore[arg-type]
+    assert env.stepped == [GOOD] and result.turns[0].attachments == {}

@@ -11,6 +11,7 @@ import textwrap
 import pytest
 import torch
 from warpgym.env import EvalOptions, Evaluator
+from warpgym.env.candidate import Candidate
 from warpgym.env.judge import profile
 from warpgym.env.toolchain import loader
 from warpgym.tasks import all_tasks, get_task
@@ -85,7 +86,7 @@ def test_a_faulting_kernel_is_an_error_not_a_wrong_answer(tmp_path):
 def test_reference_is_correct_and_arch_verified(task_id):
     task = get_task(task_id)
     with Evaluator("cuda") as evaluator:
-        result = evaluator.evaluate(task, task.solution_source(),
+        result = evaluator.evaluate(task, task.solution_candidate(),
                                     EvalOptions(shape_sets=("dev", "heldout"), timing=False))
     assert result.correct, result.feedback
     assert result.arch_verified, result.feedback
@@ -95,7 +96,7 @@ def test_reference_is_correct_and_arch_verified(task_id):
 
 def test_wgmma_in_dead_code_fails_with_a_message(tmp_path):
     """A correct GEMM whose wgmma path is compiled in but never taken."""
-    reference = get_task("ptx/gemm-bf16").solution_source()
+    reference = get_task("ptx/gemm-bf16").solution_candidate()
     naive = textwrap.dedent('''
         NAIVE = loader.load_cuda(r"""
         #include <cuda_bf16.h>
@@ -119,8 +120,9 @@ def test_wgmma_in_dead_code_fails_with_a_message(tmp_path):
             NAIVE(a, b, c, m, n, k, grid=((n + 15) // 16, (m + 15) // 16), block=(16, 16))
             return c
     ''')
-    head, tail = reference.split("\n# ---- GENERATED", 1)
-    source = head.replace("def gemm(", "def _gemm(") + naive + "\n# ---- GENERATED" + tail
+    head, tail = reference.source.split("\n# ---- GENERATED", 1)
+    source = Candidate(head.replace("def gemm(", "def _gemm(") + naive + "\n# ---- GENERATED" + tail,
+                       reference.attachments)
     task = get_task("ptx/gemm-bf16")
     with Evaluator("cuda") as evaluator:
         result = evaluator.evaluate(task, source, EvalOptions(shape_sets=("dev",), timing=False))
