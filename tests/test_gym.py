@@ -200,13 +200,15 @@ def test_a_measured_speedup_is_in_the_observation():
 
 def test_envs_share_one_evaluator_in_a_vector_env(cpu_evaluator):
     envs = gymnasium.vector.SyncVectorEnv([
-        lambda: warpgym.make("math/add", device="cpu", max_turns=2, evaluator=cpu_evaluator),
-        lambda: warpgym.make("math/add", device="cpu", max_turns=2, evaluator=cpu_evaluator),
+        lambda task=task: warpgym.make(task, device="cpu", max_turns=2, evaluator=cpu_evaluator)
+        for task in ("math/add", "normalization/softmax")
     ])
     try:
-        envs.reset(seed=0)
-        _, rewards, terminated, _, _ = envs.step((ADD_SRC, ADD_SRC.replace("x + y", "x - y")))
+        obs, _ = envs.reset(seed=0)
+        assert "def add(" in obs["task"][0] and "def softmax(" in obs["task"][1]
+        obs, rewards, terminated, _, _ = envs.step((ADD_SRC, ADD_SRC))  # no softmax in the second
         assert rewards.tolist() == [1.0, 0.0] and terminated.tolist() == [True, False]
+        assert obs["speedup"] == (None, None) and obs["correct"][0] == 1
     finally:
         envs.close()
 
