@@ -359,7 +359,7 @@ def run_episode(task_id: str, *, loop: str, provider: Provider, context: str = "
     ep, graph, owns_env = _prepare(task_id, loop, provider, context, max_turns, env, history, sample, on_turn,
                                    target, device, loop_args, is_async=False)
     try:
-        ep.env.reset(seed=sample)
+        ep.env.reset(seed=sample, options={"continue_after_solved": bool(ep.options.get("keep_optimising"))})
         state = _resumed_state(ep, resume)
         if state["phase"] != "done":
             graph.invoke(state, _config(ep))
@@ -380,7 +380,7 @@ async def arun_episode(task_id: str, *, loop: str, provider: Provider, context: 
     ep, graph, owns_env = _prepare(task_id, loop, provider, context, max_turns, env, history, sample, on_turn,
                                    target, device, loop_args, is_async=True)
     try:
-        ep.env.reset(seed=sample)
+        ep.env.reset(seed=sample, options={"continue_after_solved": bool(ep.options.get("keep_optimising"))})
         state = _resumed_state(ep, resume)
         if state["phase"] != "done":
             await graph.ainvoke(state, _config(ep))

@@ -12,6 +12,8 @@ Four rooms, along the trust wall:
 
 Importable without the agent packages (langgraph, openai, anthropic, tenacity). The names below
 are loaded on first use, so a worker that imports ``warpgym.env.worker`` never loads the judge.
+Importing registers every task with Gymnasium (``registration``: ids only, no task is loaded), so
+``gymnasium.make("warpgym/normalization-softmax-v0")`` works after ``import warpgym``.
 """
 
 from __future__ import annotations
@@ -19,9 +21,12 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from warpgym.env.registration import register_all as _register_all
+
 _EXPORTS = {
     "KernelEnv": "warpgym.env.environment", "RewardConfig": "warpgym.env.environment",
-    "make": "warpgym.env.environment",
+    "make": "warpgym.env.environment", "Candidate": "warpgym.env.candidate",
+    "EpisodeOver": "warpgym.env.environment",
     "EvalOptions": "warpgym.env.judge.evaluator", "Evaluator": "warpgym.env.judge.evaluator",
     "Limits": "warpgym.env.judge.evaluator", "evaluate": "warpgym.env.judge.evaluator",
     "STAGES": "warpgym.env.judge.result", "CaseResult": "warpgym.env.judge.result",
@@ -30,6 +35,8 @@ _EXPORTS = {
 }
 
 __all__ = sorted(_EXPORTS)
+
+_register_all()
 
 
 def __getattr__(name: str) -> Any:

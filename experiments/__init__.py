@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .config import ConfigError, Experiment
-from .config import load as load_config
-
 _LAZY = {
+    "ConfigError": ("config", "ConfigError"),
+    "Experiment": ("config", "Experiment"),
+    "load_config": ("config", "load"),
     "run_experiment": ("runner", "run_experiment"),
     "RunError": ("runner", "RunError"),
     "Outcome": ("runner", "Outcome"),
@@ -30,7 +30,8 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    # The runner, metrics and reports import torch, matplotlib and the agents: load them on first use.
+    # The runner, metrics and reports import torch, matplotlib and the agents, the config pydantic: load
+    # them on first use, so the command line starts quickly.
     if name in _LAZY:
         import importlib
 
@@ -39,4 +40,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["ConfigError", "Experiment", "load_config", *_LAZY]
+__all__ = list(_LAZY)

@@ -294,13 +294,32 @@ def test_cli_eval_json_has_the_documented_fields(tmp_path):
     assert set(out["instructions"]["wgmma"]) == {"ptx", "sass", "executed"}
 
 
-def test_cli_eval_wrong_candidate_still_exits_zero(tmp_path):
+def test_cli_eval_exits_1_when_the_candidate_is_not_accepted(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text(ADD_SRC.replace("x + y, mask=mask", "x * y, mask=mask"))
     proc = warpgym("eval", "math/add", str(bad), "--device", "cpu", "--json", "--shapes", "dev")
-    assert proc.returncode == 0
+    assert proc.returncode == 1, proc.stderr
     out = json.loads(proc.stdout)
     assert out["correct"] is False and out["errors"]["dev"]["mismatches"] > 0
+    bad.write_text("def add(x, y):\n    return x +\n")
+    rejected = warpgym("eval", "math/add", str(bad), "--device", "cpu")
+    assert rejected.returncode == 1 and "REJECTED" in rejected.stdout
+    help_text = " ".join(warpgym("eval", "--help").stdout.split())
+    assert "exit status: 0 when the candidate is accepted" in help_text
+
+
+def test_eval_accepts_only_a_clean_correct_verdict():
+    from warpgym.env import EvalResult, Violation
+    from warpgym.experiments.cli.eval_cmd import accepted
+
+    def verdict(**fields):
+        return EvalResult(task="math/add", target="sm_90a", device="cpu", compiled=True, **fields)
+
+    assert accepted(verdict(correct=True))
+    assert not accepted(verdict(correct=False))
+    assert not accepted(verdict(correct=None))  # not checked on this device
+    assert not accepted(verdict(correct=True, required_features_met=False))
+    assert not accepted(verdict(correct=True, violations=[Violation("torch-compute", "x")]))
 
 
 @pytest.mark.parametrize(("args", "needle"), [

@@ -2,10 +2,14 @@
 
 ``warpgym.make(task_id, ...)`` returns a Gymnasium environment that judges candidate
 kernels; ``warpgym.tasks`` holds the suites; ``warpgym.agents`` and
-``warpgym.experiments`` drive models through the environment.
+``warpgym.experiments`` drive models through the environment. Importing ``warpgym`` registers
+every task with Gymnasium: ``gymnasium.make("warpgym/normalization-softmax-v0")`` (see
+``warpgym.env.registration`` for the id form).
 """
 
 from importlib.metadata import PackageNotFoundError, version
+
+import warpgym.env  # noqa: F401 - registers the tasks with Gymnasium (ids only; see env/registration.py)
 
 try:
     __version__ = version("warpgym")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from warpgym.tasks import Task, case_label
@@ -10,10 +11,26 @@ if TYPE_CHECKING:
     from warpgym.env.judge.result import EvalResult
 
 MAX_COMPILE_ERROR_CHARS = 2500
+_ABSOLUTE_PATH = re.compile(r"(?<![\w./~-])/(?:[\w.+@~-]+/)+[\w.+@~-]+")
+_CANDIDATE_MODULE = re.compile(r"candidate(?:_\d+)?\.py")
+
+
+def redact_paths(text: str) -> str:
+    """Absolute paths of the harness's machine (site-packages in an interpreter warning, a worker's
+    private folder in a compiler message) become ``<path>/NAME``: they tell a model nothing it can act
+    on and say where things live here. The candidate's own module reads ``candidate.py``, as in its
+    tracebacks. Applied to what other programs wrote (compilers, the interpreter, the candidate's
+    output); the policy's own sentences keep the path a candidate tried to reach."""
+
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(0).rsplit("/", 1)[1]
+        return "candidate.py" if _CANDIDATE_MODULE.fullmatch(name) else f"<path>/{name}"
+
+    return _ABSOLUTE_PATH.sub(replace, text)
 
 
 def _trim(text: str, limit: int) -> str:
-    text = text.strip()
+    text = redact_paths(text.strip())
     return text if len(text) <= limit else text[: limit // 2] + "\n[...]\n" + text[-limit // 2:]
 
 
@@ -47,7 +64,7 @@ def render(result: EvalResult, task: Task, reveal_shapes: bool = True) -> str:
         c = failed[0]
         where = f"case {case_label(c.case)}, seed {c.seed}, {c.distribution} inputs" if reveal_shapes \
             else f"a {c.shape_set} case"
-        lines.append(f"First failing check ({c.shape_set}): {where}:\n  {c.message.strip()}")
+        lines.append(f"First failing check ({c.shape_set}): {where}:\n  {redact_paths(c.message.strip())}")
         passed = sum(1 for x in result.cases if x.passed)
         lines.append(f"Checks passed: {passed} of {sum(1 for x in result.cases if x.passed is not None)}.")
     elif result.correct:
@@ -66,7 +83,7 @@ def render(result: EvalResult, task: Task, reveal_shapes: bool = True) -> str:
                   f"{k.shared_bytes} B shared memory" if k.shared_bytes else ""]
         if any(report) or k.warnings:
             lines.append(f"Kernel {k.name} ({k.target}): " + ", ".join(r for r in report if r)
-                         + "".join(f"\n  compiler warning: {w}" for w in k.warnings[:3]))
+                         + "".join(f"\n  compiler warning: {redact_paths(w)}" for w in k.warnings[:3]))
     for feature, why in result.missing_features.items():
         lines.append(f"Missing required feature {feature}: {why}.")
     if result.timing:

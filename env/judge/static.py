@@ -246,6 +246,10 @@ class _Scanner(ast.NodeVisitor):
 
 def check_source(source: str, entrypoint: str, params: list[str], language: str = "triton") -> StaticReport:
     """Parse, find the entrypoint with the task's parameters, and scan host code."""
+    if "\x00" in source:  # the parser's own message for this names no line ("line None")
+        line = source.count("\n", 0, source.index("\x00")) + 1
+        return StaticReport(False, [Violation("syntax", f"the source contains a NUL byte (first on line "
+                                              f"{line}); a module is text: remove it", line)])
     try:
         tree = ast.parse(source)
     except SyntaxError as exc:

@@ -1,8 +1,12 @@
 """The ``warpgym`` command line: one module per command, each with ``register(subparsers)``.
 
 A command module's ``register`` adds its parser and sets ``func`` (args -> exit code). Exit
-code 0 means the command did its job (a candidate judged incorrect is still a job done);
-2 means a usage error (unknown task, missing file, bad option).
+code 0 means the command did its job; 1 means it ran and the answer is no (``eval``: the
+candidate was not accepted; ``suite check``: a reference failed); 2 means a usage error
+(unknown task, missing file, bad option).
+
+Command modules import only the standard library at the top; what a command needs (torch, the
+tasks, the agents, plotting) is imported inside the function that runs it, so ``--help`` is quick.
 """
 
 from __future__ import annotations

@@ -11,15 +11,23 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from warpgym.env.candidate import ATTACHMENT_SUFFIXES, Candidate, CandidateError
-from warpgym.tasks import UnknownTaskError, get_task
 
 from . import UsageError
 
+if TYPE_CHECKING:
+    from warpgym.env import EvalResult
+
+
+EXIT_STATUS = ("exit status: 0 when the candidate is accepted (correct, no policy finding, the required "
+               "instructions present); 1 when it is not (rejected, failed to compile, incorrect, or not "
+               "checked on this device); 2 on a usage error (unknown task id, missing file, bad option)")
+
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("eval", help="evaluate a candidate module for a task")
+    parser = sub.add_parser("eval", help="evaluate a candidate module for a task", epilog=EXIT_STATUS)
     parser.add_argument("task_id")
     parser.add_argument("file", help="the candidate module (a .py file), - for standard input, or a folder "
                                      "holding one .py module and its attachments")
@@ -77,6 +85,7 @@ def json_view(result: dict) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     from warpgym.env import EvalOptions, evaluate
+    from warpgym.tasks import UnknownTaskError, get_task
 
     try:
         task = get_task(args.task_id)
@@ -94,4 +103,9 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(json_view(result.to_dict()), indent=1, default=str))
     else:
         print(result.feedback)
-    return 0
+    return 0 if accepted(result) else 1
+
+
+def accepted(result: EvalResult) -> bool:
+    """What exit status 0 promises a script: the verdict a model would be told is CORRECT."""
+    return result.correct is True and not result.violations and result.required_features_met is not False

@@ -135,7 +135,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--lr", type=float, default=2e-4)
     t.add_argument("--batch-size", type=int, default=1)
     t.add_argument("--grad-accum", type=int, default=8)
-    t.add_argument("--max-length", type=int, default=8192, help="tokens per example (longer ones are cut)")
+    t.add_argument("--max-length", type=int, default=8192,
+                   help="tokens per example: longer ones are cut, and one whose prompt alone reaches it "
+                        "is dropped")
     t.add_argument("--lora-r", type=int, default=16)
     t.add_argument("--lora-alpha", type=int, default=32)
     t.add_argument("--lora-dropout", type=float, default=0.05)

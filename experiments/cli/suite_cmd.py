@@ -14,9 +14,6 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any
 
-from warpgym.experiments.metrics import geomean
-from warpgym.tasks import all_tasks
-
 from . import UsageError
 
 
@@ -138,6 +135,7 @@ def _read_done(path: str | None) -> dict[str, dict[str, Any]]:
 
 def check_suite(args: argparse.Namespace) -> int:
     from warpgym.env.common.device import resolve_device
+    from warpgym.tasks import all_tasks
 
     try:
         device = resolve_device(args.device)
@@ -236,6 +234,8 @@ def _print_row(row: dict[str, Any], device: str, n: int, total: int) -> None:
 
 def markdown_table(rows: list[dict[str, Any]]) -> str:
     """The suite's speedups as Markdown: per category the geometric means, then every task."""
+    from warpgym.experiments.metrics import geomean
+
     out = ["| category | tasks | correct | geomean vs eager | geomean vs torch.compile | slower than eager |",
            "| --- | ---: | ---: | ---: | ---: | ---: |"]
     categories = sorted({r["category"] for r in rows})

@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 
-from warpgym.tasks import UnknownTaskError, all_tasks, case_label, get_task
-
 from . import UsageError
 
 
@@ -26,6 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def list_tasks(args: argparse.Namespace) -> int:
+    from warpgym.tasks import all_tasks
+
     tasks = all_tasks(suite=args.suite, category=args.category, dtype=args.dtype)
     if not tasks:
         raise UsageError("no task matches those filters")
@@ -42,6 +42,8 @@ def list_tasks(args: argparse.Namespace) -> int:
 
 
 def show_task(args: argparse.Namespace) -> int:
+    from warpgym.tasks import UnknownTaskError, case_label, get_task
+
     try:
         task = get_task(args.task_id)
     except UnknownTaskError as exc:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .build import FixitError
+from .lengths import chat_lengths, fit_to_length
 
 EXTRA_MODULES = ("trl", "peft", "transformers", "datasets", "accelerate")
 
@@ -135,6 +136,12 @@ def _chat_template(tokenizer: Any, option: str | None, notes: list[str]) -> None
         )
 
 
+def load_tokenizer(base: Path) -> Any:
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(base), local_files_only=True)
+
+
 def train(
     data: str | Path, base: str | Path, options: TrainOptions | None = None, *, log: Any = None
 ) -> TrainResult:
@@ -156,16 +163,21 @@ def train(
     if not train_rows:
         raise FixitError(f"{train_file} holds no examples")
 
+    notes: list[str] = []
+    started = time.time()
+    tokenizer = load_tokenizer(base)
+    _chat_template(tokenizer, options.chat_template, notes)
+    # Before the model and the trainer load: a data set that --max-length empties fails in a second.
+    lengths = chat_lengths(tokenizer)
+    train_rows = fit_to_length(train_rows, lengths, options.max_length, "training", notes)
+    val_rows = fit_to_length(val_rows, lengths, options.max_length, "validation", notes, required=False)
+
     import torch
     from datasets import Dataset
     from peft import LoraConfig
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
     from trl import SFTConfig, SFTTrainer
 
-    notes: list[str] = []
-    started = time.time()
-    tokenizer = AutoTokenizer.from_pretrained(str(base), local_files_only=True)
-    _chat_template(tokenizer, options.chat_template, notes)
     cuda = torch.cuda.is_available()
     bf16 = bool(cuda and torch.cuda.is_bf16_supported())
     # bf16 weights on a GPU that has it (half the memory); float32 elsewhere, where bf16 is slow or wrong.

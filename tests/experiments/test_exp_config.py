@@ -116,3 +116,21 @@ def test_the_shipped_configs_are_valid() -> None:
     assert config.find("quickstart") == config.BUNDLED / "quickstart.toml"
     with pytest.raises(ConfigError, match="bundled configs"):
         config.find("no-such-experiment")
+
+
+def test_a_pass_k_above_samples_names_the_key_and_its_line(tmp_path: Path) -> None:
+    text = GOOD + "\n[metrics]\npass_k = [\n  1,\n  2,\n  5,\n]\n"
+    lines = text.splitlines()
+    msg = _error(text, tmp_path)
+    assert f"line {lines.index('  5,') + 1}" in msg and "metrics.pass_k" in msg
+    assert "pass@5 needs at least 5 samples" in msg and "samples = 2" in msg
+    assert "pass@2" not in msg and "pass@1" not in msg  # k <= samples is fine
+    path = tmp_path / "exp.toml"
+    path.write_text(text.replace("  5,\n", ""))
+    assert config.load(path).metrics.pass_k == [1, 2]
+
+
+def test_the_default_pass_k_is_not_an_error_with_few_samples(tmp_path: Path) -> None:
+    path = tmp_path / "exp.toml"
+    path.write_text(GOOD.replace("samples = 2", "samples = 1"))
+    assert config.load(path).samples == 1  # the default [1, 5, 10]: pass@5 and pass@10 just go unreported
