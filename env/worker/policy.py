@@ -7,6 +7,7 @@ every PyTorch compute op, however it is reached, ends in the dispatcher.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections import Counter
@@ -43,27 +44,43 @@ and serialisation (``torch.save`` pickles through ``__reduce_ex__``)."""
 
 
 _TORCH_DIR = os.path.dirname(os.path.realpath(torch.__file__)) + os.sep
+_HARNESS_DIRS = (os.path.dirname(os.path.dirname(os.path.realpath(__file__))) + os.sep,)
+"""``env/``: the worker's own code (the launch recorder, the timing loop)."""
 _CANDIDATE_PREFIX = os.path.join(os.path.realpath(os.getcwd()), "candidate_")
 """The worker writes each candidate module as ``candidate_N.py`` in its own directory, its cwd."""
 
 
-def _candidate_caused(frame: Any) -> bool:
-    """True when the nearest caller outside PyTorch's own Python layer is candidate code."""
+@functools.cache
+def _triton_dir() -> str:
+    import triton
+
+    return os.path.dirname(os.path.realpath(triton.__file__)) + os.sep
+
+
+def _origin(frame: Any, launching: bool) -> bool:
+    """Whether an op counts: the first frame, walking out from the op, that is the candidate's (yes) or
+    the harness's (no) decides; PyTorch's own Python layer and other libraries are walked through, so a
+    library the candidate calls computes on the candidate's account. During a launch Triton's runtime
+    counts as the harness (the interpreter moves tensors itself); outside one, code of nobody's decides
+    nothing and the op counts."""
+    stops = _HARNESS_DIRS + ((_triton_dir(),) if launching else ())
     while frame is not None:
         name = frame.f_code.co_filename
-        if not name.startswith(_TORCH_DIR):
-            return name.startswith(_CANDIDATE_PREFIX)
+        if name.startswith(_CANDIDATE_PREFIX):
+            return True
+        if name.startswith(stops):
+            return False
         frame = frame.f_back
-    return False
+    return not launching
 
 
 class PolicyMode(TorchDispatchMode):
     """Records every ATen op the candidate's code runs.
 
-    During a kernel launch (``paused``) Triton itself runs ATen ops (the interpreter moves tensors to
-    and from the host), which are not the candidate's; there an op counts only when its nearest caller
-    outside PyTorch is candidate code: a grid callable, a heuristic, an autotuner hook, or a Python
-    function that an interpreted kernel body calls.
+    An op counts by where it came from (``_origin``): the worker's own code is not the candidate's,
+    and during a kernel launch (``paused``) neither is Triton's runtime (the interpreter moves tensors
+    to and from the host), while a grid callable, a heuristic, an autotuner hook or a Python function
+    that an interpreted kernel body calls is.
     """
 
     def __init__(self) -> None:
@@ -76,7 +93,7 @@ class PolicyMode(TorchDispatchMode):
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
-        if not self.paused or _candidate_caused(sys._getframe(1)):
+        if _origin(sys._getframe(1), self.paused > 0):
             name = func.overloadpacket.__name__
             self.ops[name] += 1
             if name == "_to_copy" and args and isinstance(args[0], torch.Tensor):
@@ -111,7 +128,7 @@ class HostReadMode(TorchFunctionMode):
 
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         if getattr(func, "__name__", "") in HOST_READ_METHODS and args and isinstance(args[0], torch.Tensor) \
-                and (not self.policy.paused or _candidate_caused(sys._getframe(1))):
+                and _origin(sys._getframe(1), self.policy.paused > 0):
             self.policy.host[f"{func.__name__}() of tensor data"] += args[0].numel()
         return func(*args, **(kwargs or {}))
 
