@@ -1,8 +1,7 @@
 """The numbers and feature list of each target, for the ``specs`` level of hardware context.
 
-Figures are per device (H100 SXM / H200 for sm_90a, B200 for sm_100a). Where warpgym measured a
-figure on its own H200 (shared/HARDWARE.md) that figure is given beside the datasheet one, because
-the measured one is what a kernel can reach.
+Figures are per device (H100 SXM / H200 for sm_90a, B200 for sm_100a). Where a figure was measured
+on an H200 it is given beside the datasheet one, because the measured one is what a kernel can reach.
 """
 
 from __future__ import annotations
