@@ -16,6 +16,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
+from warpgym.env.evaluates import Evaluates
 from warpgym.env.judge.evaluator import EvalOptions, Evaluator
 from warpgym.env.judge.result import STAGES, EvalResult
 from warpgym.tasks import Task, get_task
@@ -59,7 +60,7 @@ class KernelEnv(gym.Env[dict[str, Any], str]):
 
     def __init__(self, task: Task | str, *, target: str = "sm_90a", device: str = "auto", max_turns: int = 8,
                  shape_sets: tuple[str, ...] = ("dev",), timing: bool = True, target_speedup: float = 1.0,
-                 reward: RewardConfig | None = None, evaluator: Evaluator | None = None,
+                 reward: RewardConfig | None = None, evaluator: Evaluates | None = None,
                  render_mode: str | None = None) -> None:
         self.task = get_task(task) if isinstance(task, str) else task
         self.options = EvalOptions(target=target, device=device, shape_sets=shape_sets, timing=timing)
@@ -85,7 +86,7 @@ class KernelEnv(gym.Env[dict[str, Any], str]):
         })
 
     @property
-    def evaluator(self) -> Evaluator:
+    def evaluator(self) -> Evaluates:
         if self._evaluator is None:
             self._evaluator = Evaluator(self.options.device)
         return self._evaluator
