@@ -17,7 +17,7 @@ from .config import load as load_config
 
 _LAZY = {
     "run_experiment": ("runner", "run_experiment"),
-    "RunError": ("runner", "RunError"),
+    "RunError": ("rundir", "RunError"),
     "Outcome": ("runner", "Outcome"),
     "Store": ("store", "Store"),
     "compute_metrics": ("metrics", "compute"),
