@@ -16,6 +16,7 @@ from .api import (
     PHASES,
     Completion,
     EpisodeResult,
+    EpisodeSettings,
     Provider,
     ProviderConfigError,
     ProviderError,
@@ -35,7 +36,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "CONTEXT_LEVELS", "HISTORY_MODES", "LOOPS", "PHASES", "Completion", "EpisodeResult", "Extraction",
-    "Provider", "ProviderConfigError", "ProviderError", "TurnRecord", "arun_episode", "extract_candidate",
-    "make_provider", "run_episode",
+    "CONTEXT_LEVELS", "HISTORY_MODES", "LOOPS", "PHASES", "Completion", "EpisodeResult", "EpisodeSettings",
+    "Extraction", "Provider", "ProviderConfigError", "ProviderError", "TurnRecord", "arun_episode",
+    "extract_candidate", "make_provider", "run_episode",
 ]

@@ -14,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-from .api import CONTEXT_LEVELS, HISTORY_MODES, LOOPS, make_provider, run_episode
+from .api import CONTEXT_LEVELS, HISTORY_MODES, LOOPS, EpisodeSettings, make_provider, run_episode
 from .transcript import format_episode, format_turn
 
 
@@ -44,9 +44,10 @@ def main(argv: list[str] | None = None) -> int:
     params = {k: v for k, v in wanted.items() if v is not None}
     provider = make_provider(args.provider, use_cache=not args.no_cache, **params)
     detail = {"response": args.verbose, "feedback": args.verbose}
-    result = run_episode(args.task, loop=args.loop, provider=provider, context=args.context,
-                         max_turns=args.max_turns, history=args.history, sample=args.sample,
-                         target=args.target, device=args.device,
+    settings = EpisodeSettings(task=args.task, loop=args.loop, context=args.context, max_turns=args.max_turns,
+                               history=args.history, sample=args.sample, target=args.target,
+                               device=args.device)
+    result = run_episode(settings, provider=provider,
                          on_turn=lambda r: print(format_turn(r, **detail), flush=True))
     print(format_episode(result).splitlines()[-1])
     if args.json:

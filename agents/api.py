@@ -12,14 +12,42 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from warpgym.prompts import CONTEXT_LEVELS
+
 if TYPE_CHECKING:
     from warpgym.env import KernelEnv
 
-CONTEXT_LEVELS: tuple[str, ...] = ("none", "specs", "full")
-"""Hardware context in the prompt: nothing, the device's numbers and features, or the full documents."""
-
 HISTORY_MODES: tuple[str, ...] = ("full", "last")
 PHASES: tuple[str, ...] = ("generate", "fix", "optimise")
+
+
+@dataclass(frozen=True)
+class EpisodeSettings:
+    """What an episode plays: the task, the loop and its arguments, the prompt's context and history,
+    the turn budget, the sample (the environment's seed) and where candidates are judged.
+
+    ``loop_args`` override the loop's registered defaults (``LOOPS[loop].defaults``), e.g.
+    ``{"keep_optimising": True}`` for fix-retry. A bad context, history or turn budget is a
+    ``ValueError`` here, before any work starts.
+    """
+
+    task: str
+    loop: str
+    context: str = "none"
+    max_turns: int = 4
+    history: str = "full"
+    sample: int = 0
+    target: str = "sm_90a"
+    device: str = "auto"
+    loop_args: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.context not in CONTEXT_LEVELS:
+            raise ValueError(f"unknown context level {self.context!r}; use one of {CONTEXT_LEVELS}")
+        if self.history not in HISTORY_MODES:
+            raise ValueError(f"unknown history mode {self.history!r}; use one of {HISTORY_MODES}")
+        if self.max_turns < 1:
+            raise ValueError("max_turns must be at least 1")
 
 
 class ProviderConfigError(RuntimeError):
@@ -122,7 +150,8 @@ class TurnRecord:
 
 @dataclass
 class EpisodeResult:
-    """One episode: every turn in order, the best correct turn (by reward), and whether it was solved."""
+    """One episode: every turn in order, its best turn (``agents.best``; None when no turn was correct),
+    and whether it was solved."""
 
     task: str
     loop: str
@@ -227,38 +256,29 @@ def make_provider(spec: str, *, cache_dir: Path | None = None, use_cache: bool =
     return _make(spec, cache_dir=cache_dir, use_cache=use_cache, prices=prices, **params)
 
 
-def run_episode(task_id: str, *, loop: str, provider: Provider, context: str = "none", max_turns: int = 4,
-                env: KernelEnv | None = None, history: str = "full", sample: int = 0,
-                on_turn: Callable[[TurnRecord], None] | None = None, resume: list[TurnRecord] | None = None,
-                target: str = "sm_90a", device: str = "auto", loop_args: dict[str, Any] | None = None
+def run_episode(settings: EpisodeSettings, *, provider: Provider, env: KernelEnv | None = None,
+                on_turn: Callable[[TurnRecord], None] | None = None, resume: list[TurnRecord] | None = None
                 ) -> EpisodeResult:
-    """Play one episode of ``loop`` on ``task_id``. ``on_turn`` is called as each turn finishes;
-    ``resume`` replays finished turns into the state (no model call, no evaluation) and continues.
-    ``env``, when given, is reset and used but not closed (share one across episodes of a task);
-    otherwise one is made for ``target`` and ``device`` and closed at the end. ``loop_args`` override
-    the loop's registered defaults (``LOOPS[loop].defaults``)."""
+    """Play one episode as ``settings`` say. ``on_turn`` is called as each turn finishes; ``resume``
+    replays finished turns into the state (no model call, no evaluation) and continues. ``env``, when
+    given, is reset and used but not closed (share one across episodes of a task); otherwise one is
+    made for ``settings.target`` and ``settings.device`` and closed at the end."""
     from .loops import run_episode as _run
 
-    return _run(task_id, loop=loop, provider=provider, context=context, max_turns=max_turns, env=env,
-                history=history, sample=sample, on_turn=on_turn, resume=resume, target=target, device=device,
-                loop_args=loop_args)
+    return _run(settings, provider=provider, env=env, on_turn=on_turn, resume=resume)
 
 
-async def arun_episode(task_id: str, *, loop: str, provider: Provider, context: str = "none",
-                       max_turns: int = 4, env: KernelEnv | None = None, history: str = "full",
-                       sample: int = 0, on_turn: Callable[[TurnRecord], None] | None = None,
-                       resume: list[TurnRecord] | None = None, target: str = "sm_90a", device: str = "auto",
-                       loop_args: dict[str, Any] | None = None) -> EpisodeResult:
+async def arun_episode(settings: EpisodeSettings, *, provider: Provider, env: KernelEnv | None = None,
+                       on_turn: Callable[[TurnRecord], None] | None = None,
+                       resume: list[TurnRecord] | None = None) -> EpisodeResult:
     """``run_episode`` for asyncio (``provider.acomplete``; the evaluation runs in a worker thread)."""
     from .loops import arun_episode as _arun
 
-    return await _arun(task_id, loop=loop, provider=provider, context=context, max_turns=max_turns, env=env,
-                       history=history, sample=sample, on_turn=on_turn, resume=resume, target=target,
-                       device=device, loop_args=loop_args)
+    return await _arun(settings, provider=provider, env=env, on_turn=on_turn, resume=resume)
 
 
 __all__ = [
-    "CONTEXT_LEVELS", "HISTORY_MODES", "LOOPS", "PHASES", "Completion", "EpisodeResult", "LoopRegistry",
-    "LoopSpec", "Provider",
+    "CONTEXT_LEVELS", "HISTORY_MODES", "LOOPS", "PHASES", "Completion", "EpisodeResult", "EpisodeSettings",
+    "LoopRegistry", "LoopSpec", "Provider",
     "ProviderConfigError", "ProviderError", "TurnRecord", "arun_episode", "make_provider", "run_episode",
 ]

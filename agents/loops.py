@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from warpgym.env.candidate import Candidate
 from warpgym.prompts import feedback_prompt, optimise_prompt, system_prompt, task_prompt
 
-from .api import CONTEXT_LEVELS, HISTORY_MODES, LOOPS, EpisodeResult, Provider, TurnRecord
+from .api import LOOPS, EpisodeResult, EpisodeSettings, Provider, TurnRecord
+from .best import best_index, outcome_of
 from .extract import extract_candidate
 
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ class EpisodeState(TypedDict, total=False):
     attempts: list[dict[str, Any]]
     """``TurnRecord.to_dict()`` of every finished turn, in order."""
     best: dict[str, Any] | None
-    """The best correct attempt by reward (the earliest of equals)."""
+    """The best attempt so far (``agents.best``), None while no attempt was correct."""
     turn: int
     """Turns finished; the next turn is ``turn + 1``."""
     max_turns: int
@@ -74,6 +75,11 @@ class Episode:
     def language(self) -> str:
         return self.task.language
 
+    @property
+    def baseline(self) -> str:
+        """The baseline the environment's reward, and so the best turn, measure speedup against."""
+        return self.env.reward_fn.baseline
+
     def metadata(self, turn: int, phase: str) -> dict[str, Any]:
         return {"task": self.task.id, "sample": self.sample, "turn": turn, "loop": self.loop,
                 "context": self.context, "phase": phase, "history": self.history}
@@ -100,10 +106,10 @@ def visible_messages(state: EpisodeState, history: str) -> list[dict[str, str]]:
     return list(messages)
 
 
-def _better(record: dict[str, Any], best: dict[str, Any] | None) -> bool:
-    if not (record.get("result") or {}).get("correct"):
-        return False
-    return best is None or record["reward"] > best["reward"]
+def best_attempt(attempts: list[dict[str, Any]], baseline: str) -> dict[str, Any] | None:
+    """The best of ``TurnRecord`` dicts (``agents.best``)."""
+    i = best_index([outcome_of(a.get("result"), baseline) for a in attempts])
+    return None if i is None else attempts[i]
 
 
 def next_phase(ep: Episode, record: TurnRecord, turn: int) -> str:
@@ -124,14 +130,11 @@ def next_phase(ep: Episode, record: TurnRecord, turn: int) -> str:
 def apply_record(ep: Episode, state: EpisodeState, record: TurnRecord) -> EpisodeState:
     """The state after ``record``'s turn: its answer appended, attempts, best and turn updated, the next
     phase chosen."""
-    as_dict = record.to_dict()
-    best = state.get("best")
-    if _better(as_dict, best):
-        best = as_dict
+    attempts = state["attempts"] + [record.to_dict()]
     return EpisodeState(
         messages=state["messages"] + [{"role": "assistant", "content": record.response}],
-        attempts=state["attempts"] + [as_dict],
-        best=best,
+        attempts=attempts,
+        best=best_attempt(attempts, ep.baseline),
         turn=record.turn,
         phase=next_phase(ep, record, record.turn),
         pending=None,
@@ -290,29 +293,24 @@ def fix_retry(ep: Episode, *, is_async: bool = False, checkpointer: Any = None, 
 
 
 # -- running an episode ----------------------------------------------------------------------------
-def _prepare(task_id: str, loop: str, provider: Provider, context: str, max_turns: int, env: KernelEnv | None,
-             history: str, sample: int, on_turn: Callable[[TurnRecord], None] | None, target: str,
-             device: str, loop_args: dict[str, Any] | None, is_async: bool) -> tuple[Episode, Any, bool]:
+def _prepare(settings: EpisodeSettings, provider: Provider, env: KernelEnv | None,
+             on_turn: Callable[[TurnRecord], None] | None, is_async: bool) -> tuple[Episode, Any, bool]:
     from warpgym.env import make
 
-    if context not in CONTEXT_LEVELS:
-        raise ValueError(f"unknown context level {context!r}; use one of {CONTEXT_LEVELS}")
-    if history not in HISTORY_MODES:
-        raise ValueError(f"unknown history mode {history!r}; use one of {HISTORY_MODES}")
-    if max_turns < 1:
-        raise ValueError("max_turns must be at least 1")
-    spec = LOOPS[loop]
+    spec = LOOPS[settings.loop]
     owns_env = env is None
     if env is None:
-        env = make(task_id, target=target, device=device, max_turns=max_turns)
-    elif env.task.id != task_id:
-        raise ValueError(f"the environment is for task {env.task.id}, not {task_id}")
-    elif env.max_turns < max_turns:
-        raise ValueError(f"the environment allows {env.max_turns} turns, fewer than max_turns={max_turns}")
-    target = env.options.target
-    ep = Episode(task=env.task, loop=loop, provider=provider, env=env, context=context, history=history,
-                 sample=sample, max_turns=max_turns, target=target, on_turn=on_turn)
-    args = {**spec.defaults, **(loop_args or {})}
+        env = make(settings.task, target=settings.target, device=settings.device,
+                   max_turns=settings.max_turns)
+    elif env.task.id != settings.task:
+        raise ValueError(f"the environment is for task {env.task.id}, not {settings.task}")
+    elif env.max_turns < settings.max_turns:
+        raise ValueError(f"the environment allows {env.max_turns} turns, fewer than "
+                         f"max_turns={settings.max_turns}")
+    ep = Episode(task=env.task, loop=settings.loop, provider=provider, env=env, context=settings.context,
+                 history=settings.history, sample=settings.sample, max_turns=settings.max_turns,
+                 target=env.options.target, on_turn=on_turn)
+    args = {**spec.defaults, **settings.loop_args}
     graph = spec.build(ep, is_async=is_async, **args)
     return ep, graph, owns_env
 
@@ -334,10 +332,8 @@ def _resumed_state(ep: Episode, resume: list[TurnRecord] | None) -> EpisodeState
 
 
 def _result(ep: Episode) -> EpisodeResult:
-    best: TurnRecord | None = None
-    for record in ep.records:
-        if record.correct and (best is None or record.reward > best.reward):
-            best = record
+    i = best_index([outcome_of(r.result, ep.baseline) for r in ep.records])
+    best = None if i is None else ep.records[i]
     return EpisodeResult(task=ep.task.id, loop=ep.loop, provider=ep.provider.name, context=ep.context,
                          turns=list(ep.records), best=best, solved=any(r.terminated for r in ep.records),
                          sample=ep.sample, history=ep.history)
@@ -349,17 +345,18 @@ def _config(ep: Episode) -> dict[str, Any]:
             "configurable": {"thread_id": f"{ep.task.id}/{ep.loop}/{ep.context}/{ep.sample}"}}
 
 
-def run_episode(task_id: str, *, loop: str, provider: Provider, context: str = "none", max_turns: int = 4,
-                env: KernelEnv | None = None, history: str = "full", sample: int = 0,
-                on_turn: Callable[[TurnRecord], None] | None = None, resume: list[TurnRecord] | None = None,
-                target: str = "sm_90a", device: str = "auto", loop_args: dict[str, Any] | None = None
+def _reset_options(ep: Episode) -> dict[str, Any]:
+    """A loop that keeps optimising after a solved turn steps on past ``terminated``."""
+    return {"continue_after_solved": bool(ep.options.get("keep_optimising"))}
+
+
+def run_episode(settings: EpisodeSettings, *, provider: Provider, env: KernelEnv | None = None,
+                on_turn: Callable[[TurnRecord], None] | None = None, resume: list[TurnRecord] | None = None
                 ) -> EpisodeResult:
-    """See ``warpgym.agents.api.run_episode``. ``loop_args`` override the loop's registered defaults
-    (e.g. ``{"keep_optimising": True}`` for fix-retry)."""
-    ep, graph, owns_env = _prepare(task_id, loop, provider, context, max_turns, env, history, sample, on_turn,
-                                   target, device, loop_args, is_async=False)
+    """See ``warpgym.agents.api.run_episode``."""
+    ep, graph, owns_env = _prepare(settings, provider, env, on_turn, is_async=False)
     try:
-        ep.env.reset(seed=sample, options={"continue_after_solved": bool(ep.options.get("keep_optimising"))})
+        ep.env.reset(seed=ep.sample, options=_reset_options(ep))
         state = _resumed_state(ep, resume)
         if state["phase"] != "done":
             graph.invoke(state, _config(ep))
@@ -369,18 +366,15 @@ def run_episode(task_id: str, *, loop: str, provider: Provider, context: str = "
             ep.env.close()
 
 
-async def arun_episode(task_id: str, *, loop: str, provider: Provider, context: str = "none",
-                       max_turns: int = 4, env: KernelEnv | None = None, history: str = "full",
-                       sample: int = 0, on_turn: Callable[[TurnRecord], None] | None = None,
-                       resume: list[TurnRecord] | None = None, target: str = "sm_90a", device: str = "auto",
-                       loop_args: dict[str, Any] | None = None) -> EpisodeResult:
+async def arun_episode(settings: EpisodeSettings, *, provider: Provider, env: KernelEnv | None = None,
+                       on_turn: Callable[[TurnRecord], None] | None = None,
+                       resume: list[TurnRecord] | None = None) -> EpisodeResult:
     """``run_episode`` for asyncio: the model call awaits ``provider.acomplete`` and the evaluation runs in a
     worker thread, so many episodes can share one event loop. Give concurrent episodes their own
     environments (or evaluators): one evaluator judges one candidate at a time."""
-    ep, graph, owns_env = _prepare(task_id, loop, provider, context, max_turns, env, history, sample, on_turn,
-                                   target, device, loop_args, is_async=True)
+    ep, graph, owns_env = _prepare(settings, provider, env, on_turn, is_async=True)
     try:
-        ep.env.reset(seed=sample, options={"continue_after_solved": bool(ep.options.get("keep_optimising"))})
+        ep.env.reset(seed=ep.sample, options=_reset_options(ep))
         state = _resumed_state(ep, resume)
         if state["phase"] != "done":
             await graph.ainvoke(state, _config(ep))

@@ -29,6 +29,7 @@ from gymnasium import spaces
 from gymnasium.envs.registration import EnvSpec
 from gymnasium.error import ResetNeeded
 from warpgym.env.candidate import Candidate
+from warpgym.env.evaluates import Evaluates
 from warpgym.env.judge import feedback as feedback_mod
 from warpgym.env.judge.evaluator import EvalOptions, Evaluator
 from warpgym.env.judge.result import STAGES, EvalResult, Violation
@@ -90,7 +91,7 @@ class KernelEnv(gym.Env[dict[str, Any], str | Candidate]):
 
     def __init__(self, task: Task | str, *, target: str = "sm_90a", device: str = "auto", max_turns: int = 8,
                  shape_sets: tuple[str, ...] = ("dev",), timing: bool = True, target_speedup: float = 1.0,
-                 reward: RewardConfig | Mapping[str, Any] | None = None, evaluator: Evaluator | None = None,
+                 reward: RewardConfig | Mapping[str, Any] | None = None, evaluator: Evaluates | None = None,
                  render_mode: str | None = None) -> None:
         self.task = get_task(task) if isinstance(task, str) else task
         self.options = EvalOptions(target=target, device=device, shape_sets=tuple(shape_sets), timing=timing)
@@ -147,7 +148,7 @@ class KernelEnv(gym.Env[dict[str, Any], str | Candidate]):
 
     # ------------------------------------------------------------------ the evaluator
     @property
-    def evaluator(self) -> Evaluator:
+    def evaluator(self) -> Evaluates:
         if self._evaluator is None:
             self._evaluator = Evaluator(self.options.device)
         return self._evaluator

@@ -17,7 +17,7 @@ _LAZY = {
     "Experiment": ("config", "Experiment"),
     "load_config": ("config", "load"),
     "run_experiment": ("runner", "run_experiment"),
-    "RunError": ("runner", "RunError"),
+    "RunError": ("rundir", "RunError"),
     "Outcome": ("runner", "Outcome"),
     "Store": ("store", "Store"),
     "compute_metrics": ("metrics", "compute"),

@@ -28,7 +28,6 @@ else:  # pragma: no cover - Python 3.10
 
 PROVIDER_KINDS = ("openai", "anthropic", "openai-compatible", "replay")
 DEFAULT_LOOPS = ("one-shot", "fix-retry")
-DEFAULT_CONTEXTS = ("none", "specs", "full")
 DEFAULT_HISTORY = ("full", "last")
 TARGETS = ("sm_90a", "sm_100a")
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -48,11 +47,10 @@ def known_loops() -> tuple[str, ...]:
 
 
 def known_contexts() -> tuple[str, ...]:
-    try:
-        from warpgym.agents import CONTEXT_LEVELS
-    except Exception:  # noqa: BLE001
-        return DEFAULT_CONTEXTS
-    return tuple(CONTEXT_LEVELS)
+    """The prompts' hardware-context levels (``warpgym.prompts.CONTEXT_LEVELS``, the one definition)."""
+    from warpgym.prompts import CONTEXT_LEVELS
+
+    return CONTEXT_LEVELS
 
 
 def known_history_modes() -> tuple[str, ...]:

@@ -8,7 +8,7 @@ each worker one evaluation at a time and may be called from many episode threads
   worker process sees only that GPU, and its host-side work (references, baselines) runs with N
   as the current device. Listing a GPU k times (``run.workers_per_gpu = k``) gives it k evaluators:
   while one times, the others compile and check on the CPU cores. Timing takes the GPU's file lock
-  (``env.timing.gpu_lock``), so two timings never overlap on one GPU. The lock covers timing only:
+  (``env.common.timing.gpu_lock``), so two timings never overlap on one GPU. The lock covers timing only:
   another evaluator's correctness runs (small kernels) may still share the GPU with a timing.
 - ``RayExecutor``: actors holding an ``Evaluator`` each, ``1 / workers_per_gpu`` of a GPU apiece
   (Ray sets each actor's ``CUDA_VISIBLE_DEVICES``), or one CPU apiece on a cluster without GPUs.
@@ -30,7 +30,13 @@ import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from warpgym.env import EvalOptions, EvalResult
+    from warpgym.env.candidate import Candidate
+    from warpgym.env.evaluates import Evaluates
+    from warpgym.tasks import Task
 
 LOST_RETRIES = 3
 """Attempts per evaluation before it is given up (each after its worker was lost)."""
@@ -49,7 +55,8 @@ class ExecutorError(RuntimeError):
 
 
 class Executor:
-    """The interface the runner calls. ``evaluate`` blocks; ``submit`` returns a future."""
+    """The interface the runner calls (an ``Evaluates`` that also accepts a task id). ``evaluate``
+    blocks; ``submit`` returns a future."""
 
     kind: str = "cpu"
     """What evaluations run on, ``cuda`` or ``cpu`` (what the environment and the prompts are told)."""
@@ -65,16 +72,18 @@ class Executor:
         """One label per worker (for the run's events and logs)."""
         raise NotImplementedError
 
-    def evaluate(self, task: Any, source: str, options: Any) -> Any:
-        """The ``EvalResult`` of ``source`` for ``task`` (a ``Task`` or its id)."""
+    def evaluate(self, task: Task | str, candidate: str | Candidate, options: EvalOptions, /) -> EvalResult:
+        """The verdict on ``candidate`` for ``task`` (a ``Task`` or its id)."""
         raise NotImplementedError
 
-    def submit(self, task: Any, source: str, options: Any) -> Future[Any]:
+    def submit(
+        self, task: Task | str, candidate: str | Candidate, options: EvalOptions
+    ) -> Future[EvalResult]:
         """``evaluate`` on a thread of the executor's own: for callers that fan out work themselves."""
         with self._threads_lock:
             if self._threads is None:
                 self._threads = ThreadPoolExecutor(max(1, len(self.slots)), thread_name_prefix="evaluate")
-        return self._threads.submit(self.evaluate, task, source, options)
+        return self._threads.submit(self.evaluate, task, candidate, options)
 
     def stats(self) -> dict[str, Any]:
         return {"executor": type(self).__name__, "workers": len(self.slots), "evaluations": self.evaluations}
@@ -94,7 +103,7 @@ class Executor:
         self.close()
 
 
-def _task(task: Any) -> Any:
+def _task(task: Task | str) -> Task:
     from warpgym.tasks import get_task
 
     return get_task(task) if isinstance(task, str) else task
@@ -117,7 +126,7 @@ def current_gpu(device: str) -> Iterator[None]:
 class LocalExecutor(Executor):
     """Evaluators on this host, one per entry of ``devices`` (repeat a GPU to give it several)."""
 
-    def __init__(self, devices: list[str], *, factory: Callable[[str], Any] | None = None) -> None:
+    def __init__(self, devices: list[str], *, factory: Callable[[str], Evaluates] | None = None) -> None:
         super().__init__()
         if not devices:
             raise ExecutorError("no devices to evaluate on")
@@ -128,7 +137,7 @@ class LocalExecutor(Executor):
         self.devices = list(devices)
         self.kind = "cuda" if self.devices[0].startswith("cuda") else "cpu"
         self.evaluators = [(d, factory(d)) for d in self.devices]
-        self.free: queue.Queue[tuple[str, Any]] = queue.Queue()
+        self.free: queue.Queue[tuple[str, Evaluates]] = queue.Queue()
         for pair in self.evaluators:
             self.free.put(pair)
 
@@ -136,13 +145,13 @@ class LocalExecutor(Executor):
     def slots(self) -> list[str]:
         return list(self.devices)
 
-    def evaluate(self, task: Any, source: str, options: Any) -> Any:
-        task = _task(task)
+    def evaluate(self, task: Task | str, candidate: str | Candidate, options: EvalOptions, /) -> EvalResult:
+        judged = _task(task)
         device, evaluator = self.free.get()
         try:
             self._count()
             with current_gpu(device):
-                return evaluator.evaluate(task, source, options)
+                return evaluator.evaluate(judged, candidate, options)
         finally:
             self.free.put((device, evaluator))
 
@@ -182,10 +191,11 @@ class EvalActor:
             "gpus": [str(g) for g in ray.get_gpu_ids()],
         }
 
-    def evaluate(self, task_id: str, source: str, options: Any) -> dict[str, Any]:
+    def evaluate(self, task_id: str, candidate: str | Candidate, options: EvalOptions) -> dict[str, Any]:
+        """The verdict as a dict: what crosses to the driver is plain data."""
         from warpgym.tasks import get_task
 
-        return self.evaluator.evaluate(get_task(task_id), source, options).to_dict()
+        return self.evaluator.evaluate(get_task(task_id), candidate, options).to_dict()
 
     def close(self) -> None:
         self.evaluator.close()
@@ -344,7 +354,7 @@ class RayExecutor(Executor):
         with self.lock:
             return [s.label for s in sorted(self.current.values(), key=lambda s: s.index)]
 
-    def evaluate(self, task: Any, source: str, options: Any) -> Any:
+    def evaluate(self, task: Task | str, candidate: str | Candidate, options: EvalOptions, /) -> EvalResult:
         from warpgym.env import EvalResult
 
         task_id = task if isinstance(task, str) else task.id
@@ -353,7 +363,7 @@ class RayExecutor(Executor):
         for _ in range(self.retries):
             slot = self._take()
             try:
-                ref = slot.handle.evaluate.remote(task_id, source, options)
+                ref = slot.handle.evaluate.remote(task_id, candidate, options)
                 if self.on_dispatch is not None:
                     self.on_dispatch(slot, ref)
                 data = self.ray.get(ref)

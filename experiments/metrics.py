@@ -4,8 +4,9 @@ Definitions (the report repeats them):
 - An episode's state *by turn t* is the best it had reached after its first t turns; an
   episode that ended earlier (solved, or one-shot) keeps its final state. So "correct rate by
   turn" is what a refinement loop has achieved with t turns of budget.
-- An episode's **best** turn: among its correct turns the one with the highest speedup over
-  the baseline (ties and missing timings go to the earliest); with no correct turn, its last.
+- An episode's **best** turn: among its correct turns the one with the highest speedup over the
+  baseline (untimed ones rank below timed ones; ties go to the earliest); with no correct turn,
+  its last stands for it. The agents pick the best attempt they show the model by the same rule.
 - **compile / correct / arch-verified rate**: the share of episodes whose best so far compiled,
   was correct, or (only over episodes whose task requires instructions on the target) was correct
   with the required instructions proven.
@@ -30,6 +31,8 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+from warpgym.agents.best import best_index
 
 from .store import Store
 
@@ -73,14 +76,10 @@ class EpisodeView:
         return self.turns if t is None else self.turns[:t]
 
     def best(self, t: int | None = None) -> TurnView | None:
-        """The best turn among the first ``t`` (all when None); see the module docstring."""
+        """The best turn among the first ``t`` (all when None), by ``warpgym.agents.best``'s rule."""
         turns = self.upto(t)
-        if not turns:
-            return None
-        correct = [x for x in turns if x.correct]
-        if not correct:
-            return turns[-1]
-        return max(correct, key=lambda x: (x.speedup if x.speedup is not None else -math.inf, -x.turn))
+        i = best_index([(x.correct, x.speedup) for x in turns], else_last=True)
+        return None if i is None else turns[i]
 
     def compiled(self, t: int | None = None) -> bool:
         return any(x.compiled for x in self.upto(t))

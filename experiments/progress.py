@@ -24,7 +24,7 @@ class Counters:
     total: int = 0
     done: int = 0
     before: int = 0
-    """Episodes finished by an earlier session of this run (resumed)."""
+    """Episodes finished before this resume of the run."""
     running: int = 0
     compiled: int = 0
     correct: int = 0

@@ -655,7 +655,7 @@ def _verdict(record: dict[str, Any]) -> str:
 
 def write(run_dir: Path, *, plots: bool = True) -> tuple[Path, Path]:
     """Write report.md, report.html, metrics.json (and plots/) into the run directory."""
-    from .runner import STORE_NAME
+    from .rundir import STORE_NAME
 
     with Store(run_dir / STORE_NAME, readonly=True) as store:
         doc, m = build(store, run_dir, plots=plots)
@@ -670,7 +670,7 @@ def write(run_dir: Path, *, plots: bool = True) -> tuple[Path, Path]:
 # --------------------------------------------------------------------------- compare
 def compare(run_dirs: list[Path]) -> Doc:
     """Runs side by side: the headline metrics, the correct rate by turn, and per configuration."""
-    from .runner import STORE_NAME
+    from .rundir import STORE_NAME
 
     loaded = []
     for d in run_dirs:

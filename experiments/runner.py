@@ -1,13 +1,14 @@
 """Play an experiment's grid: concurrent episodes, a pool of evaluators, every step stored.
 
 Threads play episodes (``run.concurrency`` at once, so that many model calls are in flight);
-evaluations go to an executor (``executors.py``): ``Evaluator``s on this host (one per GPU, or a
-few on the CPU), or Ray actors on a cluster; each evaluates one candidate at a time.
-Everything is committed to the run's SQLite store as it happens:
+evaluations go to the run's pool (``pool.py``): a verdict cache over an executor
+(``executors.py``) of ``Evaluator``s on this host (one per GPU, or a few on the CPU), or of Ray
+actors on a cluster; each evaluates one candidate at a time. Everything is committed to the run's
+SQLite store as it happens:
 
-- a model's answer, the moment it arrives (the ``calls`` journal);
+- a model's answer, the moment it arrives (the answer journal, ``journal.py``);
 - a turn, the moment the agent finishes it (``on_turn``);
-- an episode's end, with its best turn and heldout verdict.
+- an episode's end, with its best turn (``warpgym.agents.best``) and heldout verdict.
 
 Resuming (the same run directory again, or ``--resume``) skips finished episodes and
 continues the others from their last stored turn through ``run_episode(resume=...)``, which
@@ -22,344 +23,35 @@ flight finish and are stored; unfinished episodes stay resumable. A second Ctrl-
 
 from __future__ import annotations
 
-import ast
-import hashlib
-import json
+import contextlib
 import os
 import queue
-import shutil
 import signal
-import sys
 import threading
 import time
 import traceback
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import config as config_mod
-from .config import ConfigError, Experiment
-from .executors import Executor, ExecutorError, LocalExecutor, RayExecutor
+from warpgym.agents.best import best_index
+
+from .config import Experiment
+from .journal import JournalProvider
+from .parsing import serialised_parsing
+from .pool import EvaluatorPool, PooledEvaluator, make_executor
 from .progress import Display
+from .providers import build_providers, response_cache_dir
+from .rundir import open_run, save_resolved
 from .store import Store, turn_columns
 
-
-class RunError(Exception):
-    """A run that cannot start or resume (bad run directory, changed grid, missing API key)."""
+if TYPE_CHECKING:
+    from warpgym.agents import Completion, Provider
+    from warpgym.tasks import Task
 
 
 class StopRun(BaseException):  # noqa: N818 - a signal, not an error; BaseException so loops never swallow it
     """Raised inside an episode to stop it cleanly (budget reached, Ctrl-C)."""
-
-
-STORE_NAME = "store.sqlite"
-_AST_LOCK = threading.RLock()
-
-
-def serialise_ast_parse() -> None:
-    """Make ``ast.parse`` safe to call from several threads at once.
-
-    Before Python 3.13, turning a parse tree into ``ast`` objects uses a recursion counter shared by
-    all threads (CPython gh-106905); two threads parsing at once can fail with "SystemError: AST
-    constructor recursion depth mismatch". Episodes run in threads, and both the agents (extracting
-    the code from an answer) and the evaluator (static checks) parse, so parsing is serialised here.
-    It takes milliseconds; the model calls and evaluations stay concurrent.
-    """
-    if sys.version_info >= (3, 13) or getattr(ast.parse, "_warpgym_serialised", False):
-        return
-    original = ast.parse
-
-    def parse(*args: Any, **kwargs: Any) -> Any:
-        with _AST_LOCK:
-            return original(*args, **kwargs)
-
-    parse._warpgym_serialised = True  # type: ignore[attr-defined]
-    parse.__doc__ = original.__doc__
-    ast.parse = parse
-
-
-# --------------------------------------------------------------------------- run directories
-def new_run_dir(exp: Experiment, root: Path) -> Path:
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    path = root / f"{exp.name}-{stamp}"
-    n = 1
-    while path.exists():
-        n += 1
-        path = root / f"{exp.name}-{stamp}-{n}"
-    return path
-
-
-def find_run(run: str | Path, root: Path | None = None) -> Path:
-    """A run directory by path, or by name under ``root`` (default ``runs/``)."""
-    path = Path(run)
-    if (path / STORE_NAME).is_file():
-        return path
-    if path.name == STORE_NAME and path.is_file():
-        return path.parent
-    if root is not None and (root / run / STORE_NAME).is_file():
-        return root / run
-    raise RunError(f"no run at {run} (a run directory holds {STORE_NAME})")
-
-
-def open_run(exp: Experiment | None, run_dir: Path) -> tuple[Experiment, Store, bool]:
-    """Create the run directory or reopen it; returns (experiment, store, resumed).
-
-    On resume the stored experiment is authoritative for the grid; the given one may change
-    only ``run`` and ``budget`` (and must otherwise match, so a resumed run means one thing).
-    """
-    store_path = run_dir / STORE_NAME
-    if store_path.is_file():
-        store = Store(store_path)
-        stored = store.get_meta("config")
-        if stored is None:
-            raise RunError(f"{store_path} holds no experiment; not a warpgym run")
-        saved = config_mod.from_resolved(stored)
-        if exp is not None:
-            a, b = saved.identity(), exp.identity()
-            changed = [k for k in a if a[k] != b[k]]
-            if changed:
-                store.close()
-                raise RunError(
-                    f"{run_dir} was started with a different experiment ({', '.join(changed)} "
-                    "differ); resume it with its own config (omit CONFIG) or start a new run"
-                )
-            saved.run, saved.budget = exp.run, exp.budget
-        return saved, store, True
-    if exp is None:
-        raise RunError(f"no run at {run_dir}; give an experiment file to start one")
-    run_dir.mkdir(parents=True, exist_ok=True)
-    if exp.source_path:
-        shutil.copyfile(exp.source_path, run_dir / "config.toml")
-    store = Store(store_path)
-    from warpgym import __version__
-
-    store.set_meta("config", exp.model_dump())
-    store.set_meta("versions", _versions(__version__))
-    store.set_meta("created", time.time())
-    return exp, store, False
-
-
-def _versions(warpgym_version: str) -> dict[str, str]:
-    import platform
-
-    import torch
-    import triton
-
-    return {
-        "warpgym": warpgym_version,
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "triton": triton.__version__,
-    }
-
-
-def save_resolved(exp: Experiment, run_dir: Path) -> None:
-    (run_dir / "config.resolved.json").write_text(exp.to_json() + "\n")
-
-
-# --------------------------------------------------------------------------- evaluation pool
-def resolve_devices(exp: Experiment) -> list[str]:
-    """One entry per local evaluation worker: each GPU ``workers_per_gpu`` times (interleaved, so work
-    spreads over the GPUs first), or ``workers`` CPU entries. Empty for the Ray executor, whose
-    cluster decides (checked when it starts)."""
-    import torch
-
-    if exp.run.executor == "ray":
-        return []
-    devices = exp.run.devices
-    per_gpu = exp.run.workers_per_gpu
-    cpu_workers = exp.run.workers or max(1, min(4, (os.cpu_count() or 2) // 2))
-    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    if devices == "auto":
-        devices = "cuda" if gpus else "cpu"
-    if devices == "cpu":
-        return ["cpu"] * cpu_workers
-    if devices == "cuda":
-        if not gpus:
-            raise RunError('devices = "cuda" but no CUDA GPU is visible here; use "cpu" or "auto"')
-        return [f"cuda:{i}" for _ in range(per_gpu) for i in range(gpus)]
-    assert isinstance(devices, list)
-    for d in devices:
-        if d.startswith("cuda") and (not gpus or (":" in d and int(d.split(":")[1]) >= gpus)):
-            raise RunError(f"device {d} is not visible here ({gpus} GPUs)")
-    listed = ["cpu" if d == "auto" else d for d in devices]
-    return [d for _ in range(per_gpu) for d in listed if d.startswith("cuda")] + [
-        d for d in listed if not d.startswith("cuda")
-    ]
-
-
-def make_executor(exp: Experiment) -> Executor:
-    """The run's executor (``run.executor``): evaluators on this host, or Ray actors on a cluster."""
-    run = exp.run
-    try:
-        if run.executor == "ray":
-            return RayExecutor(
-                address=run.ray_address,
-                devices=run.devices,
-                workers=run.workers,
-                workers_per_gpu=run.workers_per_gpu,
-            )
-        return LocalExecutor(resolve_devices(exp))
-    except ExecutorError as exc:
-        raise RunError(str(exc)) from None
-
-
-class EvaluatorPool:
-    """Verdicts from an executor (see ``make_executor``), with a per-run cache of verdicts by source."""
-
-    def __init__(
-        self, devices: list[str] | None = None, *, cache: bool = True, executor: Executor | None = None
-    ) -> None:
-        self.executor = executor or LocalExecutor(devices or ["cpu"])
-        self.devices = self.executor.slots
-        self.kind = self.executor.kind
-        self.use_cache = cache
-        self.cache: dict[str, Any] = {}
-        self.cache_lock = threading.Lock()
-        self.key_locks: dict[str, threading.Lock] = {}
-        self.evaluations = 0
-        self.cache_hits = 0
-
-    def evaluate(self, task: Any, source: str, options: Any) -> Any:
-        key = hashlib.sha256(
-            json.dumps(
-                [
-                    task.id,
-                    source,
-                    options.target,
-                    list(options.shape_sets),
-                    options.timing,
-                    options.reveal_shapes,
-                ]
-            ).encode()
-        ).hexdigest()
-        if not self.use_cache:
-            return self._evaluate(task, source, options)
-        with self.cache_lock:
-            lock = self.key_locks.setdefault(key, threading.Lock())
-        with lock:  # the same source asked twice at once is judged once
-            with self.cache_lock:
-                if key in self.cache:
-                    self.cache_hits += 1
-                    return _copy_result(self.cache[key])
-            result = self._evaluate(task, source, options)
-            with self.cache_lock:
-                self.cache[key] = result
-            return _copy_result(result)
-
-    def _evaluate(self, task: Any, source: str, options: Any) -> Any:
-        self.evaluations += 1
-        return self.executor.evaluate(task, source, options)
-
-    def close(self) -> None:
-        self.executor.close()
-
-
-def _copy_result(result: Any) -> Any:
-    from warpgym.env import EvalResult
-
-    return EvalResult.from_dict(result.to_dict())
-
-
-class PooledEvaluator:
-    """What a ``KernelEnv`` sees as its evaluator: borrows one from the pool per evaluation."""
-
-    def __init__(self, pool: EvaluatorPool) -> None:
-        self.pool = pool
-        self.device = pool.kind
-
-    def evaluate(self, task: Any, source: str, options: Any = None) -> Any:
-        from warpgym.env import EvalOptions
-
-        return self.pool.evaluate(task, source, options or EvalOptions())
-
-    def close(self) -> None:
-        """The pool outlives the episode; nothing to close here."""
-
-
-# --------------------------------------------------------------------------- providers
-class JournalProvider:
-    """Wraps a provider for one episode: answers are journaled in the store as they arrive and
-    re-used when the same request comes again (a resumed episode); no call starts once the run
-    is stopping."""
-
-    def __init__(self, inner: Any, runner: Runner, episode_id: int) -> None:
-        self.inner = inner
-        self.runner = runner
-        self.episode_id = episode_id
-        self.name = getattr(inner, "name", "")
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-    @staticmethod
-    def key(messages: list[dict[str, Any]], params: dict[str, Any]) -> str:
-        blob = json.dumps({"messages": messages, "params": params}, sort_keys=True, default=str)
-        return hashlib.sha256(blob.encode()).hexdigest()
-
-    def _before(self, messages: list[dict[str, Any]], params: dict[str, Any]) -> tuple[str, Any]:
-        from warpgym.agents import Completion
-
-        key = self.key(messages, params)
-        hit = self.runner.store.find_call(self.episode_id, key)
-        if hit is not None:
-            completion = Completion.from_dict(hit)
-            completion.cached = True  # paid once, by the session that journaled it
-            self.runner.display.update(cached_calls=1)
-            return key, completion
-        self.runner.check_stop()
-        return key, None
-
-    def _after(self, key: str, metadata: dict[str, Any] | None, completion: Any) -> Any:
-        self.runner.store.add_call(
-            self.episode_id, key, (metadata or {}).get("turn"), metadata, completion.to_dict()
-        )
-        self.runner.charge(completion)
-        return completion
-
-    def complete(
-        self, messages: list[dict[str, Any]], *, metadata: dict[str, Any] | None = None, **params: Any
-    ) -> Any:
-        key, hit = self._before(messages, params)
-        if hit is not None:
-            return hit
-        return self._after(key, metadata, self.inner.complete(messages, metadata=metadata, **params))
-
-    async def acomplete(
-        self, messages: list[dict[str, Any]], *, metadata: dict[str, Any] | None = None, **params: Any
-    ) -> Any:
-        key, hit = self._before(messages, params)
-        if hit is not None:
-            return hit
-        return self._after(key, metadata, await self.inner.acomplete(messages, metadata=metadata, **params))
-
-
-def response_cache_dir(exp: Experiment) -> Path | None:
-    """The configured response cache, or None for the agents' shared one."""
-    return Path(exp.run.cache_dir) if exp.run.cache_dir else None
-
-
-def build_providers(exp: Experiment, cache_dir: Path | None) -> dict[str, Any]:
-    """One provider per model, built before any work starts (a missing key fails here)."""
-    import warpgym.agents as agents
-
-    providers = {}
-    for i, model in enumerate(exp.models):
-        try:
-            providers[model.label] = agents.make_provider(
-                model.spec, cache_dir=cache_dir, use_cache=exp.run.cache, prices=model.prices, **model.params
-            )
-        except agents.ProviderConfigError as exc:
-            raise RunError(_model_where(exp, i) + f"model {model.label!r}: {exc}") from None
-    return providers
-
-
-def _model_where(exp: Experiment, index: int) -> str:
-    if not exp.source_path or not Path(exp.source_path).is_file():
-        return ""
-    line = config_mod.locate(Path(exp.source_path).read_text(), ("models", index, "spec"))
-    return f"{exp.source_path}, line {line}: " if line else f"{exp.source_path}: "
 
 
 # --------------------------------------------------------------------------- the runner
@@ -409,7 +101,7 @@ class Runner:
         store: Store,
         *,
         display: Display | None = None,
-        providers: dict[str, Any] | None = None,
+        providers: dict[str, Provider] | None = None,
         pool: EvaluatorPool | None = None,
     ) -> None:
         self.exp = exp
@@ -448,7 +140,7 @@ class Runner:
         elif b.max_cost_usd is not None and self.spent_cost >= b.max_cost_usd:
             self.stop(f"cost budget reached (${self.spent_cost:.2f} of ${b.max_cost_usd:.2f})")
 
-    def charge(self, completion: Any) -> None:
+    def charge(self, completion: Completion) -> None:
         tokens = int(completion.input_tokens or 0) + int(completion.output_tokens or 0)
         with self.budget_lock:
             if not completion.cached:
@@ -456,6 +148,9 @@ class Runner:
                 self.spent_cost += float(completion.cost_usd or 0.0)
             self._check_budget()
         self.display.update(calls=1, cached_calls=int(bool(completion.cached)))
+
+    def reused(self) -> None:
+        self.display.update(cached_calls=1)
 
     def _on_signal(self, signum: int, frame: Any) -> None:
         self._interrupts += 1
@@ -468,8 +163,6 @@ class Runner:
     def run(self) -> Outcome:
         started = time.time()
         exp = self.exp
-        if exp.run.concurrency > 1:
-            serialise_ast_parse()
         self.store.add_episodes(grid(exp))
         episodes = self.store.episodes()
         todo = [e for e in episodes if e.get("status") != "finished"]
@@ -486,7 +179,7 @@ class Runner:
             "resumed" if before or any(e["n_turns"] for e in todo) else "started",
             {"episodes": len(todo), "devices": self.pool.devices, "pid": os.getpid()},
         )
-        self._check_budget()  # a cap already reached in an earlier session: play nothing
+        self._check_budget()  # a cap already reached before this resume: play nothing
         work: queue.Queue[dict[str, Any]] = queue.Queue()
         for e in todo:
             work.put(e)
@@ -499,8 +192,9 @@ class Runner:
         if in_main:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 old[sig] = signal.signal(sig, self._on_signal)
+        parsing = serialised_parsing() if exp.run.concurrency > 1 else contextlib.nullcontext()
         try:
-            with self.display:
+            with self.display, parsing:
                 for t in threads:
                     t.start()
                 while any(t.is_alive() for t in threads):
@@ -590,7 +284,7 @@ class Runner:
 
     def _play(self, episode: dict[str, Any]) -> None:
         import warpgym.agents as agents
-        from warpgym.agents import TurnRecord
+        from warpgym.agents import EpisodeSettings, TurnRecord
         from warpgym.env import KernelEnv, RewardConfig
         from warpgym.tasks import get_task
 
@@ -602,7 +296,7 @@ class Runner:
         episode["_running"] = True
         self.display.update(running=1)
         assert self.providers is not None and self.pool is not None
-        provider = JournalProvider(self.providers[episode["model"]], self, episode_id)
+        provider = JournalProvider(self.providers[episode["model"]], self.store, episode_id, self)
         env = KernelEnv(
             task,
             target=exp.target,
@@ -611,7 +305,7 @@ class Runner:
             timing=exp.run.timing,
             reward=RewardConfig(baseline=exp.metrics.baseline),
             evaluator=PooledEvaluator(self.pool),
-        )  # type: ignore[arg-type]
+        )
         stored = {r.turn for r in prior}
 
         def on_turn(record: Any) -> None:
@@ -626,20 +320,18 @@ class Runner:
                     cost_usd=float(data.get("cost_usd") or 0),
                 )
 
-        result = agents.run_episode(
-            task.id,
+        settings = EpisodeSettings(
+            task=task.id,
             loop=episode["agent"],
-            provider=provider,
             context=episode["context"],
             max_turns=exp.max_turns,
-            env=env,
             history=exp.history,
             sample=episode["sample"],
-            on_turn=on_turn,
-            resume=prior or None,
             target=exp.target,
             device=self.pool.kind,
         )
+        resume = prior or None
+        result = agents.run_episode(settings, provider=provider, env=env, on_turn=on_turn, resume=resume)
         for record in result.turns:  # a loop that did not report a turn through on_turn still gets it stored
             on_turn(record)
         if self.stop_reason and self.stop_reason.startswith("interrupted"):
@@ -658,7 +350,7 @@ class Runner:
         self._count_finished(records, best)
         self.display.log(_outcome_line(episode, records, best, heldout, self.display))
 
-    def _heldout(self, task: Any, source: str) -> dict[str, Any]:
+    def _heldout(self, task: Task, source: str) -> dict[str, Any]:
         from warpgym.env import EvalOptions
 
         assert self.pool is not None
@@ -685,16 +377,11 @@ class Runner:
 
 
 def best_turn(records: list[dict[str, Any]], baseline: str) -> int | None:
-    """The metrics' rule (see ``metrics``): best correct speedup, earliest on ties; else the last turn."""
-    if not records:
-        return None
-    cols = [(r["turn"], turn_columns(r, baseline)) for r in records]
-    correct = [(t, c) for t, c in cols if c["correct"]]
-    if not correct:
-        return cols[-1][0]
-    return max(
-        correct, key=lambda tc: (tc[1]["speedup"] if tc[1]["speedup"] is not None else float("-inf"), -tc[0])
-    )[0]
+    """The stored episode's best turn (``warpgym.agents.best``), or its last when none was correct, as
+    the ``best_turn`` column of the store holds it."""
+    outcomes = [(bool(c["correct"]), c["speedup"]) for c in (turn_columns(r, baseline) for r in records)]
+    i = best_index(outcomes, else_last=True)
+    return None if i is None else records[i]["turn"]
 
 
 def _label(e: dict[str, Any]) -> str:
@@ -745,19 +432,4 @@ def run_experiment(
         store.close()
 
 
-__all__ = [
-    "ConfigError",
-    "EvaluatorPool",
-    "Outcome",
-    "RunError",
-    "Runner",
-    "StopRun",
-    "best_turn",
-    "find_run",
-    "grid",
-    "make_executor",
-    "new_run_dir",
-    "open_run",
-    "resolve_devices",
-    "run_experiment",
-]
+__all__ = ["Outcome", "Runner", "StopRun", "best_turn", "grid", "run_experiment"]

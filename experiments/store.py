@@ -26,6 +26,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from warpgym.agents.best import speedup_over
+
 SCHEMA_VERSION = 1
 
 SCHEMA = """
@@ -80,7 +82,7 @@ def _finite(x: Any) -> float | None:
 def turn_columns(record: dict[str, Any], baseline: str) -> dict[str, Any]:
     """The columns metrics read, derived from a ``TurnRecord`` dict (its ``result`` is an EvalResult dict)."""
     result = record.get("result") or {}
-    speedup = _finite((result.get("speedup") or {}).get(baseline))
+    speedup = speedup_over(result, baseline)
     roofs = [_finite(t.get("roofline_fraction")) for t in result.get("timing") or []]
     roofs = [r for r in roofs if r is not None]
     arch = result.get("arch_verified")

@@ -21,7 +21,9 @@ from .specs import SPECS, TargetSpec, spec_for
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
 DOCUMENTS_DIR = Path(__file__).parent / "documents"
-CONTEXT_LEVELS = ("none", "specs", "full")
+CONTEXT_LEVELS: tuple[str, ...] = ("none", "specs", "full")
+"""Hardware context in the prompt: nothing, the device's numbers and features, or also the documents.
+The one definition: the agents and the experiment files take theirs from here."""
 EXAMPLE_LANGUAGES = ("cuda", "ptx", "python")
 
 

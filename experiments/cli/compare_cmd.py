@@ -19,11 +19,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from warpgym.experiments import report, runner
+    from warpgym.experiments import report, rundir
 
     try:
-        dirs = [runner.find_run(r, Path(args.runs_root)) for r in args.runs]
-    except runner.RunError as exc:
+        dirs = [rundir.find_run(r, Path(args.runs_root)) for r in args.runs]
+    except rundir.RunError as exc:
         raise UsageError(str(exc)) from None
     doc = report.compare(dirs)
     if args.output:

@@ -25,19 +25,19 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from warpgym.experiments import export, runner
+    from warpgym.experiments import export, rundir
 
     try:
-        run_dir = runner.find_run(args.run, Path(args.runs_root))
+        run_dir = rundir.find_run(args.run, Path(args.runs_root))
         out = export.export(
             run_dir,
-            run_dir / runner.STORE_NAME,
+            run_dir / rundir.STORE_NAME,
             args.format,
             Path(args.output) if args.output else None,
             args.what,
             args.model,
         )
-    except (runner.RunError, export.ExportError) as exc:
+    except (rundir.RunError, export.ExportError) as exc:
         raise UsageError(str(exc)) from None
     print(f"Exported: {out}")
     return 0

@@ -17,11 +17,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from warpgym.experiments import report, runner
+    from warpgym.experiments import report, rundir
 
     try:
-        run_dir = runner.find_run(args.run, Path(args.runs_root))
-    except runner.RunError as exc:
+        run_dir = rundir.find_run(args.run, Path(args.runs_root))
+    except rundir.RunError as exc:
         raise UsageError(str(exc)) from None
     md, page = report.write(run_dir, plots=not args.no_plots)
     print(f"Report: {page}\nMarkdown: {md}\nNumbers: {run_dir / 'metrics.json'}")

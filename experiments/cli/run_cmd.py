@@ -73,7 +73,7 @@ def _overrides(exp, args: argparse.Namespace) -> None:  # noqa: ANN001 - an Expe
 
 def run(args: argparse.Namespace) -> int:
     from warpgym.experiments import config as config_mod
-    from warpgym.experiments import report, runner
+    from warpgym.experiments import devices, providers, report, rundir, runner
     from warpgym.experiments.progress import Display
 
     if not args.config and not args.resume:
@@ -87,21 +87,21 @@ def run(args: argparse.Namespace) -> int:
     root = Path(args.runs_root)
     try:
         if args.resume:
-            run_dir = runner.find_run(args.resume, root)
+            run_dir = rundir.find_run(args.resume, root)
         elif args.run_dir:
             run_dir = Path(args.run_dir)
         else:
             assert exp is not None
-            run_dir = runner.new_run_dir(exp, root)
-    except runner.RunError as exc:
+            run_dir = rundir.new_run_dir(exp, root)
+    except rundir.RunError as exc:
         raise UsageError(str(exc)) from None
-    providers = None
+    model_providers = None
     if exp is not None:
         _overrides(exp, args)
         try:  # a missing key or GPU fails here, before the run directory exists
-            runner.resolve_devices(exp)
-            providers = runner.build_providers(exp, runner.response_cache_dir(exp))
-        except runner.RunError as exc:
+            devices.resolve_devices(exp)
+            model_providers = providers.build_providers(exp, providers.response_cache_dir(exp))
+        except rundir.RunError as exc:
             raise UsageError(str(exc)) from None
     if args.check:
         assert exp is not None, "--check needs CONFIG"
@@ -116,19 +116,19 @@ def run(args: argparse.Namespace) -> int:
         return 0
 
     try:
-        exp, store, resumed = runner.open_run(exp, run_dir)
-    except runner.RunError as exc:
+        exp, store, resumed = rundir.open_run(exp, run_dir)
+    except rundir.RunError as exc:
         raise UsageError(str(exc)) from None
     _overrides(exp, args)
     started = time.time()
     try:
-        runner.save_resolved(exp, run_dir)
+        rundir.save_resolved(exp, run_dir)
         display = Display(exp.name, quiet=args.quiet)
         if not args.quiet:
             print(("Resuming" if resumed else "Starting") + f" run {run_dir}")
         try:
-            outcome = runner.Runner(exp, run_dir, store, display=display, providers=providers).run()
-        except runner.RunError as exc:
+            outcome = runner.Runner(exp, run_dir, store, display=display, providers=model_providers).run()
+        except rundir.RunError as exc:
             raise UsageError(str(exc)) from None
         if not args.quiet:
             print(display.summary())

@@ -147,7 +147,7 @@ def example_messages(pair: Pair, explanation: str, *, join_user: bool = False) -
 
 # ------------------------------------------------------------------------------------------ build
 def resolve_runs(runs: list[str | Path], runs_root: Path | None = None) -> list[Path]:
-    from warpgym.experiments.runner import RunError, find_run
+    from warpgym.experiments.rundir import RunError, find_run
 
     out: list[Path] = []
     for run in runs:
@@ -386,7 +386,7 @@ def _report(
 
 
 def _run_meta(run_dir: Path) -> dict[str, Any]:
-    from warpgym.experiments.runner import STORE_NAME
+    from warpgym.experiments.rundir import STORE_NAME
     from warpgym.experiments.store import Store
 
     store = Store(run_dir / STORE_NAME, readonly=True)

@@ -88,7 +88,7 @@ class Pair:
 
 def load_attempts(run_dir: Path, *, slow_below: float = 1.0) -> list[Attempt]:
     """Every stored turn of a run, classified, in episode and turn order."""
-    from warpgym.experiments.runner import STORE_NAME
+    from warpgym.experiments.rundir import STORE_NAME
     from warpgym.experiments.store import Store
 
     store = Store(run_dir / STORE_NAME, readonly=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from warpgym.agents import LOOPS, TurnRecord, arun_episode, make_provider, run_episode
+from warpgym.agents import LOOPS, EpisodeSettings, TurnRecord, arun_episode, make_provider, run_episode
 from warpgym.agents.replay import ReplayMissing, write_replay
 from warpgym.env import Evaluator, KernelEnv
 from warpgym.tasks import get_task
@@ -79,8 +79,8 @@ def test_routing() -> None:
 def test_wrong_first_answer_fixed_at_turn_two(tmp_path: Path, env_factory: Any) -> None:
     provider = replay(tmp_path, [answer(WRONG), answer(GOOD, "The mask dropped the last element; fixed.")])
     seen: list[TurnRecord] = []
-    result = run_episode(TASK, loop="fix-retry", provider=provider, max_turns=4, env=env_factory(4),
-                         on_turn=seen.append, context="specs")
+    result = run_episode(EpisodeSettings(TASK, loop="fix-retry", max_turns=4, context="specs"),
+                         provider=provider, env=env_factory(4), on_turn=seen.append)
     assert [t.turn for t in result.turns] == [1, 2] and seen == result.turns
     first, second = result.turns
     assert first.phase == "generate" and first.candidate == WRONG and first.result is not None
@@ -102,7 +102,8 @@ def test_wrong_first_answer_fixed_at_turn_two(tmp_path: Path, env_factory: Any) 
 
 def test_answer_without_code_becomes_feedback(tmp_path: Path, env_factory: Any) -> None:
     provider = replay(tmp_path, ["I would write a Triton kernel with a mask.", answer(GOOD)])
-    result = run_episode(TASK, loop="fix-retry", provider=provider, max_turns=3, env=env_factory(3))
+    result = run_episode(EpisodeSettings(TASK, loop="fix-retry", max_turns=3), provider=provider,
+                         env=env_factory(3))
     first, second = result.turns
     assert first.candidate is None and first.result is None and first.reward == 0.0
     assert "no code" in (first.extraction_problem or "") and first.feedback == first.extraction_problem
@@ -111,15 +112,16 @@ def test_answer_without_code_becomes_feedback(tmp_path: Path, env_factory: Any) 
 
     # One shot: no code is the end of the episode, and nothing is evaluated.
     provider = replay(tmp_path, ["No code today."])
-    result = run_episode(TASK, loop="one-shot", provider=provider, max_turns=3, env=env_factory(3))
+    result = run_episode(EpisodeSettings(TASK, loop="one-shot", max_turns=3), provider=provider,
+                         env=env_factory(3))
     assert len(result.turns) == 1 and not result.solved and result.best is None
     assert result.turns[0].result is None
 
 
 def test_turn_limit_reached(tmp_path: Path, env_factory: Any) -> None:
     provider = replay(tmp_path, [answer(WRONG), answer(REJECTED), answer(GOOD)])
-    result = run_episode(TASK, loop="fix-retry", provider=provider, max_turns=2, env=env_factory(2),
-                         history="last")
+    result = run_episode(EpisodeSettings(TASK, loop="fix-retry", max_turns=2, history="last"),
+                         provider=provider, env=env_factory(2))
     assert [t.turn for t in result.turns] == [1, 2]  # the third answer is never asked for
     assert len(provider.calls) == 2
     last = result.turns[-1]
@@ -132,8 +134,9 @@ def test_history_last_keeps_only_the_last_attempt_and_shows_best(tmp_path: Path,
     # correct -> optimise -> a broken "optimisation" -> fix, which must show the best correct module.
     answers = [answer(GOOD), answer(WRONG, "Faster?"), "I am not sure.", answer(GOOD)]
     provider = replay(tmp_path, answers)
-    result = run_episode(TASK, loop="fix-retry", provider=provider, max_turns=4, env=env_factory(4),
-                         history="last", loop_args={"keep_optimising": True})
+    settings = EpisodeSettings(TASK, loop="fix-retry", max_turns=4, history="last",
+                               loop_args={"keep_optimising": True})
+    result = run_episode(settings, provider=provider, env=env_factory(4))
     phases = [t.phase for t in result.turns]
     assert phases == ["generate", "optimise", "fix", "fix"]
     third = result.turns[2].messages
@@ -149,32 +152,37 @@ def test_resume_continues_without_asking_again(tmp_path: Path, env_factory: Any)
                             extraction_problem=None, feedback="Verdict: INCORRECT (recorded)",
                             result={"compiled": True, "correct": False}, reward=0.0)
     record = TurnRecord.from_dict(wrong_turn.to_dict())
-    result = run_episode(TASK, loop="fix-retry", provider=provider, max_turns=3, env=env_factory(3),
-                         resume=[record])
+    settings = EpisodeSettings(TASK, loop="fix-retry", max_turns=3)
+    result = run_episode(settings, provider=provider, env=env_factory(3), resume=[record])
     assert [c["metadata"]["turn"] for c in provider.calls] == [2]  # turn 1 was not asked for again
     assert result.turns[0] is record and result.turns[1].phase == "fix" and result.solved
     assert "Verdict: INCORRECT (recorded)" in result.turns[1].messages[-1]["content"]
     # A finished episode resumes to itself.
-    again = run_episode(TASK, loop="fix-retry", provider=provider, max_turns=3, env=env_factory(3),
-                        resume=result.turns)
+    again = run_episode(settings, provider=provider, env=env_factory(3), resume=result.turns)
     assert len(provider.calls) == 1 and again.solved and [t.turn for t in again.turns] == [1, 2]
 
 
 def test_async_one_shot_and_missing_replay(tmp_path: Path, env_factory: Any) -> None:
     provider = replay(tmp_path, [answer(GOOD)], loop="one-shot")
-    result = asyncio.run(arun_episode(TASK, loop="one-shot", provider=provider, env=env_factory(1),
-                                      max_turns=1))
+    result = asyncio.run(arun_episode(EpisodeSettings(TASK, loop="one-shot", max_turns=1), provider=provider,
+                                      env=env_factory(1)))
     assert result.solved and result.turns[0].correct and result.loop == "one-shot"
     with pytest.raises(ReplayMissing):  # the recorded answers are for one-shot only
-        run_episode(TASK, loop="fix-retry", provider=provider, env=env_factory(1), max_turns=1)
+        run_episode(EpisodeSettings(TASK, loop="fix-retry", max_turns=1), provider=provider,
+                    env=env_factory(1))
 
 
 def test_bad_arguments(tmp_path: Path, env_factory: Any) -> None:
     provider = replay(tmp_path, [answer(GOOD)])
     with pytest.raises(ValueError, match="context"):
-        run_episode(TASK, loop="one-shot", provider=provider, context="everything", env=env_factory(1))
+        EpisodeSettings(TASK, loop="one-shot", context="everything")
+    with pytest.raises(ValueError, match="history"):
+        EpisodeSettings(TASK, loop="one-shot", history="some")
+    with pytest.raises(ValueError, match="max_turns"):
+        EpisodeSettings(TASK, loop="one-shot", max_turns=0)
     with pytest.raises(ValueError, match="allows 1 turns"):
-        run_episode(TASK, loop="fix-retry", provider=provider, max_turns=3, env=env_factory(1))
+        run_episode(EpisodeSettings(TASK, loop="fix-retry", max_turns=3), provider=provider,
+                    env=env_factory(1))
     assert provider.calls == []
 
 

@@ -55,10 +55,11 @@ def test_feedback_and_task_messages() -> None:
     assert task.startswith("Task math/add") and "`add`" in task
 
 
-def test_levels_agree_with_the_agents_contract() -> None:
+def test_levels_are_defined_once() -> None:
     from warpgym.agents import CONTEXT_LEVELS as AGENT_LEVELS
+    from warpgym.experiments.config import known_contexts
 
-    assert CONTEXT_LEVELS == AGENT_LEVELS
+    assert AGENT_LEVELS is CONTEXT_LEVELS and known_contexts() is CONTEXT_LEVELS
 
 
 def test_unknown_level_and_target() -> None:

@@ -43,14 +43,14 @@ def test_bench_on_cpu_judges_the_mix_and_writes_the_report(tmp_path: Path,
         reference["seconds"] - reference["stages"].get("compile", 0.0))
     for key in TIMED:
         assert report[key] is None, key
-    # The issue's targets are GPU figures: reported, never judged on the interpreter.
+    # The targets are GPU figures: reported, never judged on the interpreter.
     assert set(report["targets"]) == {"evaluations_per_minute_warm", "overhead_median_s",
                                       "spread_max_over_min", "harness_vs_ncu"}
     assert all(t["met"] is None for t in report["targets"].values())
     assert report["targets"]["evaluations_per_minute_warm"]["value"] == report["evaluations_per_minute_warm"]
 
     printed = capsys.readouterr().out
-    assert "per evaluation (warm):" in printed and "targets (issue 10):" in printed
+    assert "per evaluation (warm):" in printed and "targets (GPU figures; n/a on the CPU):" in printed
     assert printed.count("mask off by one") >= 3  # first pass, warm pass, final table
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from warpgym.experiments import config, executors, runner
+from warpgym.experiments import config, devices, executors, pool, rundir, runner
 from warpgym.experiments.store import Store
 
 RECORDINGS = Path(config.__file__).parent / "recordings" / "quickstart.jsonl"
@@ -49,10 +49,10 @@ def _experiment(extra: str = "") -> config.Experiment:
 
 
 def _play(exp: config.Experiment, run_dir: Path, executor: Any) -> runner.Outcome:
-    exp, store, _ = runner.open_run(exp, run_dir)
+    exp, store, _ = rundir.open_run(exp, run_dir)
     try:
-        pool = runner.EvaluatorPool(executor=executor, cache=exp.run.eval_cache)
-        return runner.Runner(exp, run_dir, store, pool=pool).run()
+        evaluators = pool.EvaluatorPool(executor=executor, cache=exp.run.eval_cache)
+        return runner.Runner(exp, run_dir, store, pool=evaluators).run()
     finally:
         store.close()
 
@@ -106,7 +106,7 @@ def test_executor_settings_are_checked_with_line_and_field(monkeypatch: pytest.M
         _experiment('executor = "slurm"\n')
     exp = _experiment('executor = "ray"\nray_address = "ray://head:10001"\nworkers_per_gpu = 2\n')
     assert (exp.run.executor, exp.run.ray_address, exp.run.workers_per_gpu) == ("ray", "ray://head:10001", 2)
-    assert runner.resolve_devices(exp) == []  # the cluster decides, when the executor starts
+    assert devices.resolve_devices(exp) == []  # the cluster decides, when the executor starts
     assert _experiment().run.executor == "local"
 
 
@@ -117,11 +117,11 @@ def test_workers_per_gpu_repeats_each_gpu_interleaved(monkeypatch: pytest.Monkey
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
     exp = _experiment("workers_per_gpu = 2\n")
     exp.run.devices = "auto"
-    assert runner.resolve_devices(exp) == ["cuda:0", "cuda:1", "cuda:0", "cuda:1"]
+    assert devices.resolve_devices(exp) == ["cuda:0", "cuda:1", "cuda:0", "cuda:1"]
     exp.run.devices = ["cuda:1"]
-    assert runner.resolve_devices(exp) == ["cuda:1", "cuda:1"]
+    assert devices.resolve_devices(exp) == ["cuda:1", "cuda:1"]
     exp.run.devices = "cpu"  # workers_per_gpu is about GPUs; the CPU takes run.workers
-    assert runner.resolve_devices(exp) == ["cpu"]
+    assert devices.resolve_devices(exp) == ["cpu"]
 
 
 def test_local_executor_pins_each_evaluator_to_its_gpu_and_lends_it_to_one_thread(
@@ -176,7 +176,7 @@ def local_run(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[Any, ...]]
     """The reference: the experiment played by the local executor."""
     run_dir = tmp_path_factory.mktemp("local") / "run"
     exp = _experiment()
-    _play(exp, run_dir, runner.make_executor(exp))
+    _play(exp, run_dir, pool.make_executor(exp))
     verdicts = _verdicts(run_dir)
     assert [(v[2], v[4]["stage"], bool(v[4]["correct"])) for v in verdicts] == [
         (1, "static", False),

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import warpgym.agents as agents
 from exp_helpers import NO_CODE, TORCH_OP, fenced, write_experiment, write_replay
-from warpgym.experiments import config, export, report, runner
+from warpgym.experiments import config, export, report, rundir, runner
 from warpgym.experiments.cli import main
 from warpgym.experiments.store import Store
 
@@ -49,7 +49,7 @@ def _setup(tmp_path: Path, samples: int = 3, extra: str = "") -> tuple[config.Ex
 
 
 def _play(exp: config.Experiment | None, run_dir: Path, provider: Counting | None) -> runner.Outcome:
-    exp, store, _ = runner.open_run(exp, run_dir)
+    exp, store, _ = rundir.open_run(exp, run_dir)
     try:
         providers = {"rec": provider} if provider else None
         return runner.Runner(exp, run_dir, store, providers=providers).run()
@@ -100,7 +100,7 @@ def test_an_interrupt_stops_new_calls_and_the_resume_repeats_none(tmp_path: Path
             holder["runner"]._on_signal(2, None)
 
     first = _replay(exp, on_call=interrupt_at)
-    exp_, store, _ = runner.open_run(exp, run_dir)
+    exp_, store, _ = rundir.open_run(exp, run_dir)
     holder["runner"] = r = runner.Runner(exp_, run_dir, store, providers={"rec": first})
     outcome = r.run()
     store.close()
@@ -123,8 +123,8 @@ def test_a_resume_with_a_different_grid_is_refused(tmp_path: Path) -> None:
     exp, run_dir = _setup(tmp_path, samples=1)
     _play(exp, run_dir, _replay(exp))
     exp.samples = 2
-    with pytest.raises(runner.RunError, match="samples"):
-        runner.open_run(exp, run_dir)
+    with pytest.raises(rundir.RunError, match="samples"):
+        rundir.open_run(exp, run_dir)
 
 
 def test_a_missing_api_key_fails_before_any_work_and_names_the_model(

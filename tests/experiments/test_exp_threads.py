@@ -1,4 +1,4 @@
-"""Episodes run in threads; the runner makes ``ast.parse`` safe for that (CPython gh-106905).
+"""Episodes run in threads; while they play, the runner makes ``ast.parse`` safe for that (CPython gh-106905).
 
 Before Python 3.13, two threads converting parse trees at once can fail with "SystemError: AST
 constructor recursion depth mismatch" (seen in a quick-start run: the agents' code extraction
@@ -7,6 +7,7 @@ failed). Finalizers that run Python code during the conversion make the race qui
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 import textwrap
@@ -14,11 +15,12 @@ import textwrap
 import pytest
 
 RACE = textwrap.dedent("""
-    import ast, sys, threading
+    import ast, contextlib, sys, threading
     sys.setswitchinterval(1e-6)
+    scope = contextlib.ExitStack()
     if sys.argv[1] == "serialised":
-        from warpgym.experiments.runner import serialise_ast_parse
-        serialise_ast_parse()
+        from warpgym.experiments.parsing import serialised_parsing
+        scope.enter_context(serialised_parsing())
     source = "def f(x):\\n    return [y * 2 for y in x if y]\\n" * 200
 
     class Cycle:
@@ -47,6 +49,7 @@ RACE = textwrap.dedent("""
     stop.set()
     for t in threads:
         t.join(5)
+    scope.close()
     print("errors", len(errors))
 """)
 
@@ -66,3 +69,18 @@ def test_the_race_exists_without_the_lock() -> None:
 
 def test_serialised_parsing_survives_the_race() -> None:
     assert "errors 0" in _run("serialised", 3)
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 13), reason="from 3.13 parsing is left as it is")
+def test_the_original_parse_is_back_once_the_last_block_ends() -> None:
+    from warpgym.experiments.parsing import serialised_parsing
+
+    original = ast.parse
+    with serialised_parsing():
+        outer = ast.parse
+        assert outer is not original
+        with serialised_parsing():  # a second runner in the same process: one patch, kept
+            assert ast.parse is outer
+        assert ast.parse is outer
+        assert isinstance(ast.parse("x = 1").body[0], ast.Assign)
+    assert ast.parse is original

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from warpgym.experiments.runner import STORE_NAME
+from warpgym.experiments.rundir import STORE_NAME
 from warpgym.experiments.store import Store
 
 SYSTEM = "You write Triton kernels."

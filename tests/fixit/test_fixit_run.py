@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from warpgym.agents.extract import extract_candidate
-from warpgym.experiments import config, runner
+from warpgym.experiments import config, rundir, runner
 from warpgym.experiments.cli import main
 from warpgym.experiments.store import Store
 from warpgym.tasks import get_task
@@ -95,7 +95,7 @@ def test_pairs_from_a_replayed_run_are_classified_by_the_real_verdicts(played: P
     assert "outside" in by_kind["numerical"]["headline"]
 
     # The prompt is the run's own: the system and task messages the replayed model was sent.
-    store = Store(played / runner.STORE_NAME, readonly=True)
+    store = Store(played / rundir.STORE_NAME, readonly=True)
     try:
         sent = store.turn_records(store.episodes()[0]["id"])[0]["messages"][:2]
     finally:
