@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from warpgym.agents import LOOPS, EpisodeSettings, TurnRecord, arun_episode, make_provider, run_episode
 from warpgym.agents.replay import ReplayMissing, write_replay
-from warpgym.env import Evaluator, KernelEnv
+from warpgym.env import Evaluator, KernelEnv, RewardConfig
 from warpgym.tasks import get_task
 
 TASK = "math/add"
@@ -194,8 +194,9 @@ class _RecordingEnv:
 
         self.task, self.max_turns, self.options = get_task(task_id), max_turns, EvalOptions(device="cpu")
         self.stepped: list[Any] = []
+        self.reward_fn = RewardConfig()
 
-    def reset(self, seed: int = 0) -> tuple[dict, dict]:
+    def reset(self, seed: int = 0, options: dict | None = None) -> tuple[dict, dict]:
         return {}, {}
 
     def step(self, candidate: Any) -> tuple[dict, float, bool, bool, dict]:
@@ -216,7 +217,8 @@ def test_an_answer_with_named_files_reaches_the_environment_as_a_candidate(tmp_p
     rows = [{"task": "ptx/gemm-bf16", "turn": 1, "text": text, "input_tokens": 1, "output_tokens": 1}]
     provider = make_provider(f"replay:{write_replay(tmp_path / 'replay.jsonl', rows)}")
     env = _RecordingEnv("ptx/gemm-bf16", 2)
-    result = run_episode("ptx/gemm-bf16", loop="one-shot", provider=provider, max_turns=2, env=env)  # type: ignore[arg-type]
+    result = run_episode(EpisodeSettings("ptx/gemm-bf16", loop="one-shot", max_turns=2), provider=provider,
+                         env=env)  # type: ignore[arg-type]
     assert env.stepped == [Candidate(module, {"gemm.ptx": ptx})]
     (turn,) = result.turns
     assert turn.candidate == module and turn.attachments == {"gemm.ptx": ptx}
@@ -230,5 +232,6 @@ def test_a_plain_module_reaches_the_environment_as_its_source(tmp_path: Path) ->
     rows = [{"task": TASK, "turn": 1, "text": answer(GOOD), "input_tokens": 1, "output_tokens": 1}]
     provider = make_provider(f"replay:{write_replay(tmp_path / 'replay.jsonl', rows)}")
     env = _RecordingEnv(TASK, 2)
-    result = run_episode(TASK, loop="one-shot", provider=provider, max_turns=2, env=env)  # type: ignore[arg-type]
+    result = run_episode(EpisodeSettings(TASK, loop="one-shot", max_turns=2), provider=provider,
+                         env=env)  # type: ignore[arg-type]
     assert env.stepped == [GOOD] and result.turns[0].attachments == {}
