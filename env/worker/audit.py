@@ -59,6 +59,13 @@ _STRICT = {
     "sys.settrace": ("introspection", "installing a trace hook"),
     "sys.addaudithook": ("introspection", "installing an audit hook"),
 }
+_PROCESS_EVENTS = frozenset({"subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn",
+                             "os.fork", "os.forkpty"})
+HARNESS_TOOLS = frozenset({"ptxas", "cuobjdump", "nvdisasm", "nvlink", "fatbinary", "ldconfig",
+                           "ldconfig.real", "gcc", "cc", "clang", "g++", "c++"})
+"""The programs the harness's own code runs while it acts for the candidate (the CUDA toolchain, Triton's
+search for libcuda and its launcher build). Any other process, and any shell, is refused whoever's frame
+is nearest: code that runs inside a launch (a grid value's ``__index__``) has no frame of its own."""
 _IMMEDIATE = {
     # denied only when the candidate's own line makes the call (the standard library uses these freely)
     "sys._getframe": ("introspection", "reading the call stack (sys._getframe)"),
@@ -148,12 +155,25 @@ def install_audit(workdir: str, protected: list[str], includes: list[str]) -> No
     incidents: list[list[str]] = []
     busy: set[int] = set()
     getframe, get_ident, realpath, fsdecode = sys._getframe, _thread.get_ident, os.path.realpath, os.fsdecode
+    process_events, tools = _PROCESS_EVENTS, HARNESS_TOOLS
     own_task = os.path.exists
 
     def is_stdlib(filename: str) -> bool:
         return filename.startswith("<frozen") or (
             filename.startswith(stdlib) and not filename.startswith(site)
         )
+
+    def harness_tool(event: str, args: tuple[Any, ...]) -> bool:
+        """A process the harness may start: one of HARNESS_TOOLS, never a shell or a fork."""
+        if event in ("os.system", "os.fork", "os.forkpty") or not args:
+            return False
+        program = args[0]
+        if event == "subprocess.Popen" and program is None and len(args) > 1:  # (executable, args, ...)
+            argv = args[1]
+            program = argv[0] if isinstance(argv, list | tuple) and argv else argv
+        if isinstance(program, bytes):
+            program = fsdecode(program)
+        return isinstance(program, str) and os.path.basename(program) in tools
 
     def origin(frame: Any, direct: bool) -> bool:
         """True when the candidate's code caused the event: candidate frames reached before any harness
@@ -224,7 +244,8 @@ def install_audit(workdir: str, protected: list[str], includes: list[str]) -> No
                 if event == "object.__getattr__" and len(args) > 1:
                     what = f"reading {args[1]} (interpreter internals)"
             elif event in strict:
-                if not origin(caller, direct=False):
+                if not origin(caller, direct=False) and not (event in process_events
+                                                              and not harness_tool(event, args)):
                     return
                 code, what = strict[event]
             else:

@@ -74,6 +74,42 @@ def _origin(frame: Any, launching: bool) -> bool:
     return not launching
 
 
+def _dispatch_table(op_name: str) -> str:
+    return torch._C._dispatch_dump_table(op_name)
+
+
+def _shipped_tables() -> dict[str, str]:
+    """The dispatcher's kernel table of every allowed op, as PyTorch ships it, read when the worker starts
+    (before any candidate code): a Python kernel registered for an allowed op later changes its table."""
+    tables = {}
+    for name in ALLOWED_OPS:
+        packet = getattr(torch.ops.aten, name, None)
+        if packet is None:
+            continue
+        for overload in packet.overloads():
+            op_name = getattr(packet, overload).name()
+            tables[op_name] = _dispatch_table(op_name)
+    return tables
+
+
+_SHIPPED: dict[str, str] = {}
+
+
+def freeze_dispatch_tables() -> None:
+    """Read the allowed ops' kernel tables now: the worker calls this once its own imports are done and
+    before it imports any candidate."""
+    if not _SHIPPED:
+        _SHIPPED.update(_shipped_tables())
+
+
+def _kernels_as_shipped(func: Any) -> bool:
+    """The allowed op about to run still has PyTorch's own kernels (checked at the moment it runs, so a
+    Python implementation registered and removed again inside the call is seen too)."""
+    freeze_dispatch_tables()
+    op_name = func.name()
+    return _SHIPPED.get(op_name) == _dispatch_table(op_name)
+
+
 class PolicyMode(TorchDispatchMode):
     """Records every ATen op the candidate's code runs.
 
@@ -95,6 +131,10 @@ class PolicyMode(TorchDispatchMode):
         kwargs = kwargs or {}
         if _origin(sys._getframe(1), self.paused > 0):
             name = func.overloadpacket.__name__
+            if func.namespace != "aten":
+                name = f"{func.namespace}::{name}"  # a custom operator never passes as an allowed one
+            elif name in ALLOWED_OPS and not _kernels_as_shipped(func):
+                name = f"{name} (its implementation was replaced)"
             self.ops[name] += 1
             if name == "_to_copy" and args and isinstance(args[0], torch.Tensor):
                 dtype = kwargs.get("dtype")
@@ -165,3 +205,24 @@ class watching:
         self.mode.__exit__(*exc)
         self.reads.__exit__(*exc)
         _active.remove(self.mode)
+
+
+def _content(value: Any) -> Any:
+    """What a module global holds, for comparing: containers by content, everything else by identity."""
+    if isinstance(value, dict):
+        return ("dict", id(value), tuple(sorted((str(k), _content(v)) for k, v in value.items())))
+    if isinstance(value, list | set | frozenset | tuple):
+        items = sorted(map(repr, value)) if isinstance(value, set | frozenset) else list(map(_content, value))
+        return (type(value).__name__, id(value), tuple(items))
+    return ("id", id(value))
+
+
+def state() -> tuple[Any, ...]:
+    """Everything the policy's verdicts depend on: this module's globals (data included: the allowed-op
+    set, the limits, the kernel tables, the list of active watches) and its classes' methods. The worker
+    compares it before and after every candidate call, so rebinding or mutating any of it is seen."""
+    module = sys.modules[__name__]
+    names = sorted(n for n in vars(module) if not n.startswith("__"))
+    classes = (PolicyMode, HostReadMode, paused, watching)
+    return (tuple((n, _content(getattr(module, n))) for n in names),
+            tuple(tuple(sorted((k, id(v)) for k, v in vars(c).items())) for c in classes))
