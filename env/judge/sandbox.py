@@ -35,6 +35,7 @@ def defaults(device: str, mode: str) -> dict[str, Any]:
         "cgroup": True,
         "drop_uid": True,
         "audit": True,
+        "hide": hidden_from_workers(),
     }
     if not cpu_only:
         # On the H200 (2026-11-29, scripts/sandbox_probe.py) a CUDA worker under Landlock alone failed its
@@ -44,6 +45,15 @@ def defaults(device: str, mode: str) -> dict[str, Any]:
         config["off_reason"] = ("off on CUDA workers: under Landlock, CUDA failed to initialise on the H200 "
                                 "(scripts/sandbox_probe.py, 2026-11-29)")
     return config
+
+
+def hidden_from_workers() -> list[str]:
+    """Folders a worker never needs and a candidate must not read: the reference solutions. Each is
+    covered by an empty tmpfs in the worker's mount namespace (so also where Landlock is off) and closed
+    by Landlock where it is on."""
+    from warpgym.tasks.spec import SOLUTIONS_DIR
+
+    return [str(SOLUTIONS_DIR.resolve())]
 
 
 def _default_memory() -> int:

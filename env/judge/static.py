@@ -40,6 +40,16 @@ FORBIDDEN_OS = frozenset({"system", "popen", "fork", "forkpty", "kill", "killpg"
                           "execl", "execlp", "spawnl", "spawnv", "posix_spawn", "_exit", "setsid", "remove",
                           "unlink", "rmdir", "chdir"})
 TRITON_DECORATORS = ("jit", "autotune", "heuristics")
+TORCH_INTERNALS = ("torch._", "torch.ops", "torch.library", "torch.utils", "torch.autograd", "torch.profiler",
+                   "torch.from_dlpack", "torch.frombuffer", "torch.from_numpy", "torch.save", "torch.load",
+                   "torch.compile", "torch.jit", "torch.fx", "torch.export")
+"""Parts of torch a kernel wrapper never needs, named even without a call (``f = torch._C...`` then
+``f()``): custom operators, the profiler's switches, zero-copy and serialisation routes, compilers."""
+MODULE_DUNDERS = frozenset({"__file__", "__spec__", "__loader__", "__path__", "__package__", "__cached__"})
+"""Where a module lives on disk: a way from ``warpgym.loader`` to the judge's files and solutions."""
+HOST_VIEWS = frozenset({"__array_interface__", "__cuda_array_interface__", "__dlpack__", "__dlpack_device__",
+                        "from_dlpack", "frombuffer", "ctypeslib", "untyped_storage", "_typed_storage"})
+"""Zero-copy ways to hand tensor memory to NumPy or raw bytes, where host Python can compute on it."""
 NOT_IN_KERNELS = frozenset({"open", "getattr", "setattr", "delattr", "vars", "locals"}) | FORBIDDEN_BUILTINS
 """Builtins a @triton.jit body cannot mean: in the interpreter they would run as Python."""
 INTERPRETER_MARKERS = ("TRITON_INTERPRET", "triton.runtime.interpreter", "interpreter_builder",
@@ -219,12 +229,41 @@ class _Scanner(ast.NodeVisitor):
         if isinstance(node.value, str) and any(marker in node.value for marker in INTERPRETER_MARKERS):
             self.flag("interpreter-detection", f"the string {node.value[:60]!r} asks whether Triton's "
                       "interpreter runs the kernel; a candidate must compute the same way everywhere", node)
+        if isinstance(node.value, str) and node.value in HOST_VIEWS and not self._in_kernel:
+            self.flag("host-compute", f"the string {node.value!r} names a way to hand tensor memory to host "
+                      "Python; the arithmetic must run in a kernel", node)
         if isinstance(node.value, str) and node.value in INTROSPECTION and not self._in_kernel:
             self.flag("introspection", f"the string {node.value!r} names interpreter internals (frames, "
                       "globals, every class); candidates may not introspect the harness", node)
         self.generic_visit(node)
 
+    def _check_reference(self, node: ast.Attribute) -> bool:
+        """Flag a reference to the harness or to torch's internals; True when flagged (the chain's inner
+        attributes are then not looked at again)."""
+        full = self._resolve(node) or ""
+        if full.startswith("warpgym.") and not full.startswith("warpgym.loader") or \
+                full.startswith("warpgym.loader.") and node.attr.startswith("_"):
+            self.flag("forbidden-import", f"{full} reaches into the harness; a candidate may use only "
+                      "warpgym.loader's functions", node)
+            return True
+        if node.attr in HOST_VIEWS:
+            self.flag("host-compute", f".{node.attr} hands tensor memory to host Python; the arithmetic must "
+                      "run in a kernel", node)
+            return True
+        if node.attr in MODULE_DUNDERS:
+            self.flag("introspection", f".{node.attr} looks up where a module's files are; candidates may "
+                      "not read the harness's files", node)
+            return True
+        if full.startswith(TORCH_INTERNALS):
+            self.flag("torch-internals", f"{full} is not for a candidate (custom operators, the profiler, "
+                      "zero-copy and serialisation routes, compilers); host code may allocate, take views "
+                      "and launch kernels", node)
+            return True
+        return False
+
     def visit_Attribute(self, node: ast.Attribute) -> None:
+        if not self._in_kernel and self._check_reference(node):
+            return
         if node.attr in ("interpreter", "InterpretedFunction", "interpreter_builder"):
             self.flag("interpreter-detection", f".{node.attr} asks whether Triton's interpreter runs the "
                       "kernel; a candidate must compute the same way everywhere", node)

@@ -224,6 +224,21 @@ class Sandbox:
         else:
             self._no("disk", f"tmpfs over the private directory: {self._errno()}")
         self.mount_namespace = True
+        self._hide()
+
+    def _hide(self) -> None:
+        """An empty, read-only tmpfs over each folder the worker must not see (the reference solutions)."""
+        hidden, failed = [], []
+        for path in self.config.get("hide") or []:
+            if not os.path.isdir(path):
+                continue
+            flags = _MS_NOSUID | _MS_NODEV | _MS_RDONLY
+            ok = self._mount("warpgym-hidden", path, "tmpfs", flags, "size=4k,mode=0555")
+            (hidden if ok else failed).append(path)
+        if hidden:
+            self._ok("hidden", f"empty over {', '.join(hidden)} (the reference solutions)")
+        if failed:
+            self._no("hidden", f"could not cover {', '.join(failed)}: {self._errno()}")
 
     def _read_only_rest(self) -> bool:
         """Without Landlock: every mount but the private tmpfs, /dev, /proc and /sys becomes read-only."""
@@ -424,7 +439,8 @@ class Sandbox:
     def protected(self) -> list[str]:
         home = os.path.realpath(self.config.get("home") or "/root")
         extra = [os.path.realpath(p) for p in self.config.get("protect", [])]
-        found = [p for p in (*SECRET_DIRS, home, *extra) if os.path.exists(p) and p != "/"]
+        hidden = [os.path.realpath(p) for p in self.config.get("hide", [])]
+        found = [p for p in (*SECRET_DIRS, home, *extra, *hidden) if os.path.exists(p) and p != "/"]
         return sorted(set(found))
 
     def _fallback_filesystem(self) -> None:
