@@ -16,7 +16,9 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
-from warpgym.env.judge.evaluator import EvalOptions, Evaluator
+from warpgym.env.candidate import Candidate
+from warpgym.env.judge.evaluator import Evaluator
+from warpgym.env.judge.options import EvalOptions
 from warpgym.env.judge.result import STAGES, EvalResult
 from warpgym.tasks import Task, get_task
 
@@ -109,9 +111,10 @@ class KernelEnv(gym.Env[dict[str, Any], str]):
         self.last_result = None
         return self._obs(None), {"task_id": self.task.id, "statement": self.task.statement()}
 
-    def step(self, action: str) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
-        if not isinstance(action, str):
-            raise TypeError(f"an action is the candidate module's source text, not {type(action).__name__}")
+    def step(self, action: str | Candidate) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
+        if not isinstance(action, str | Candidate):
+            raise TypeError("an action is the candidate module's source text (or a Candidate with "
+                            f"attachments), not {type(action).__name__}")
         if self.turn >= self.max_turns:
             raise RuntimeError("the episode is over (max_turns reached); call reset()")
         self.turn += 1

@@ -221,12 +221,16 @@ class EvaluatorPool:
         self.evaluations = 0
         self.cache_hits = 0
 
-    def evaluate(self, task: Any, source: str, options: Any) -> Any:
+    def evaluate(self, task: Any, source: Any, options: Any) -> Any:
+        """The verdict on ``source`` (a module's source or a ``Candidate``): its attachments are part of
+        the cache key, since the module may read them."""
+        from warpgym.env.candidate import Candidate
+
         key = hashlib.sha256(
             json.dumps(
                 [
                     task.id,
-                    source,
+                    Candidate.of(source).to_dict(),
                     options.target,
                     list(options.shape_sets),
                     options.timing,

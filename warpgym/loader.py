@@ -7,9 +7,11 @@ modules at import is compiled, reported on and disassembled on any machine. Kern
 with torch tensors on the current PyTorch stream. Without a GPU a launch is checked (arguments,
 block, shared memory, cluster) and then refused with ``NoDeviceError``.
 
-This is the only part of warpgym a candidate may import.
+This is the only part of warpgym a candidate may import. ``attachment(name)`` reads a source file that
+travelled with the candidate (``warpgym.env.candidate.Candidate``).
 """
 
+from warpgym.env.toolchain.attachments import attachment
 from warpgym.env.toolchain.loader import (
     CompileError,
     Kernel,
@@ -26,5 +28,5 @@ from warpgym.env.toolchain.loader import (
 
 __all__ = [
     "CompileError", "Kernel", "LaunchError", "LoaderError", "Module", "NoDeviceError", "TensorMap",
-    "default_target", "load_cuda", "load_ptx", "tensor_map",
+    "attachment", "default_target", "load_cuda", "load_ptx", "tensor_map",
 ]
