@@ -25,13 +25,14 @@ from warpgym.env.registration import register_all as _register_all
 
 _EXPORTS = {
     "KernelEnv": "warpgym.env.environment", "RewardConfig": "warpgym.env.environment",
-    "make": "warpgym.env.environment", "Candidate": "warpgym.env.candidate",
+    "make": "warpgym.env.environment",
+    "EvalOptions": "warpgym.env.judge.options", "Limits": "warpgym.env.judge.options",
+    "Evaluator": "warpgym.env.judge.evaluator", "evaluate": "warpgym.env.judge.evaluator",
+    "Candidate": "warpgym.env.candidate", "CandidateError": "warpgym.env.candidate",
     "EpisodeOver": "warpgym.env.environment",
-    "EvalOptions": "warpgym.env.judge.evaluator", "Evaluator": "warpgym.env.judge.evaluator",
-    "Limits": "warpgym.env.judge.evaluator", "evaluate": "warpgym.env.judge.evaluator",
     "STAGES": "warpgym.env.judge.result", "CaseResult": "warpgym.env.judge.result",
     "EvalResult": "warpgym.env.judge.result", "KernelReport": "warpgym.env.judge.result",
-    "Timing": "warpgym.env.judge.result", "Violation": "warpgym.env.judge.result",
+    "Timing": "warpgym.env.judge.result", "Violation": "warpgym.env.protocol.violations",
 }
 
 __all__ = sorted(_EXPORTS)

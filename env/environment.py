@@ -31,7 +31,8 @@ from gymnasium.error import ResetNeeded
 from warpgym.env.candidate import Candidate
 from warpgym.env.evaluates import Evaluates
 from warpgym.env.judge import feedback as feedback_mod
-from warpgym.env.judge.evaluator import EvalOptions, Evaluator
+from warpgym.env.judge.evaluator import Evaluator
+from warpgym.env.judge.options import EvalOptions
 from warpgym.env.judge.result import STAGES, EvalResult, Violation
 from warpgym.env.maybe_space import Maybe
 from warpgym.env.registration import ENTRY_POINT, GENERIC_ID, gym_id

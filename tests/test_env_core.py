@@ -235,7 +235,7 @@ def test_worker_has_no_secrets_and_a_private_directory(monkeypatch):
 
 def test_worker_never_holds_reference_outputs(cpu_evaluator):
     # The worker only ever receives task ids, cases and seeds: no tensors travel to it.
-    from warpgym.env.judge import evaluator as evaluator_module
+    from warpgym.env.judge import channel as evaluator_module
 
     sent = []
     original = cpu_evaluator.run_worker.request
@@ -251,7 +251,7 @@ def test_worker_never_holds_reference_outputs(cpu_evaluator):
     finally:
         cpu_evaluator.run_worker.request = original
     assert sent and all("__tensor__" not in m for m in sent)
-    assert evaluator_module  # the module under test
+    assert evaluator_module  # the module that sends every request
 
 
 # ----------------------------------------------------------------------------- instructions
@@ -414,7 +414,7 @@ def test_each_torch_compile_baseline_gets_its_own_dynamo_cache():
     code object would run eager code under the name torch.compile."""
     import torch
     from torch._dynamo.utils import counters
-    from warpgym.env.judge.evaluator import _own_code
+    from warpgym.env.judge.baselines import own_code as _own_code
 
     def shared(x):
         return torch.nn.functional.gelu(x) * 2
@@ -431,14 +431,19 @@ def test_each_torch_compile_baseline_gets_its_own_dynamo_cache():
 def test_a_case_that_failed_after_timing_is_run_again_cold_to_tell_cheating_from_a_wrong_answer():
     # The bench case is checked only after the timing loop; a kernel wrong there from its first call
     # (the "subtracts" candidate stands in for one) is a wrong answer, not the "inconsistent" violation.
+    from warpgym.env.judge import bench
+    from warpgym.env.judge.plan import Check
+
     case = ADD.cases("dev")[0]
-    item = ("dev", case, 7, "uniform", False)
+    item = Check("dev", case, 7, "uniform")
     wrong = ADD_SRC.replace("x + y, mask=mask", "x - y, mask=mask", 1)
     assert wrong != ADD_SRC
     with Evaluator("cpu") as evaluator:
         for source, right in ((ADD_SRC, True), (wrong, False)):
             result = evaluator.evaluate(ADD, source, DEV)
             assert result.correct is right
-            first_worker = evaluator._worker_pid()
-            assert evaluator._right_when_cold(ADD, item, result) is right
-            assert evaluator._worker_pid() != first_worker, "the case ran again in a new worker"
+            first_worker = evaluator.run_worker.proc.pid
+            evaluation = evaluator.evaluation(ADD, source, DEV)
+            evaluation.result = result
+            assert bench.right_when_cold(evaluation, item) is right
+            assert evaluator.run_worker.proc.pid != first_worker, "the case ran again in a new worker"

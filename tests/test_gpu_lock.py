@@ -16,7 +16,10 @@ from warpgym.env.common.timing import (
     calls_within_budget,
     gpu_lock,
 )
-from warpgym.env.judge.result import CaseResult, EvalResult, Violation
+from warpgym.env.judge import bench
+from warpgym.env.judge.plan import BENCH_DISTRIBUTION, Check
+from warpgym.env.judge.result import CaseResult, Violation
+from warpgym.env.protocol.messages import RunReply
 from warpgym.tasks import get_task
 
 
@@ -185,10 +188,11 @@ def test_a_bench_phase_out_of_memory_runs_again_alone_and_only_then_is_a_verdict
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     evaluator = Evaluator("cpu")
     evaluator.run_worker = worker = _OutOfMemoryWorker(tmp_path)
-    result = EvalResult(task="math/add", target="sm_90a", device="cpu")
+    evaluation = evaluator.evaluation(get_task("math/add"), "", EvalOptions(device="cpu"))
+    result = evaluation.result
     result.correct = True
     result.suspicious.append("kept: found before the bench phase")
-    evaluator._timing(get_task("math/add"), EvalOptions(device="cpu"), result)
+    bench.timing(evaluation)
     assert worker.free_slots == [1, 0], "first beside another phase (one slot), then alone (none left)"
     assert result.correct is False and result.runtime_error.startswith("timing: torch.OutOfMemoryError")
     assert result.suspicious == ["kept: found before the bench phase"]
@@ -200,7 +204,8 @@ def test_a_phase_that_fits_alone_keeps_nothing_of_the_attempt_that_did_not(tmp_p
     evaluator = Evaluator("cpu")
     attempts = []
 
-    def bench_cases(task, options, result, alone):
+    def bench_cases(evaluation, alone):
+        result = evaluation.result
         attempts.append(alone)
         result.violations.append(Violation("inconsistent", "from the attempt that ran out of memory"))
         if not alone:
@@ -208,10 +213,11 @@ def test_a_phase_that_fits_alone_keeps_nothing_of_the_attempt_that_did_not(tmp_p
         result.violations.pop()
         result.speedup = {"eager": 1.5}
 
-    monkeypatch.setattr(evaluator, "_bench_cases", bench_cases)
-    result = EvalResult(task="math/add", target="sm_90a", device="cpu")
+    monkeypatch.setattr(bench, "bench_cases", bench_cases)
+    evaluation = evaluator.evaluation(get_task("math/add"), "", EvalOptions(device="cpu"))
+    result = evaluation.result
     result.correct = True
-    evaluator._timing(get_task("math/add"), EvalOptions(device="cpu"), result)
+    bench.timing(evaluation)
     assert attempts == [False, True]
     assert result.correct is True and result.runtime_error is None and result.violations == []
     assert result.speedup == {"eager": 1.5}
@@ -232,57 +238,60 @@ def test_a_bench_check_without_timing_takes_a_slot_and_again_alone_after_running
     evaluator = Evaluator("cpu")
     free_slots: list[int] = []
     harness_oom = torch.OutOfMemoryError("CUDA out of memory")
-    worker_oom = {"ok": False, "error": "torch.OutOfMemoryError: CUDA out of memory"}
-    outcomes = [harness_oom, harness_oom, worker_oom, {"ok": True}, {"ok": True}]
+    worker_oom = RunReply(ok=False, error="torch.OutOfMemoryError: CUDA out of memory")
+    fits = RunReply(ok=True, outputs=[])
+    outcomes = [harness_oom, harness_oom, worker_oom, fits, fits]
 
-    def run(task, item, result):
+    def run(check):
         free_slots.append(_free_slots(tmp_path))
         outcome = outcomes.pop(0)
         if isinstance(outcome, Exception):
             raise outcome  # the harness's float64 reference at a bench shape
         return outcome
 
-    monkeypatch.setattr(evaluator, "_run", run)
-    monkeypatch.setattr(evaluator, "_judge", lambda task, item, reply, result: "judged")
-    item = ("bench", {"n": 1}, 0, "uniform", None)
-    result = EvalResult(task="math/add", target="sm_90a", device="cpu")
-    task = get_task("math/add")
+    evaluation = evaluator.evaluation(get_task("math/add"), "", EvalOptions(device="cpu"))
+    monkeypatch.setattr(evaluation, "run", run)
+    monkeypatch.setattr(evaluation, "judge", lambda check, reply: "judged")
+    item = Check("bench", {"n": 1}, 0, "uniform")
     with pytest.raises(torch.OutOfMemoryError):  # alone too: the harness's error, not the candidate's
-        evaluator._bench_check(task, item, result)
+        bench.bench_check(evaluation, item)
     assert free_slots == [1, 0], "first beside another phase (one slot), then alone (none left)"
-    assert evaluator._bench_check(task, item, result) == ({"ok": True}, "judged")
+    assert bench.bench_check(evaluation, item) == (fits, "judged")
     assert free_slots[2:] == [1, 0], "the worker out of memory beside another phase: again, alone"
-    assert evaluator._bench_check(task, item, result) == ({"ok": True}, "judged")
+    assert bench.bench_check(evaluation, item) == (fits, "judged")
     assert free_slots[4:] == [1], "a check that fits runs once, in one slot"
     assert _free_slots(tmp_path) == 2
 
 
 def test_bench_cases_are_checked_once_each_on_the_distribution_of_the_check_after_timing():
-    from warpgym.env.judge.evaluator import BENCH_DISTRIBUTION
+    from warpgym.env.judge.plan import plan
 
     task = get_task("fusion/attention-gqa")
-    plan = Evaluator("cpu")._plan(task, EvalOptions(device="cpu", shape_sets=("heldout", "bench")))
-    bench = [p for p in plan if p[0] == "bench"]
-    assert [p[1] for p in bench] == task.cases("bench")
-    assert {p[3] for p in bench} == {BENCH_DISTRIBUTION}
-    assert "outliers" in {p[3] for p in plan if p[0] == "heldout"}
+    checks = plan(task, EvalOptions(device="cpu", shape_sets=("heldout", "bench")), "cpu")
+    on_bench = [c for c in checks if c.shape_set == "bench"]
+    assert [c.case for c in on_bench] == task.cases("bench")
+    assert {c.distribution for c in on_bench} == {BENCH_DISTRIBUTION}
+    assert "outliers" in {c.distribution for c in checks if c.shape_set == "heldout"}
 
 
 def test_the_late_recheck_never_computes_a_bench_reference_to_find_the_smallest_case(monkeypatch):
-    evaluator = Evaluator("cpu")
+    from warpgym.env.judge.correctness import late_recheck
+    from warpgym.env.judge.plan import plan
+
     task = get_task("math/add")
-    sized: list[str] = []
+    options = EvalOptions(device="cpu", shape_sets=("dev", "bench"))
+    evaluation = Evaluator("cpu").evaluation(task, "", options)
+    sized: list[dict] = []
 
-    def reference(task, case, seed, dist):
-        sized.append(case)
-        return None, [torch.empty(case["n"] if "n" in case else 1)]
+    def reference(check):
+        sized.append(check.case)
+        return None, [torch.empty(check.case["n"] if "n" in check.case else 1)]
 
-    monkeypatch.setattr(evaluator, "reference", reference)
-    monkeypatch.setattr(evaluator, "_run", lambda task, item, result: {"ok": True})
-    judged: list[tuple] = []
-    monkeypatch.setattr(evaluator, "_judge", lambda task, item, reply, result: judged.append(item) or
-                        CaseResult(item[0], item[1], item[2], item[3], True))
-    plan = evaluator._plan(task, EvalOptions(device="cpu", shape_sets=("dev", "bench")))
-    evaluator._late_recheck(task, plan, EvalResult(task=task.id, target="sm_90a", device="cpu"))
+    monkeypatch.setattr(evaluation, "reference", reference)
+    monkeypatch.setattr(evaluation, "run", lambda check: RunReply(ok=True, outputs=[]))
+    judged: list[Check] = []
+    monkeypatch.setattr(evaluation, "judge", lambda check, reply: judged.append(check) or
+                        CaseResult(check.shape_set, check.case, check.seed, check.distribution, True))
+    late_recheck(evaluation, plan(task, options, "cpu"))
     assert sized and all(case in task.cases("dev") for case in sized)
-    assert {item[0] for item in judged} == {"dev"}
+    assert {check.shape_set for check in judged} == {"dev"}

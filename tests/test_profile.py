@@ -131,7 +131,6 @@ def _judge(monkeypatch, kernels: list[profile.KernelProfile]) -> EvalResult:
     """The instruction stage as on a GPU, with Nsight Compute's answer given."""
     task = get_task("ptx/gemm-bf16")
     evaluator = Evaluator("cpu")
-    evaluator.device = "cuda"  # pretend: only the profile call would touch the GPU, and it is replaced
     seen = {}
 
     def fake_profile(task_id, source, case, **kwargs):
@@ -141,7 +140,12 @@ def _judge(monkeypatch, kernels: list[profile.KernelProfile]) -> EvalResult:
     monkeypatch.setattr(profile, "profile_candidate", fake_profile)
     result = EvalResult(task=task.id, target="sm_90a", device="H200")
     result.kernels = [_kernel("gemm", 4)]
-    evaluator._instructions(task, EvalOptions(), result)
+    from warpgym.env.judge import inspection
+
+    evaluation = evaluator.evaluation(task, "", EvalOptions())
+    evaluation.device = "cuda"  # pretend: only the profile call would touch the GPU, and it is replaced
+    evaluation.result = result
+    inspection.instructions(evaluation)
     assert seen["task"] == task.id and seen["kernels"] == ["gemm"]
     return result
 

@@ -163,9 +163,11 @@ def test_a_placeholder_reference_is_never_timed_as_a_baseline(tmp_path, monkeypa
     judged_by_check = [t for t in all_tasks() if t.check is not None]
     assert len(judged_by_check) == 7
     for task in judged_by_check:
-        assert evaluator._baseline_times(task, task.cases("dev")[0], EvalOptions(device="cpu")) == {}
+        evaluation = evaluator.evaluation(task, "", EvalOptions(device="cpu"))
+        assert evaluation.baseline_times(task.cases("dev")[0]) == {}
     assert timed == []
     add = get_task("math/add")
-    assert set(evaluator._baseline_times(add, add.cases("dev")[0], EvalOptions(device="cpu"))) == \
+    evaluation = evaluator.evaluation(add, "", EvalOptions(device="cpu"))
+    assert set(evaluation.baseline_times(add.cases("dev")[0])) == \
         {"eager", "torch.compile"}
     assert len(timed) == 2

@@ -15,19 +15,6 @@ import torch
 from warpgym.tasks import Task
 
 
-def raw_bytes(t: torch.Tensor) -> torch.Tensor:
-    """The tensor's bytes in row-major order (a plain ``.contiguous()`` keeps odd strides on size-1
-    dimensions, which ``view(torch.uint8)`` rejects)."""
-    return t.detach().clone(memory_format=torch.contiguous_format).reshape(-1).view(torch.uint8)
-
-
-def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Bit-for-bit equality (NaN payloads included), for "same inputs, same output" checks."""
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    return a.numel() == 0 or bool(torch.equal(raw_bytes(a), raw_bytes(b)))
-
-
 def compare_outputs(outputs: list[Any], expected: list[Any], meta: list[Any], task: Task) -> dict[str, Any]:
     """Fields of a ``CaseResult`` (all but the case's identity)."""
     if len(outputs) != len(expected):

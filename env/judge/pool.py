@@ -27,6 +27,7 @@ from typing import Any
 from warpgym.env.common.device import physical_gpu
 from warpgym.env.judge import sandbox as sandbox_mod
 from warpgym.env.protocol import wire
+from warpgym.env.protocol.violations import violation
 
 WORKER_ENV_NAMES = frozenset({
     "PATH", "LANG", "LANGUAGE", "TZ", "TERM", "PYTHONPATH", "PYTHONHASHSEED", "PYTHONIOENCODING",
@@ -212,10 +213,11 @@ class Worker:
             said = f": {tail}" if tail else ""
             raise WorkerError("crash", f"the worker process died ({how}){said}") from exc
 
-    def _forged(self, message: str) -> None:
-        self.incidents.append(["forged-reply", message])
+    def _forged(self, detail: str) -> None:
+        found = violation("forged-reply", detail=detail)
+        self.incidents.append([found.code, found.message])
         self.kill()
-        raise WorkerError("protocol", message)
+        raise WorkerError("protocol", found.message)
 
     def take_incidents(self) -> list[list[str]]:
         out, self.incidents = self.incidents, []

@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -271,12 +271,14 @@ def _run_driver(
     timeout: float,
     extra_env: dict[str, str] | None = None,
     device: str = "cuda",
+    attachments: Mapping[str, str] | None = None,
 ) -> tuple[subprocess.CompletedProcess[str], list[str], float]:
     from warpgym.env.judge.pool import clean_environment
 
     with tempfile.TemporaryDirectory(prefix="warpgym-profile-") as tmp:
         workdir = Path(tmp)
         (workdir / "candidate.py").write_text(source)
+        (workdir / "attachments.json").write_text(json.dumps(dict(attachments or {})))
         cfg = {
             "path": str(workdir / "candidate.py"),
             "task": task_id,
@@ -284,6 +286,7 @@ def _run_driver(
             "seed": seed,
             "distribution": distribution,
             "target": target,
+            "attachments": str(workdir / "attachments.json"),
         }
         env = clean_environment(device, "run", workdir)  # cuda:N pins the driver to GPU N
         env.update(extra_env or {})
@@ -319,6 +322,7 @@ def profile_candidate(
     kernels: Iterable[str] = (),
     timeout: float = 600.0,
     device: str = "cuda",
+    attachments: Mapping[str, str] | None = None,
 ) -> Profile:
     """Run the candidate once under Nsight Compute and count what each of its kernels executed.
 
@@ -350,7 +354,7 @@ def profile_candidate(
     if flt:
         tool[1:1] = ["--kernel-name", flt]
     proc, cmd, seconds = _run_driver(tool, task_id, source, case, seed, distribution, target, timeout,
-                                     device=device)
+                                     device=device, attachments=attachments)
     log = (proc.stderr or "")[-3000:]
     dump = os.environ.get("WARPGYM_NCU_DUMP")
     if dump:  # a folder: keep ncu's raw output (parser fixtures, debugging)
@@ -379,6 +383,7 @@ def memcheck_candidate(
     target: str = "sm_90a",
     timeout: float = 600.0,
     device: str = "cuda",
+    attachments: Mapping[str, str] | None = None,
 ) -> MemcheckReport:
     """Run the candidate once under compute-sanitizer memcheck; its findings are the feedback."""
     tool_path = sanitizer_path()
@@ -408,6 +413,7 @@ def memcheck_candidate(
         timeout,
         extra_env={"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"},
         device=device,
+        attachments=attachments,
     )
     report = parse_memcheck(proc.stdout + "\n" + proc.stderr)
     if report.errors < 0:

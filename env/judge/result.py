@@ -9,16 +9,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from warpgym.env.protocol.violations import Violation
+
+__all__ = ["STAGES", "CaseResult", "EvalResult", "KernelReport", "Timing", "Violation"]
+
 STAGES = ("static", "compile", "correctness", "instructions", "timing", "done")
-
-
-@dataclass
-class Violation:
-    """A policy or cheating finding. ``code`` is stable; ``message`` is for people."""
-
-    code: str
-    message: str
-    line: int | None = None
 
 
 @dataclass

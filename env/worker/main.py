@@ -16,6 +16,7 @@ import os
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -25,9 +26,11 @@ if MODE == "run" and os.environ.get("WARPGYM_DEVICE", "cpu") == "cpu":
     os.environ["TRITON_INTERPRET"] = "1"
 
 import torch  # noqa: E402
+from warpgym.env.common.bits import same_bits  # noqa: E402
 from warpgym.env.common.device import release_cached_memory  # noqa: E402
-from warpgym.env.judge.compare import same_bits  # noqa: E402
+from warpgym.env.protocol import messages as m  # noqa: E402
 from warpgym.env.protocol import wire  # noqa: E402
+from warpgym.env.protocol.violations import message  # noqa: E402
 from warpgym.env.toolchain import loader  # noqa: E402
 from warpgym.env.worker import audit as sandbox_layer  # noqa: E402
 from warpgym.env.worker import policy  # noqa: E402
@@ -105,11 +108,23 @@ def _fresh_directory() -> None:
             entry.unlink(missing_ok=True)
 
 
-def op_load(state: State, msg: dict[str, Any]) -> dict[str, Any]:
+def _install_attachments(attachments: dict[str, str]) -> None:
+    """The candidate's attachments, readable by name (``warpgym.loader.attachment``) once it imports."""
+    try:
+        from warpgym.env.toolchain import attachments as store
+    except ImportError:  # a toolchain without attachments: a candidate that carries none loses nothing
+        if attachments:
+            raise
+        return
+    store.install(attachments)
+
+
+def op_load(state: State, msg: m.LoadRequest) -> m.LoadReply:
     _fresh_directory()
     state.loads += 1
     path = Path.cwd() / f"candidate_{state.loads}.py"
-    path.write_text(msg["source"])
+    path.write_text(msg.source)
+    _install_attachments(msg.attachments)
     name = f"warpgym_candidate_{state.loads}"
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
@@ -117,32 +132,30 @@ def op_load(state: State, msg: dict[str, Any]) -> dict[str, Any]:
     sys.modules[name] = module
     state.module_path = path
     loader.REGISTRY.clear()  # the modules this candidate builds, not the last one's
-    loader.set_default_target(msg.get("target"))
+    loader.set_default_target(msg.target)
     try:
         spec.loader.exec_module(module)
     except BaseException as exc:  # noqa: BLE001 - the candidate's failure is the answer
-        return {"ok": False, "kind": "import", "error": _trim_traceback(exc, path)}
+        return m.LoadReply(ok=False, kind="import", error=_trim_traceback(exc, path))
     state.module = module
-    entry = getattr(module, msg["entrypoint"], None)
-    if msg.get("mode") == "compile":
-        return {"ok": True}
+    entry = getattr(module, msg.entrypoint, None)
+    if msg.mode == "compile":
+        return m.LoadReply(ok=True)
     if entry is None or not callable(entry):
-        return {"ok": False, "kind": "entrypoint",
-                "error": f"the module defines no function {msg['entrypoint']!r} (the task's entrypoint)"}
+        return m.LoadReply(ok=False, kind="missing-entrypoint",
+                           error=message("missing-entrypoint", name=msg.entrypoint))
     try:
         params = list(inspect.signature(entry).parameters)
     except (TypeError, ValueError):
         params = []
-    expected = msg.get("params") or []
-    if params[: len(expected)] != expected:
-        return {"ok": False, "kind": "signature",
-                "error": f"{msg['entrypoint']} takes ({', '.join(params)}); the task passes "
-                         f"({', '.join(expected)})"}
+    if params[: len(msg.params)] != msg.params:
+        return m.LoadReply(ok=False, kind="signature", error=message(
+            "signature", name=msg.entrypoint, got=", ".join(params), expected=", ".join(msg.params)))
     state.entry = entry
     triton_support.RECORDER.launches.clear()
     triton_support.RECORDER.jit_kernels.clear()
     triton_support.RECORDER.count = 0
-    return {"ok": True, "tampered": tampered()}
+    return m.LoadReply(ok=True, tampered=tampered())
 
 
 def _snapshot(inputs: dict[str, Any]) -> dict[str, torch.Tensor]:
@@ -181,13 +194,13 @@ def _synchronize(device: str) -> None:
         _PRISTINE["torch.cuda.synchronize"]()
 
 
-def op_run(state: State, msg: dict[str, Any]) -> dict[str, Any]:
-    task = get_task(msg["task"])
+def op_run(state: State, msg: m.RunRequest) -> m.RunReply:
+    task = get_task(msg.task)
     device = state.device
-    inputs = task.make_inputs(msg["case"], Sampler(msg["seed"], msg["distribution"], device))
+    inputs = task.make_inputs(msg.case, Sampler(msg.seed, msg.distribution, device))
     inputs, guards = _guarded(inputs)
     before = _snapshot(inputs)
-    poison(device, msg.get("poison_bytes", 1 << 24))
+    poison(device, msg.poison_bytes)
     launches_before = triton_support.RECORDER.count
     loader_before = loader.REGISTRY.launch_count
     triton_support.RECORDER.storages.clear()
@@ -201,36 +214,34 @@ def op_run(state: State, msg: dict[str, Any]) -> dict[str, Any]:
         except BaseException as exc:  # noqa: BLE001
             kind = "compile" if _is_compile_error(exc) else "runtime"
             text = _trim_traceback(exc, state.module_path)
-            return {"ok": False, "kind": kind, "error": text,
-                    "cuda_error": "CUDA" in text or "cuda" in type(exc).__name__.lower(),
-                    "forbidden_ops": mode.forbidden()}
+            return m.RunReply(ok=False, kind=kind, error=text, forbidden_ops=mode.forbidden(),
+                              cuda_error="CUDA" in text or "cuda" in type(exc).__name__.lower())
     seconds = time.perf_counter() - started
     mutated = [k for k, v in before.items() if not same_bits(v, inputs[k])]
     outputs = sequence(result)
     bad_types = [type(o).__name__ for o in outputs if type(o) is not torch.Tensor]
     if bad_types:
-        return {"ok": False, "kind": "output", "forbidden_ops": mode.forbidden(),
-                "error": f"the entrypoint returned {', '.join(bad_types)}; it must return plain torch.Tensor "
-                         "objects (no subclasses, no lazy wrappers)"}
+        return m.RunReply(ok=False, kind="output", forbidden_ops=mode.forbidden(),
+                          error=message("output-type", types=", ".join(bad_types)))
     size = sum(o.numel() * o.element_size() for o in outputs)
-    if size > msg.get("max_output_bytes", math.inf):
-        return {"ok": False, "kind": "runtime", "forbidden_ops": mode.forbidden(),
-                "error": f"the entrypoint returned {size} bytes of outputs, far more than the task's outputs "
-                         f"hold; they were not sent back"}
-    return {
-        "ok": True,
-        "outputs": [o.detach().to("cpu", copy=True) for o in outputs],
-        "launches": triton_support.RECORDER.count - launches_before,
-        "loader_launches": loader.REGISTRY.launch_count - loader_before,
-        "forbidden_ops": mode.forbidden(),
-        "mutated": mutated,
-        "tampered": tampered(),
-        "seconds": seconds,
-        "background": lingering,
-        "unwritten": _unwritten(outputs),
-        "out_of_bounds": [name for name, (buf, lo, hi) in guards.items() if not _guard_intact(buf, lo, hi)],
-        "scrub_error": _scrub_error(device),
-    }
+    if size > (msg.max_output_bytes if msg.max_output_bytes is not None else math.inf):
+        return m.RunReply(ok=False, kind="runtime", forbidden_ops=mode.forbidden(),
+                          error=f"the entrypoint returned {size} bytes of outputs, far more than the task's "
+                                "outputs hold; they were not sent back")
+    return m.RunReply(
+        ok=True,
+        outputs=[o.detach().to("cpu", copy=True) for o in outputs],
+        launches=triton_support.RECORDER.count - launches_before,
+        loader_launches=loader.REGISTRY.launch_count - loader_before,
+        forbidden_ops=mode.forbidden(),
+        mutated=mutated,
+        tampered=tampered(),
+        seconds=seconds,
+        background=lingering,
+        unwritten=_unwritten(outputs),
+        out_of_bounds=[name for name, (buf, lo, hi) in guards.items() if not _guard_intact(buf, lo, hi)],
+        scrub_error=_scrub_error(device),
+    )
 
 
 GUARD_BYTES = 4096
@@ -272,64 +283,71 @@ def _unwritten(outputs: Any) -> list[int]:
             and o.untyped_storage().data_ptr() not in seen]
 
 
-def op_specs(state: State, msg: dict[str, Any]) -> dict[str, Any]:
-    specs, errors = triton_support.unique_specs(triton_support.RECORDER.launches, msg["targets"])
-    return {"ok": True, "specs": specs, "errors": errors}
+def op_specs(state: State, msg: m.SpecsRequest) -> m.SpecsReply:
+    specs, errors = triton_support.unique_specs(triton_support.RECORDER.launches, msg.targets)
+    return m.SpecsReply(ok=True, specs=specs, errors=errors)
 
 
-def op_jit_kernels(state: State, msg: dict[str, Any]) -> dict[str, Any]:
+def op_jit_kernels(state: State, msg: m.JitKernelsRequest) -> m.KernelsReply:
     """The kernels Triton's JIT compiled for this GPU since the candidate was loaded."""
-    return {"ok": True, "kernels": list(triton_support.RECORDER.jit_kernels.values())}
+    kernels = list(triton_support.RECORDER.jit_kernels.values())
+    return m.KernelsReply.model_validate({"ok": True, "kernels": kernels})
 
 
-def op_compile(state: State, msg: dict[str, Any]) -> dict[str, Any]:
+def op_compile(state: State, msg: m.CompileRequest) -> m.KernelsReply:
     triton_support.ensure_not_interpreting()
-    return {"ok": True, "kernels": [triton_support.compile_spec(state.module, s) for s in msg["specs"]]}
+    kernels = [triton_support.compile_spec(state.module, s) for s in msg.specs]
+    return m.KernelsReply.model_validate({"ok": True, "kernels": kernels})
 
 
-def op_modules(state: State, msg: dict[str, Any]) -> dict[str, Any]:
+def op_modules(state: State, msg: m.ModulesRequest) -> m.ModulesReply:
     """Every module the candidate built through the loader, with its compiler report and counts."""
-    return {"ok": True, "modules": loader.modules_report(), "launches": loader.REGISTRY.launch_count}
+    return m.ModulesReply.model_validate({"ok": True, "modules": loader.modules_report(),
+                                          "launches": loader.REGISTRY.launch_count})
 
 
-def op_dry_run(state: State, msg: dict[str, Any]) -> dict[str, Any]:
+def op_dry_run(state: State, msg: m.DryRunRequest) -> m.DryRunReply:
     """Without a GPU: call the entrypoint on CPU tensors until its first kernel launch.
 
     Modules the candidate builds lazily get compiled and reported, and that launch is checked
     (arguments, block, shared memory, cluster) before the loader refuses it (NoDeviceError).
     """
-    task = get_task(msg["task"])
-    inputs = task.make_inputs(msg["case"], Sampler(msg["seed"], msg["distribution"], "cpu"))
+    task = get_task(msg.task)
+    inputs = task.make_inputs(msg.case, Sampler(msg.seed, msg.distribution, "cpu"))
     with policy.watching() as mode:
         try:
             state.entry(**inputs)
         except loader.NoDeviceError:
-            return {"ok": True, "reached_launch": True, "forbidden_ops": mode.forbidden()}
+            return m.DryRunReply(ok=True, reached_launch=True, forbidden_ops=mode.forbidden())
         except loader.LoaderError as exc:
-            return {"ok": False, "kind": "compile" if isinstance(exc, loader.CompileError) else "launch",
-                    "error": _trim_traceback(exc, state.module_path), "forbidden_ops": mode.forbidden()}
+            kind = "compile" if isinstance(exc, loader.CompileError) else "launch"
+            return m.DryRunReply(ok=False, kind=kind, error=_trim_traceback(exc, state.module_path),
+                                 forbidden_ops=mode.forbidden())
         except BaseException as exc:  # noqa: BLE001 - reported, not fatal: CPU tensors may be the cause
-            return {"ok": False, "kind": "host", "error": _trim_traceback(exc, state.module_path),
-                    "forbidden_ops": mode.forbidden()}
-    return {"ok": True, "reached_launch": False, "forbidden_ops": mode.forbidden()}
+            return m.DryRunReply(ok=False, kind="host", error=_trim_traceback(exc, state.module_path),
+                                 forbidden_ops=mode.forbidden())
+    return m.DryRunReply(ok=True, reached_launch=False, forbidden_ops=mode.forbidden())
 
 
-def op_time(state: State, msg: dict[str, Any]) -> dict[str, Any]:
+def op_time(state: State, msg: m.TimeRequest) -> m.TimeReply:
     from warpgym.env.common.timing import time_callable
 
-    task = get_task(msg["task"])
-    input_sets = [task.make_inputs(msg["case"], Sampler(seed, "normal", state.device))
-                  for seed in msg["seeds"]]
+    task = get_task(msg.task)
+    input_sets = [task.make_inputs(msg.case, Sampler(seed, "normal", state.device)) for seed in msg.seeds]
     with triton_support.RECORDER.unrecorded(), policy.watching() as mode:
-        stats = time_callable(state.entry, input_sets, warmup=msg["warmup"], reps=msg["reps"],
+        stats = time_callable(state.entry, input_sets, warmup=msg.warmup, reps=msg.reps,
                               event_cls=_PRISTINE["torch.cuda.Event"],
                               synchronize=_PRISTINE["torch.cuda.synchronize"])
-    return {"ok": True, **stats, "forbidden_ops": mode.forbidden(), "tampered": tampered()}
+    return m.TimeReply(ok=True, **stats, forbidden_ops=mode.forbidden(), tampered=tampered())
 
 
-HANDLERS = {"jit_kernels": op_jit_kernels, "load": op_load, "run": op_run, "specs": op_specs,
-            "compile": op_compile, "time": op_time, "modules": op_modules, "dry_run": op_dry_run,
-            "ping": lambda state, msg: {"ok": True, "pid": os.getpid(), "tampered": tampered()}}
+def op_ping(state: State, msg: m.PingRequest) -> m.PingReply:
+    return m.PingReply(ok=True, pid=os.getpid(), tampered=tampered())
+
+
+HANDLERS: dict[str, Callable[[State, Any], m.Reply]] = {
+    "jit_kernels": op_jit_kernels, "load": op_load, "run": op_run, "specs": op_specs, "compile": op_compile,
+    "time": op_time, "modules": op_modules, "dry_run": op_dry_run, "ping": op_ping}
 
 
 def main() -> None:
@@ -344,9 +362,12 @@ def main() -> None:
         except (EOFError, OSError):
             return
         try:
-            reply = HANDLERS[msg["op"]](state, msg)
+            request = m.parse_request(msg)
+            reply = HANDLERS[request.op](state, request).wire()
         except BaseException as exc:  # noqa: BLE001 - never let one request kill the loop silently
             reply = {"ok": False, "kind": "internal", "error": _trim_traceback(exc, state.module_path)}
+        if not isinstance(msg, dict):
+            msg = {}
         sys.stdout.flush()
         sys.stderr.flush()
         try:
@@ -377,7 +398,8 @@ def _guarded_namespaces() -> dict[str, Any]:
         "torch.cuda.Event": torch.cuda.Event, "torch.cuda.Stream": torch.cuda.Stream,
         "Connection": connection.Connection, "warpgym.env.worker.main": sys.modules[__name__],
         "warpgym.env.worker.main.HANDLERS": HANDLERS, "warpgym.env.worker.main._PRISTINE": _PRISTINE,
-        "warpgym.env.protocol.wire": wire, "warpgym.env.worker.policy": policy,
+        "warpgym.env.protocol.wire": wire, "warpgym.env.protocol.messages": m,
+        "warpgym.env.worker.policy": policy,
         "warpgym.env.common.timing": timing,
         "warpgym.env.worker.triton_launches": triton_support, "warpgym.env.worker.sandbox": sandbox_layer,
         "LaunchRecorder": triton_support.LaunchRecorder, "PolicyMode": policy.PolicyMode,

@@ -20,10 +20,12 @@ DONE = "warpgym-driver: done"
 def run(cfg: dict[str, Any]) -> None:
     """Import the candidate for the target, build the case's inputs on the GPU, call the entrypoint once."""
     import torch
-    from warpgym.env.toolchain import loader
+    from warpgym.env.toolchain import attachments, loader
     from warpgym.tasks import Sampler, get_task
 
     loader.set_default_target(cfg["target"])
+    with open(cfg["attachments"]) as f:
+        attachments.install(json.load(f))
     spec = importlib.util.spec_from_file_location("warpgym_candidate", cfg["path"])
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -276,9 +276,10 @@ def test_speedups_past_the_roofline_or_the_vendor_library_are_flagged(monkeypatc
     """The timing stage's sanity checks, driven with a faked GPU reply (the real run is in tests/gpu): a
     time no device could achieve, or one far below the vendor library's, is reported as suspicious."""
     from warpgym.env.common.device import KNOWN_CEILINGS
-    from warpgym.env.judge import evaluator as evaluator_mod
-    from warpgym.env.judge import feedback
+    from warpgym.env.judge import bench, feedback
+    from warpgym.env.judge.evaluator import Evaluator
     from warpgym.env.judge.result import CaseResult, EvalResult
+    from warpgym.env.protocol.messages import RunReply
     from warpgym.tasks import get_task
 
     class FakeGPUWorker:
@@ -303,16 +304,20 @@ def test_speedups_past_the_roofline_or_the_vendor_library_are_flagged(monkeypatc
             pass
 
     task = get_task("math/add")
-    evaluator = evaluator_mod.Evaluator("cpu")
+    evaluator = Evaluator("cpu")
     evaluator.run_worker = FakeGPUWorker()
-    monkeypatch.setattr(evaluator, "_run", lambda task, item, result: {"ok": True})
-    monkeypatch.setattr(evaluator, "_judge", lambda task, item, reply, result: CaseResult(*item[:4], True))
+    evaluation = evaluator.evaluation(task, task.solution_source(), EvalOptions(device="cpu"))
+    monkeypatch.setattr(evaluation, "run", lambda check: RunReply(ok=True, outputs=[]))
     monkeypatch.setattr(
-        evaluator, "_baseline_times", lambda task, case, options, alone=True: {"eager": 1.0, "vendor": 0.9}
+        evaluation,
+        "judge",
+        lambda check, reply: CaseResult(check.shape_set, check.case, check.seed, check.distribution, True),
     )
-    monkeypatch.setattr(evaluator_mod, "ceilings_for", lambda device: KNOWN_CEILINGS["H200"])
+    monkeypatch.setattr(evaluation, "baseline_times", lambda case, alone=True: {"eager": 1.0, "vendor": 0.9})
+    monkeypatch.setattr(bench, "ceilings_for", lambda device: KNOWN_CEILINGS["H200"])
     result = EvalResult(task=task.id, target="sm_90a", device="NVIDIA H200", correct=True, compiled=True)
-    evaluator._timing(task, EvalOptions(device="cpu"), result)
+    evaluation.result = result
+    bench.timing(evaluation)
     # 3 GiB in 0.01 ms would be 300 TB/s, 75x the H200's bandwidth; and 90x faster than the vendor library.
     assert any("the device's roofline" in s for s in result.suspicious), result.suspicious
     assert any("faster than the vendor library" in s for s in result.suspicious), result.suspicious

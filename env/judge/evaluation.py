@@ -1,0 +1,193 @@
+"""One evaluation: the five stages in order, stopping at the first that fails (DESIGN.md, "The
+environment").
+
+An ``Evaluation`` owns everything about judging one candidate: the task, the candidate, the options,
+the checks, the workers it was lent and the verdict it writes. The evaluator that made it lends it
+workers and shares its caches, nothing else, so two evaluations never see each other's state.
+
+The judge builds inputs and computes references; candidates run only in worker processes, which
+rebuild the same inputs from the same seeds and send their outputs back to be compared here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from warpgym.env.candidate import Candidate
+from warpgym.env.common.device import device_name, release_cached_memory
+from warpgym.env.judge import baselines, bench, channel, correctness, inspection, kernels
+from warpgym.env.judge import feedback as feedback_mod
+from warpgym.env.judge.cache import JsonCache
+from warpgym.env.judge.options import EvalOptions
+from warpgym.env.judge.plan import Check, params, plan
+from warpgym.env.judge.pool import Worker
+from warpgym.env.judge.references import Memo, Reference, References
+from warpgym.env.judge.result import CaseResult, EvalResult
+from warpgym.env.judge.static import check_source
+from warpgym.env.protocol.messages import RunReply
+from warpgym.env.protocol.violations import violation
+from warpgym.tasks import Task
+
+
+@dataclass
+class Workers:
+    """The pair of worker processes an evaluation is lent: one runs the candidate, one compiles offline."""
+
+    run: Worker
+    compile: Worker
+
+
+@dataclass
+class Caches:
+    """What evaluations of one evaluator share, each safe to use from several threads."""
+
+    references: References
+    compiled: Memo[str, dict[str, Any]] = field(default_factory=lambda: Memo(512))
+    """Offline compilations by (candidate, launch spec): a resubmitted kernel is not compiled again."""
+    baselines: Memo[tuple[Any, ...], dict[str, float]] = field(default_factory=lambda: Memo(4096))
+    baseline_disk: JsonCache = field(default_factory=lambda: JsonCache("baselines"))
+
+
+@dataclass(eq=False)
+class Evaluation:
+    task: Task
+    candidate: Candidate
+    options: EvalOptions
+    device: str
+    workers: Workers
+    caches: Caches
+    result: EvalResult = field(init=False)
+    params: list[str] = field(init=False)
+    inherited: int | None = None
+    """The run worker's pid when it was kept from an earlier evaluation: a crash there may be an
+    earlier candidate's doing (see ``channel.run``)."""
+
+    def __post_init__(self) -> None:
+        self.result = EvalResult(task=self.task.id, target=self.options.target,
+                                 device=device_name(self.device))
+        self.params = params(self.task)
+
+    # ------------------------------------------------------------------ what other parts of the judge use
+    @property
+    def on_gpu(self) -> bool:
+        return self.device.startswith("cuda")
+
+    @property
+    def cuda_on_cpu(self) -> bool:
+        return self.task.language == "cuda" and not self.on_gpu
+
+    def gpu_shared(self) -> contextlib.AbstractContextManager[None]:
+        """Other GPU work shares the GPU, but never with a timing loop (common/timing.gpu_lock)."""
+        if not self.on_gpu:
+            return contextlib.nullcontext()
+        from warpgym.env.common.timing import gpu_lock
+
+        return gpu_lock(torch.device(self.device).index or 0, shared=True)
+
+    def reference(self, check: Check) -> Reference:
+        return self.caches.references.get(self.task, check.case, check.seed, check.distribution,
+                                          self.gpu_shared)
+
+    def load(self) -> bool:
+        return channel.load(self)
+
+    def run(self, check: Check) -> RunReply | None:
+        return channel.run(self, check)
+
+    def judge(self, check: Check, reply: RunReply) -> CaseResult:
+        return correctness.judge(self, check, reply)
+
+    def baseline_times(self, case: dict[str, Any], alone: bool = True) -> dict[str, float]:
+        return baselines.times(self, case, alone)
+
+    def flag(self, code: str, **fields: Any) -> None:
+        """Record the violation ``code`` once per evaluation."""
+        if not any(v.code == code for v in self.result.violations):
+            self.result.violations.append(violation(code, **fields))
+
+    # ------------------------------------------------------------------ the stages
+    def evaluate(self) -> EvalResult:
+        result = self.result
+        started = time.perf_counter()
+        place = torch.cuda.device(torch.device(self.device)) if self.on_gpu else contextlib.nullcontext()
+        try:
+            with place:  # references and baselines on this evaluation's GPU, not the current one
+                self._stages()
+        except Exception as exc:  # noqa: BLE001 - hostile input must end in a verdict, never a crashed harness
+            result.runtime_error = (f"the harness failed while judging this candidate ({type(exc).__name__}: "
+                                    f"{str(exc)[:500]}); the verdict is incomplete")
+            result.correct = False if result.correct else result.correct
+        finally:
+            channel.integrity(self)
+            release_cached_memory(self.device)
+            result.seconds["total"] = time.perf_counter() - started
+            result.feedback = feedback_mod.render(result, self.task, self.options.reveal_shapes)
+        return result
+
+    def _stages(self) -> None:
+        task, options, result = self.task, self.options, self.result
+        report = check_source(self.candidate.source, task.entrypoint, self.params, task.language)
+        result.violations.extend(report.violations)
+        if not report.ok:
+            return
+        result.stage = "compile"
+        t0 = time.perf_counter()
+        # A worker kept from earlier evaluations may carry damage an earlier candidate did unseen (a write
+        # past every guard into the allocator's data): if it crashes here, the case runs again in a new one.
+        self.inherited = channel.worker_pid(self.workers.run)
+        if not self.load():
+            return
+        checks = plan(task, options, self.device)
+        if not checks:
+            result.compile_errors.append("the task has no cases in the requested shape sets")
+            return
+        # Probe with the first runnable case: it records the launches to compile offline.
+        probe = None if self.cuda_on_cpu else \
+            next((c for c in checks if not (self.device == "cpu" and c.fault)), None)
+        probe_reply = self.run(probe) if probe is not None else None
+        if probe_reply is not None and probe_reply.kind == "compile":
+            result.compile_errors.append(probe_reply.error or "")
+            return
+        if not kernels.compile(self):
+            return
+        result.seconds["compile"] = time.perf_counter() - t0
+        result.compiled = True
+
+        result.stage = "correctness"
+        t0 = time.perf_counter()
+        correctness.check_all(self, checks, probe, probe_reply)
+        result.seconds["correctness"] = time.perf_counter() - t0
+        if result.correct is None and self.cuda_on_cpu and not result.violations:
+            result.stage = "instructions"  # the static half of the verdict still holds on a CPU
+            inspection.instructions(self)
+            return
+        if not result.correct:
+            return
+
+        result.stage = "instructions"
+        t0 = time.perf_counter()
+        kernels.compile(self)  # launches seen after the probe (other shapes)
+        inspection.instructions(self)
+        result.seconds["instructions"] = time.perf_counter() - t0
+        if result.required_features_met is False:
+            return
+        if options.memcheck and self.on_gpu and not inspection.memcheck(self):
+            return
+
+        result.stage = "timing"
+        if not self.on_gpu:
+            result.skipped_checks.append("timing: no GPU on this machine (timing runs on CUDA devices only)")
+            result.stage = "done"
+            return
+        if options.timing:
+            t0 = time.perf_counter()
+            bench.timing(self)
+            result.seconds["timing"] = time.perf_counter() - t0
+        else:
+            result.skipped_checks.append("timing: turned off for this evaluation")
+        if result.correct:
+            result.stage = "done"

@@ -1,0 +1,66 @@
+"""What a worker's reply says about how the outputs were made, beyond their values: the violations a
+run or a timing loop shows (host compute, patched harness functions, threads left running, writes
+past the inputs, outputs no kernel wrote)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from warpgym.env.protocol import messages as m
+from warpgym.env.protocol.violations import Violation, violation
+
+if TYPE_CHECKING:
+    from warpgym.env.judge.evaluation import Evaluation
+
+HOST_PREFIX = "host: "
+
+
+def tampered(ev: Evaluation, names: list[str]) -> None:
+    ev.result.violations.append(violation("tampering", names=", ".join(names)))
+    ev.workers.run.stop()  # never reuse a process whose torch was patched
+
+
+def torch_ops(ev: Evaluation, forbidden: dict[str, int], when: str = "") -> None:
+    """PyTorch compute ops the run-time policy saw host code run (``host:`` entries are data moved
+    through Python: ``host_compute``)."""
+    ops = {k: n for k, n in forbidden.items() if not k.startswith(HOST_PREFIX.strip())}
+    if ops:
+        ev.flag("torch-op", when=when, ops=", ".join(f"{op} (x{n})" for op, n in sorted(ops.items())))
+
+
+def host_compute(ev: Evaluation, forbidden: dict[str, int]) -> None:
+    from warpgym.env.worker.policy import HOST_ELEMENT_LIMIT
+
+    host = {k.removeprefix(HOST_PREFIX): n for k, n in forbidden.items() if k.startswith(HOST_PREFIX)}
+    if host:
+        routes = ", ".join(f"{route}: {n} elements" for route, n in sorted(host.items()))
+        ev.flag("host-compute", routes=routes, limit=HOST_ELEMENT_LIMIT)
+
+
+def run_findings(ev: Evaluation, reply: m.RunReply) -> None:
+    result = ev.result
+    host_compute(ev, reply.forbidden_ops)
+    if reply.kind == "output" and not any(v.code == "output-type" for v in result.violations):
+        result.violations.append(Violation("output-type", reply.error or "the outputs are not plain tensors"))
+    if reply.scrub_error and reply.scrub_error not in result.skipped_checks:
+        result.skipped_checks.append(reply.scrub_error)
+    if reply.out_of_bounds:
+        ev.flag("out-of-bounds", names=", ".join(reply.out_of_bounds))
+    if reply.background:
+        ev.flag("background-work", count=reply.background)
+    if ev.task.language == "triton" and reply.unwritten and reply.launches and not reply.loader_launches:
+        ev.flag("output-not-written", which=", ".join(f"output {i}" for i in reply.unwritten))
+
+
+def timing_findings(ev: Evaluation, stats: m.TimeReply) -> bool:
+    """The timing loop's calls answer to the same rules as the checked ones (patching, host ops); True
+    (and the candidate failed) when they broke one."""
+    found = len(ev.result.violations)
+    if stats.tampered:
+        tampered(ev, stats.tampered)
+    host_compute(ev, stats.forbidden_ops)
+    torch_ops(ev, stats.forbidden_ops, when="during the timing loop, ")
+    if len(ev.result.violations) > found:
+        ev.result.correct = False
+        return True
+    return False

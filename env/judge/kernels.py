@@ -1,0 +1,171 @@
+"""The compile stage: the kernels a candidate built, compiled for the target and counted.
+
+Triton kernels are compiled offline for the target with the launch signatures seen at run time (or,
+on a GPU of the target's architecture, read from Triton's JIT); CUDA/PTX modules are the ones the
+candidate built through the loader, dry-run on a CPU up to their first launch.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import TYPE_CHECKING, Any
+
+import torch
+from warpgym.env.judge.cache import fingerprint
+from warpgym.env.judge.channel import ask
+from warpgym.env.judge.findings import host_compute, torch_ops
+from warpgym.env.judge.instructions import FAMILIES, count_cubin, count_ptx
+from warpgym.env.judge.pool import WorkerError
+from warpgym.env.judge.result import KernelReport
+from warpgym.env.protocol import messages as m
+from warpgym.env.protocol.violations import violation
+
+if TYPE_CHECKING:
+    from warpgym.env.judge.evaluation import Evaluation
+
+MAX_COMPILED = 512
+
+
+def compile(ev: Evaluation) -> bool:
+    """Compile and count what the candidate launched so far; False when that failed (recorded)."""
+    if ev.task.language == "cuda":
+        return compile_cuda(ev)
+    if ev.task.language != "triton":
+        return True
+    result, options = ev.result, ev.options
+    if native_target(ev.device) == options.target:
+        return jit_kernels(ev)
+    try:
+        reply: m.SpecsReply = ask(ev.workers.run, m.SpecsRequest(targets=[options.target]), 60)
+    except WorkerError as exc:
+        result.compile_errors.append(f"recording launches: {exc}")
+        return False
+    result.compile_errors.extend(reply.errors)
+    if not reply.specs:
+        return not result.compile_errors
+    # The attachments are part of what was compiled: a module may read them at import.
+    candidate = ev.candidate.to_dict()
+    keys = [fingerprint(candidate, spec) for spec in reply.specs]
+    compiled = ev.caches.compiled
+    todo = [spec for key, spec in zip(keys, reply.specs, strict=True) if key not in compiled]
+    if todo:
+        from warpgym.env.judge.channel import load_request
+
+        try:
+            ask(ev.workers.compile, load_request(ev, mode="compile"), options.limits.load)
+            done: m.KernelsReply = ask(ev.workers.compile, m.CompileRequest(specs=todo),
+                                       options.limits.compile)
+        except WorkerError as exc:
+            result.compile_errors.append(f"compiling for {options.target}: {exc}")
+            return False
+        for spec, kernel in zip(todo, done.kernels, strict=False):
+            compiled.put(fingerprint(candidate, spec), kernel.model_dump())
+    add_kernels(ev, [k for k in (compiled.get(key) for key in keys) if k is not None])
+    return not result.compile_errors
+
+
+def native_target(device: str) -> str | None:
+    """The target Triton's JIT compiles for on this device (sm_90a on an H100/H200), if any."""
+    if not device.startswith("cuda"):
+        return None
+    major, minor = torch.cuda.get_device_capability(torch.device(device))
+    return {(9, 0): "sm_90a", (10, 0): "sm_100a"}.get((major, minor))
+
+
+def jit_kernels(ev: Evaluation) -> bool:
+    """On a GPU of the target's architecture, the kernels that ran are the ones to inspect."""
+    try:
+        reply: m.KernelsReply = ask(ev.workers.run, m.JitKernelsRequest(), 60)
+    except WorkerError as exc:
+        ev.result.compile_errors.append(f"reading the compiled kernels: {exc}")
+        return False
+    add_kernels(ev, [{**k.model_dump(), "target": ev.options.target} for k in reply.kernels])
+    return not ev.result.compile_errors
+
+
+def add_kernels(ev: Evaluation, kernels: list[dict[str, Any]]) -> None:
+    result = ev.result
+    known = {(k.name, k.target) for k in result.kernels}
+    for kernel in kernels:
+        if not kernel["ok"]:
+            result.compile_errors.append(f"{kernel['kernel']} for {kernel['target']}:\n{kernel['error']}")
+            continue
+        if (kernel["name"], kernel["target"]) in known:
+            continue
+        known.add((kernel["name"], kernel["target"]))
+        ptx_counts = count_ptx(kernel["ptx"])
+        sass_counts: dict[str, int] = {}
+        try:
+            per_fn = count_cubin(base64.b64decode(kernel["cubin"]))
+            for counts in per_fn.values():
+                for fam, n in counts.items():
+                    sass_counts[fam] = sass_counts.get(fam, 0) + n
+        except RuntimeError as exc:
+            result.skipped_checks.append(f"SASS of {kernel['name']}: {exc}")
+        result.kernels.append(KernelReport(
+            name=kernel["name"], target=kernel["target"],
+            families={fam: {"ptx": ptx_counts.get(fam, 0), "sass": sass_counts.get(fam, 0)}
+                      for fam in FAMILIES},
+            shared_bytes=kernel.get("shared")))
+
+
+def _dry_run(ev: Evaluation) -> bool:
+    """On a CPU: the entrypoint up to its first launch, so modules it builds at call time are compiled."""
+    task, result = ev.task, ev.result
+    case = task.cases("dev")[0]  # small: the dry run builds its inputs on the CPU
+    request = m.DryRunRequest(task=task.id, case=case, seed=task.seeds[0], distribution=task.distributions[0])
+    try:
+        reply: m.DryRunReply = ask(ev.workers.run, request, ev.options.limits.compile)
+    except WorkerError as exc:
+        result.compile_errors.append(f"dry run of the entrypoint: {exc}")
+        return False
+    host_compute(ev, reply.forbidden_ops)
+    torch_ops(ev, reply.forbidden_ops)
+    if not reply.ok:
+        if reply.kind in ("compile", "launch"):
+            result.compile_errors.append(reply.error or "")
+            return False
+        last = ((reply.error or "").strip().splitlines() or [""])[-1][:300]
+        result.skipped_checks.append("the entrypoint could not run on CPU tensors up to its first kernel "
+                                     f"launch, so modules it builds at call time were not analysed: {last}")
+    elif not reply.reached_launch:
+        result.skipped_checks.append("the entrypoint returned on CPU tensors without launching a kernel")
+    return True
+
+
+def compile_cuda(ev: Evaluation) -> bool:
+    """The modules a CUDA/PTX candidate built through the loader: reports and instruction counts.
+
+    Modules built at import are there already; on a CPU the entrypoint is also dry-run up to its
+    first launch, so modules built at call time are compiled too and that launch is checked.
+    """
+    result, target = ev.result, ev.options.target
+    if ev.cuda_on_cpu and not result.compiled and not _dry_run(ev):
+        return False
+    try:
+        reply: m.ModulesReply = ask(ev.workers.run, m.ModulesRequest(), 60)
+    except WorkerError as exc:
+        result.compile_errors.append(f"reading the compiled modules: {exc}")
+        return False
+    if not reply.modules:
+        result.violations.append(violation("no-loader-module"))
+        return False
+    known = {(k.name, k.target) for k in result.kernels}
+    for module in reply.modules:
+        if module.target != target:
+            result.compile_errors.append(f"module {module.name!r} was built for {module.target}; this "
+                                         f"evaluation targets {target} (omit target= or use "
+                                         "loader.default_target())")
+            continue
+        for k in module.kernels:
+            if (k.name, module.target) in known:
+                continue
+            known.add((k.name, module.target))
+            spills = None if k.spill_stores is None else k.spill_stores + (k.spill_loads or 0)
+            result.kernels.append(KernelReport(
+                name=k.name, target=module.target,
+                families={fam: {"ptx": k.ptx.get(fam, 0), "sass": k.sass.get(fam, 0)} for fam in FAMILIES},
+                registers=k.registers, shared_bytes=k.shared, spills=spills, warnings=module.warnings))
+        if module.analysis_error:
+            result.skipped_checks.append(f"SASS of module {module.name}: {module.analysis_error}")
+    return not result.compile_errors

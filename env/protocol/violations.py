@@ -1,0 +1,104 @@
+"""Every violation code, with what it means and, for codes the harness words itself, its message.
+
+One table for both sides of the trust wall: the worker words the findings it reports (a missing
+entrypoint, outputs that are not plain tensors) with the same templates the judge uses, and a code
+that is not listed here cannot be raised (``violation``). The static scan and the sandbox word their
+own detailed messages, but only under codes listed here (tests hold them to it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass
+class Violation:
+    """A policy or cheating finding. ``code`` is stable; ``message`` is for people."""
+
+    code: str
+    message: str
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class Code:
+    meaning: str
+    """One line: what the candidate did."""
+    template: str | None = None
+    """The message, ``str.format`` fields filled by ``message``; None where the finder words it."""
+
+
+CODES: dict[str, Code] = {
+    # the static scan (judge/static.py)
+    "syntax": Code("the source does not parse"),
+    "missing-entrypoint": Code("the module defines no function of the task's entrypoint name",
+                               "the module defines no function {name!r} (the task's entrypoint)"),
+    "signature": Code("the entrypoint's parameters are not the task's",
+                      "{name} takes ({got}); the task passes ({expected})"),
+    "no-kernel": Code("a Triton task's module defines no @triton.jit kernel"),
+    "forbidden-import": Code("the module imports what a candidate may not use"),
+    "forbidden-call": Code("the module calls what a candidate may not call"),
+    "torch-compute": Code("host code names a PyTorch compute op"),
+    "obfuscated-access": Code("a computed attribute name hides which function is called"),
+    "introspection": Code("the module reaches into the interpreter's internals"),
+    # what a run showed
+    "torch-op": Code("host code ran PyTorch compute ops",
+                     "{when}host code ran PyTorch compute ops: {ops}; only allocation, views and kernel "
+                     "launches are allowed"),
+    "host-compute": Code("host code moved tensor data through Python",
+                         "host code moved tensor data through Python ({routes}); more than {limit} elements "
+                         "per call means the host, not a kernel, computed the answer"),
+    "mutated-input": Code("the candidate modified its inputs",
+                          "the candidate modified its inputs: {names}; inputs must be left as given"),
+    "output-type": Code("the entrypoint returned something other than plain tensors",
+                        "the entrypoint returned {types}; it must return plain torch.Tensor objects (no "
+                        "subclasses, no lazy wrappers)"),
+    "out-of-bounds": Code("a kernel wrote outside its inputs",
+                          "the candidate wrote past the end (or before the start) of its input(s) {names}: "
+                          "an unmasked store or wrong offsets corrupt memory that is not the kernel's"),
+    "background-work": Code("threads were still running after the entrypoint returned",
+                            "{count} thread(s) started by the candidate were still running when the "
+                            "entrypoint returned; every result must be computed (or queued on the current "
+                            "stream) before it returns"),
+    "output-not-written": Code("an output was never given to any of the candidate's kernels",
+                               "{which} was never given to any of the candidate's Triton kernels, so no "
+                               "kernel computed it (a buffer filled on the host, by a library, or never)"),
+    "no-kernel-launched": Code("the entrypoint returned without launching a kernel of the task's language",
+                               "the entrypoint returned without launching {kernel}; {task}'s arithmetic "
+                               "must run in such kernels"),
+    "no-loader-module": Code("a CUDA/PTX candidate built no module through the loader",
+                             "no module was built through warpgym.env.toolchain.loader (load_cuda / "
+                             "load_ptx); a CUDA/PTX task's kernels must be compiled and launched through it"),
+    "stale-output": Code("outputs replayed from an earlier call",
+                         "returned exactly the outputs of an earlier call (seed {seed}) for different "
+                         "inputs: results are cached or replayed instead of computed"),
+    "inconsistent": Code("outputs right at first and wrong later",
+                         "outputs were right {earlier} and wrong {later}, on fresh inputs: a kernel must "
+                         "give the same answers on every call, not only while it is first checked"),
+    "tampering": Code("the candidate replaced harness functions",
+                      "the candidate replaced harness functions: {names}; timing and synchronisation are not "
+                      "the candidate's to change"),
+    "memcheck": Code("compute-sanitizer found memory errors",
+                     "compute-sanitizer memcheck found {errors} error(s) on {case}:\n{report}"),
+    # the channel and the confinement (judge/pool.py, worker/sandbox.py)
+    "forged-reply": Code("the worker's channel carried data that was not the worker's answer",
+                         "a reply that was not the worker's own answer: {detail}"),
+    "sandbox-network": Code("the sandbox refused network access"),
+    "sandbox-process": Code("the sandbox refused starting a process"),
+    "sandbox-signal": Code("the sandbox refused sending a signal"),
+    "sandbox-native": Code("the sandbox refused native memory or library access"),
+    "sandbox-filesystem": Code("the sandbox refused a file outside the worker's own directory"),
+}
+
+
+def message(code: str, **fields: Any) -> str:
+    """The message of ``code`` with its fields filled; KeyError for a code that is not listed."""
+    template = CODES[code].template
+    if template is None:
+        raise ValueError(f"violation code {code!r} has no message template: its finder words it")
+    return template.format(**fields)
+
+
+def violation(code: str, **fields: Any) -> Violation:
+    return Violation(code, message(code, **fields))
