@@ -73,7 +73,7 @@ def check_all(ev: Evaluation, checks: list[Check], probe: Check | None, probe_re
                                                task="a Triton task"))
         if task.language == "cuda" and loader_launched == 0:
             result.violations.append(violation(
-                "no-kernel-launched", kernel="a kernel built through warpgym.env.toolchain.loader",
+                "no-kernel-launched", kernel="a kernel built through warpgym.loader",
                 task="a CUDA/PTX task"))
     result.correct = bool(ran) and all(c.passed for c in ran) and not result.violations
     if not ran:

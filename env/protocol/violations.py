@@ -68,7 +68,7 @@ CODES: dict[str, Code] = {
                                "the entrypoint returned without launching {kernel}; {task}'s arithmetic "
                                "must run in such kernels"),
     "no-loader-module": Code("a CUDA/PTX candidate built no module through the loader",
-                             "no module was built through warpgym.env.toolchain.loader (load_cuda / "
+                             "no module was built through warpgym.loader (load_cuda / "
                              "load_ptx); a CUDA/PTX task's kernels must be compiled and launched through it"),
     "stale-output": Code("outputs replayed from an earlier call",
                          "returned exactly the outputs of an earlier call (seed {seed}) for different "
