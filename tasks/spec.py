@@ -97,6 +97,12 @@ class Task:
     """Custom verdict for tasks whose answer is not one tensor to compare (random ops):
     returns None when the output is right, else a message saying what is wrong."""
     notes: str = ""
+    contiguous_outputs: bool = True
+    """Outputs are contiguous tensors (the statement promises it); a task whose answer is a view says so."""
+    layout: bool = False
+    """The answer is the inputs' data rearranged (transpose, pad, permute, concatenate, roll, ...): host
+    code that copies data (clone, contiguous, copy_, fill_) would produce it, so host copies count as
+    computing here, not only PyTorch's arithmetic."""
     solution: str | None = None
     """Path of the reference solution, relative to ``tasks/solutions``: a module, or a folder holding one
     module and its attachments (``.ptx``, ``.cu``, ``.cuh``). Defaults to the folder ``<id>/`` where it

@@ -16,6 +16,7 @@ from warpgym.env.judge.pool import Worker, WorkerError
 from warpgym.env.judge.references import itemsize
 from warpgym.env.protocol import messages as m
 from warpgym.env.protocol.violations import Violation
+from warpgym.tasks import case_label
 
 if TYPE_CHECKING:
     from warpgym.env.judge.evaluation import Evaluation
@@ -88,7 +89,8 @@ def run(ev: Evaluation, check: Check) -> m.RunReply | None:
     poison_bytes = 2 * sum(itemsize(t) for t in meta)
     request = m.RunRequest(task=ev.task.id, case=check.case, seed=check.seed, distribution=check.distribution,
                            poison_bytes=max(poison_bytes, 1 << 20),
-                           max_output_bytes=2 * poison_bytes + (16 << 20))
+                           max_output_bytes=2 * poison_bytes + (16 << 20),
+                           contiguous_outputs=ev.task.contiguous_outputs, layout=ev.task.layout)
     pid = worker_pid(worker)
     reply = _send_run(ev, request)
     if reply.kind == "crash" and pid is not None and pid == ev.inherited:
@@ -103,6 +105,8 @@ def run(ev: Evaluation, check: Check) -> m.RunReply | None:
     if reply.tampered:
         findings.tampered(ev, reply.tampered)
     findings.run_findings(ev, reply)
+    if reply.device_trace is not None:
+        ev.device_traces.append((case_label(check.case), reply.device_trace))
     findings.torch_ops(ev, reply.forbidden_ops)
     if reply.mutated:
         ev.flag("mutated-input", names=", ".join(reply.mutated))

@@ -18,9 +18,12 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from warpgym.env.judge.result import Violation
+from warpgym.env.protocol.violations import Violation, violation
+
+if TYPE_CHECKING:
+    from warpgym.env.judge.evaluation import Evaluation
 
 HOST_TO_DEVICE_BYTES = 64 << 10
 """Host-to-device bytes a call may copy (small index tables); a larger copy carries a host-side answer."""
@@ -118,3 +121,31 @@ def device_violations(trace: Mapping[str, Any] | None, own_kernels: Iterable[str
             f"computed on the host is not a kernel's work (at most {HOST_TO_DEVICE_BYTES} bytes, for small "
             "tables)"))
     return violations
+
+
+def judge(ev: Evaluation) -> bool:
+    """The device's evidence on every traced call of an evaluation, once its kernels are known; False
+    (and the candidate not accepted) when something that is not the candidate's computed."""
+    if not ev.device_traces:
+        return True
+    result = ev.result
+    own = [k.name for k in result.kernels]
+    taken = reserved(own)
+    found: list[Violation] = [violation("reserved-kernel-name", names=", ".join(taken))] if taken else []
+    for case, trace in ev.device_traces:
+        for v in device_violations(trace, [k for k in own if k not in taken], ev.task.entrypoint, case):
+            if not any(f.code == v.code and f.message.split(" inside ")[0] == v.message.split(" inside ")[0]
+                       for f in found):
+                found.append(v)
+    seen: Counter[str] = Counter()
+    for _, trace in ev.device_traces:
+        kernels = [a for a in trace.get("activities", []) if a.get("kind") == "kernel"]
+        seen.update(str(a.get("name", ""))[:200] for a in kernels)
+    result.device = {"traced_calls": sum(1 for _, t in ev.device_traces if not t.get("error")),
+                     "kernels": dict(seen.most_common(20)),
+                     "seconds": round(sum(float(t.get("seconds") or 0) for _, t in ev.device_traces), 3)}
+    if not found:
+        return True
+    result.violations.extend(found)
+    result.correct = False
+    return False

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 from warpgym.env.candidate import Candidate
 from warpgym.env.common.device import device_name, release_cached_memory
-from warpgym.env.judge import baselines, bench, channel, correctness, inspection, kernels
+from warpgym.env.judge import baselines, bench, channel, correctness, device_evidence, inspection, kernels
 from warpgym.env.judge import feedback as feedback_mod
 from warpgym.env.judge.cache import JsonCache
 from warpgym.env.judge.options import EvalOptions
@@ -62,6 +62,8 @@ class Evaluation:
     caches: Caches
     result: EvalResult = field(init=False)
     params: list[str] = field(init=False)
+    device_traces: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    """(case, trace) of every checked call on a GPU: what the device ran (judge/device_evidence.py)."""
     inherited: int | None = None
     """The run worker's pid when it was kept from an earlier evaluation: a crash there may be an
     earlier candidate's doing (see ``channel.run``)."""
@@ -171,6 +173,8 @@ class Evaluation:
         result.stage = "instructions"
         t0 = time.perf_counter()
         kernels.compile(self)  # launches seen after the probe (other shapes)
+        if not device_evidence.judge(self):
+            return
         inspection.instructions(self)
         result.seconds["instructions"] = time.perf_counter() - t0
         if result.required_features_met is False:

@@ -42,6 +42,8 @@ def run_findings(ev: Evaluation, reply: m.RunReply) -> None:
     host_compute(ev, reply.forbidden_ops)
     if reply.kind == "output" and not any(v.code == "output-type" for v in result.violations):
         result.violations.append(Violation("output-type", reply.error or "the outputs are not plain tensors"))
+    if reply.kind == "output-layout" and not any(v.code == "output-layout" for v in result.violations):
+        result.violations.append(Violation("output-layout", reply.error or "an output is not in its layout"))
     if reply.scrub_error and reply.scrub_error not in result.skipped_checks:
         result.skipped_checks.append(reply.scrub_error)
     if reply.out_of_bounds:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from warpgym.env.worker import confine
@@ -48,12 +49,12 @@ def defaults(device: str, mode: str) -> dict[str, Any]:
 
 
 def hidden_from_workers() -> list[str]:
-    """Folders a worker never needs and a candidate must not read: the reference solutions. Each is
-    covered by an empty tmpfs in the worker's mount namespace (so also where Landlock is off) and closed
-    by Landlock where it is on."""
+    """Folders a worker never needs and a candidate must not read: the reference solutions and the
+    judge's own code. Each is covered by an empty tmpfs in the worker's mount namespace (so also where
+    Landlock is off) and closed by Landlock where it is on."""
     from warpgym.tasks.spec import SOLUTIONS_DIR
 
-    return [str(SOLUTIONS_DIR.resolve())]
+    return [str(SOLUTIONS_DIR.resolve()), str(Path(__file__).resolve().parent)]
 
 
 def _default_memory() -> int:

@@ -46,6 +46,10 @@ class RunRequest(Message):
     distribution: str
     poison_bytes: int = 1 << 24
     max_output_bytes: int | None = None
+    contiguous_outputs: bool = True
+    """The statement promises contiguous outputs (every task unless its declaration says otherwise)."""
+    layout: bool = False
+    """A layout task: host copies (clone, copy_) count as computing its answer."""
 
 
 class SpecsRequest(Message):
@@ -128,6 +132,8 @@ class RunReply(Reply):
     out_of_bounds: list[str] = Field(default_factory=list)
     scrub_error: str | None = None
     cuda_error: bool = False
+    device_trace: dict[str, Any] | None = None
+    """What the GPU ran during the call (env/worker/device_trace.py); None without a GPU."""
 
     needed_when_ok = ("outputs",)
 

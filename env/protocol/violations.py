@@ -38,6 +38,9 @@ CODES: dict[str, Code] = {
                       "{name} takes ({got}); the task passes ({expected})"),
     "no-kernel": Code("a Triton task's module defines no @triton.jit kernel"),
     "forbidden-import": Code("the module imports what a candidate may not use"),
+    "torch-internals": Code("the module names parts of torch a kernel wrapper never needs"),
+    "kernel-body": Code("a @triton.jit body calls something that is not Triton"),
+    "interpreter-detection": Code("the module asks whether Triton's interpreter runs it"),
     "forbidden-call": Code("the module calls what a candidate may not call"),
     "torch-compute": Code("host code names a PyTorch compute op"),
     "obfuscated-access": Code("a computed attribute name hides which function is called"),
@@ -89,6 +92,15 @@ CODES: dict[str, Code] = {
     "sandbox-signal": Code("the sandbox refused sending a signal"),
     "sandbox-native": Code("the sandbox refused native memory or library access"),
     "sandbox-filesystem": Code("the sandbox refused a file outside the worker's own directory"),
+    "hostile-file": Code("a file the judge reads from the worker's directory was replaced (a link, a FIFO)"),
+    # what the device did (judge/device_evidence.py)
+    "device-library-kernel": Code("a kernel the candidate did not build ran inside the entrypoint"),
+    "device-host-copy": Code("the host copied more than a small table to the GPU inside the entrypoint"),
+    "device-trace": Code("the GPU's activity during a call could not be traced, or the trace was cut"),
+    "reserved-kernel-name": Code("a kernel of the candidate's takes a library kernel's name",
+                                 "your kernels {names} take the names of library kernels; name your kernels "
+                                 "yourself (a device trace names kernels only by name)"),
+    "output-layout": Code("an output is not in the layout or on the device the statement promises"),
 }
 
 

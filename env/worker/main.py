@@ -9,6 +9,7 @@ runs the candidate, and sends the outputs back.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import inspect
 import math
@@ -33,7 +34,7 @@ from warpgym.env.protocol import wire  # noqa: E402
 from warpgym.env.protocol.violations import message  # noqa: E402
 from warpgym.env.toolchain import loader  # noqa: E402
 from warpgym.env.worker import audit as sandbox_layer  # noqa: E402
-from warpgym.env.worker import policy  # noqa: E402
+from warpgym.env.worker import device_trace, policy  # noqa: E402
 from warpgym.env.worker import triton_launches as triton_support  # noqa: E402
 from warpgym.tasks import Sampler, get_task  # noqa: E402
 from warpgym.tasks.spec import sequence  # noqa: E402
@@ -205,27 +206,41 @@ def op_run(state: State, msg: m.RunRequest) -> m.RunReply:
     loader_before = loader.REGISTRY.launch_count
     triton_support.RECORDER.storages.clear()
     threads_before = _python_threads()
+    policy_state = policy.state()
+    tracer = device_trace.traced(str(Path.cwd())) if device.startswith("cuda") else contextlib.nullcontext()
     started = time.perf_counter()
-    with policy.watching() as mode:
+    with tracer, policy.watching() as mode:
         try:
             result = state.entry(**inputs)
             _synchronize(device)
             lingering = len(_python_threads() - threads_before)
+            # Exactly a tuple, a list or a tensor, unpacked inside the watch: a sequence subclass whose
+            # iteration computes is refused as an output type without being iterated.
+            outputs = list(sequence(result)) if type(result) in (tuple, list, torch.Tensor) else [result]
         except BaseException as exc:  # noqa: BLE001
             kind = "compile" if _is_compile_error(exc) else "runtime"
             text = _trim_traceback(exc, state.module_path)
-            return m.RunReply(ok=False, kind=kind, error=text, forbidden_ops=mode.forbidden(),
+            return m.RunReply(ok=False, kind=kind, error=text, forbidden_ops=mode.forbidden(msg.layout),
                               cuda_error="CUDA" in text or "cuda" in type(exc).__name__.lower())
     seconds = time.perf_counter() - started
+    trace = tracer.trace.to_wire() if isinstance(tracer, device_trace.traced) else None
+    if policy.state() != policy_state:
+        changed = ["the run-time policy's state"]
+    else:
+        changed = []
     mutated = [k for k, v in before.items() if not same_bits(v, inputs[k])]
-    outputs = sequence(result)
+    forbidden = mode.forbidden(msg.layout)
     bad_types = [type(o).__name__ for o in outputs if type(o) is not torch.Tensor]
     if bad_types:
-        return m.RunReply(ok=False, kind="output", forbidden_ops=mode.forbidden(),
+        return m.RunReply(ok=False, kind="output", forbidden_ops=forbidden, device_trace=trace,
                           error=message("output-type", types=", ".join(bad_types)))
+    layout = _layout_problem(outputs, device, msg.contiguous_outputs)
+    if layout:
+        return m.RunReply(ok=False, kind="output-layout", forbidden_ops=forbidden, device_trace=trace,
+                          error=layout)
     size = sum(o.numel() * o.element_size() for o in outputs)
     if size > (msg.max_output_bytes if msg.max_output_bytes is not None else math.inf):
-        return m.RunReply(ok=False, kind="runtime", forbidden_ops=mode.forbidden(),
+        return m.RunReply(ok=False, kind="runtime", forbidden_ops=forbidden, device_trace=trace,
                           error=f"the entrypoint returned {size} bytes of outputs, far more than the task's "
                                 "outputs hold; they were not sent back")
     return m.RunReply(
@@ -233,15 +248,28 @@ def op_run(state: State, msg: m.RunRequest) -> m.RunReply:
         outputs=[o.detach().to("cpu", copy=True) for o in outputs],
         launches=triton_support.RECORDER.count - launches_before,
         loader_launches=loader.REGISTRY.launch_count - loader_before,
-        forbidden_ops=mode.forbidden(),
+        forbidden_ops=forbidden,
         mutated=mutated,
-        tampered=tampered(),
+        tampered=tampered() + changed,
+        device_trace=trace,
         seconds=seconds,
         background=lingering,
         unwritten=_unwritten(outputs),
         out_of_bounds=[name for name, (buf, lo, hi) in guards.items() if not _guard_intact(buf, lo, hi)],
         scrub_error=_scrub_error(device),
     )
+
+
+def _layout_problem(outputs: list[torch.Tensor], device: str, contiguous: bool) -> str | None:
+    """The output contract beyond values: on the inputs' device, and contiguous where promised."""
+    for i, out in enumerate(outputs):
+        if out.device.type != torch.device(device).type:
+            return f"output {i} is on {out.device}; the task's outputs live on {device}, like its inputs"
+        if contiguous and not out.is_contiguous():
+            return (f"output {i} is not contiguous (strides {tuple(out.stride())} for shape "
+                    f"{tuple(out.shape)}); the statement promises a contiguous tensor: write it in that "
+                    "layout with your kernel")
+    return None
 
 
 GUARD_BYTES = 4096
@@ -355,6 +383,7 @@ def main() -> None:
     if MODE == "run":
         triton_support.install_recorder()
     _SNAPSHOT.append(sandbox_layer.snapshot(_guarded_namespaces()))
+    policy.freeze_dispatch_tables()  # before any candidate: what PyTorch's allowed ops run as shipped
     state = State()
     while True:
         try:

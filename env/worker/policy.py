@@ -33,6 +33,12 @@ ALLOWED_OPS = frozenset({
 })
 
 
+LAYOUT_COPIES = frozenset({"clone", "copy_", "_to_copy", "to", "_copy_from", "_copy_from_and_resize",
+                           "lift_fresh_copy"})
+"""Allowed ops that move tensor data on the host's behalf: a layout task's whole answer (a transpose is a
+``contiguous()`` of a transposed view), so there they count as computing."""
+
+
 HOST_ELEMENT_LIMIT = 1024
 """Tensor elements host code may read into Python (sizes, offsets, small tables) or turn from Python
 data into a tensor, per call. Beyond it the host is computing: ``x.tolist()``, ``x.numpy()``, a loop of
@@ -152,8 +158,10 @@ class PolicyMode(TorchDispatchMode):
                 self.host["tensors built from Python data (torch.tensor)"] += args[0].numel()
         return func(*args, **kwargs)
 
-    def forbidden(self) -> dict[str, int]:
-        found = {op: n for op, n in self.ops.items() if op not in ALLOWED_OPS}
+    def forbidden(self, layout: bool = False) -> dict[str, int]:
+        """The ops and host routes the candidate may not use; for a layout task also the host copies."""
+        refused = LAYOUT_COPIES if layout else frozenset()
+        found = {op: n for op, n in self.ops.items() if op not in ALLOWED_OPS or op in refused}
         found.update({f"cast {c}": n for c, n in self.casts.items()})
         found.update({f"host: {route}": n for route, n in self.host.items() if n > HOST_ELEMENT_LIMIT})
         return found

@@ -270,6 +270,7 @@ not modify x. (A bool tensor is one byte per element.)
 # -------------------------------------------------------------------------------------------- transpose
 register(Task(
     id="index/transpose",
+    layout=True,
     entrypoint="transpose",
     signature="def transpose(x: torch.Tensor) -> torch.Tensor",
     description="""
@@ -305,6 +306,7 @@ def _bshd_numel(c) -> int:
 
 register(Task(
     id="index/permute-0213",
+    layout=True,
     entrypoint="permute_0213",
     signature="def permute_0213(x: torch.Tensor) -> torch.Tensor",
     description="""
@@ -343,6 +345,7 @@ def _cat(m: int, n1: int, n2: int, n3: int, dtype: str) -> dict:
 
 register(Task(
     id="index/concat",
+    layout=True,
     entrypoint="concat",
     signature="def concat(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> torch.Tensor",
     description="""
@@ -371,6 +374,7 @@ N1, N2, N3 (any of them may differ, none is zero). Return a new contiguous (M, N
 # ------------------------------------------------------------------------------------------------ flip
 register(Task(
     id="index/flip",
+    layout=True,
     entrypoint="flip",
     signature="def flip(x: torch.Tensor) -> torch.Tensor",
     description="""
@@ -396,6 +400,7 @@ bfloat16); return a new (M, N) tensor with out[i, j] = x[i, N - 1 - j].
 # ------------------------------------------------------------------------------------------------ roll
 register(Task(
     id="index/roll",
+    layout=True,
     entrypoint="roll",
     signature="def roll(x: torch.Tensor, shift: int) -> torch.Tensor",
     description="""
@@ -424,6 +429,7 @@ out[i, (j + shift) mod N] = x[i, j]. Return a new (M, N) tensor.
 # ------------------------------------------------------------------------------------------- repeat-kv
 register(Task(
     id="index/repeat-kv",
+    layout=True,
     entrypoint="repeat_kv",
     signature="def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor",
     description="""

@@ -42,6 +42,7 @@ def _nearest_ref(x: torch.Tensor, out_h: int, out_w: int) -> torch.Tensor:
 
 register(Task(
     id="spatial/upsample-nearest",
+    layout=True,
     entrypoint="upsample_nearest",
     signature="def upsample_nearest(x: torch.Tensor, out_h: int, out_w: int) -> torch.Tensor",
     description="""
@@ -105,6 +106,7 @@ out_h and out_w may be larger or smaller than H and W. Compute in float32; retur
 # ---------------------------------------------------------------------------------- pixel shuffle
 register(Task(
     id="spatial/pixel-shuffle",
+    layout=True,
     entrypoint="pixel_shuffle",
     signature="def pixel_shuffle(x: torch.Tensor, upscale_factor: int) -> torch.Tensor",
     description="""
@@ -131,6 +133,7 @@ out[n, c, h * r + i, w * r + j] = x[n, c * r * r + i * r + j, h, w].
 
 register(Task(
     id="spatial/pixel-unshuffle",
+    layout=True,
     entrypoint="pixel_unshuffle",
     signature="def pixel_unshuffle(x: torch.Tensor, downscale_factor: int) -> torch.Tensor",
     description="""
@@ -209,6 +212,7 @@ def _pd(n, c, h, w, pl, pr, pt, pb, dtype, **extra) -> dict:
 
 register(Task(
     id="spatial/pad-constant",
+    layout=True,
     entrypoint="pad_constant",
     signature=(
         "def pad_constant(x: torch.Tensor, pad_left: int, pad_right: int, pad_top: int, pad_bottom: int, "
@@ -245,6 +249,7 @@ pad_right) tensor: x placed at offset (pad_top, pad_left), every other element e
 
 register(Task(
     id="spatial/pad-reflect",
+    layout=True,
     entrypoint="pad_reflect",
     signature=(
         "def pad_reflect(x: torch.Tensor, pad_left: int, pad_right: int, pad_top: int, pad_bottom: int"
@@ -294,6 +299,7 @@ def _u(n, c, h, w, k, s, p, d, dtype) -> dict:
 
 register(Task(
     id="spatial/im2col",
+    layout=True,
     entrypoint="im2col",
     signature=(
         "def im2col(x: torch.Tensor, kernel_size: int, stride: int, padding: int, dilation: int"
@@ -334,6 +340,7 @@ def _channel_shuffle_ref(x: torch.Tensor, groups: int) -> torch.Tensor:
 
 register(Task(
     id="spatial/channel-shuffle",
+    layout=True,
     entrypoint="channel_shuffle",
     signature="def channel_shuffle(x: torch.Tensor, groups: int) -> torch.Tensor",
     description="""
@@ -362,6 +369,7 @@ transposed). Return a new contiguous (N, C, H, W) tensor.
 # -------------------------------------------------------------------------------------- NCHW->NHWC
 register(Task(
     id="spatial/nchw-to-nhwc",
+    layout=True,
     entrypoint="nchw_to_nhwc",
     signature="def nchw_to_nhwc(x: torch.Tensor) -> torch.Tensor",
     description="""
