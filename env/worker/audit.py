@@ -224,7 +224,8 @@ def install_audit(workdir: str, protected: list[str], includes: list[str]) -> No
             return f"writing {path}, outside the worker's private directory"
         inside = path + "/"
         if inside.startswith(closed) and not inside.startswith(reopened):
-            return f"reading {path} (home directories and secrets are closed to candidates)"
+            return (f"reading {path} (home directories, secrets, the judge's code and the reference "
+                    "solutions are closed to candidates)")
         return None
 
     def hook(event: str, args: tuple[Any, ...]) -> None:

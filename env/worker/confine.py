@@ -226,12 +226,16 @@ class Sandbox:
         self.mount_namespace = True
         self._hide()
 
+    def hidden(self) -> list[str]:
+        """Folders inside the package a worker must not read. Not closed by Landlock, which could only do
+        it by closing the listing of their parent packages (and so Python's imports from them): an empty
+        tmpfs covers them, and the audit hook refuses opening anything in them."""
+        return [os.path.realpath(p) for p in self.config.get("hide") or [] if os.path.isdir(p)]
+
     def _hide(self) -> None:
         """An empty, read-only tmpfs over each folder the worker must not see (the reference solutions)."""
         hidden, failed = [], []
-        for path in self.config.get("hide") or []:
-            if not os.path.isdir(path):
-                continue
+        for path in self.hidden():
             flags = _MS_NOSUID | _MS_NODEV | _MS_RDONLY
             ok = self._mount("warpgym-hidden", path, "tmpfs", flags, "size=4k,mode=0555")
             (hidden if ok else failed).append(path)
@@ -439,8 +443,7 @@ class Sandbox:
     def protected(self) -> list[str]:
         home = os.path.realpath(self.config.get("home") or "/root")
         extra = [os.path.realpath(p) for p in self.config.get("protect", [])]
-        hidden = [os.path.realpath(p) for p in self.config.get("hide", [])]
-        found = [p for p in (*SECRET_DIRS, home, *extra, *hidden) if os.path.exists(p) and p != "/"]
+        found = [p for p in (*SECRET_DIRS, home, *extra) if os.path.exists(p) and p != "/"]
         return sorted(set(found))
 
     def _fallback_filesystem(self) -> None:
@@ -639,7 +642,8 @@ def _main() -> None:
     report = sandbox.run()
     if config.get("audit", True):
         _load_audit().install_audit(
-            sandbox.workdir, protected, [p for p in readable if any(p.startswith(c + "/") for c in protected)]
+            sandbox.workdir, protected + sandbox.hidden(),
+            [p for p in readable if any(p.startswith(c + "/") for c in protected)]
         )
         report["applied"]["audit"] = (
             "PEP 578 audit hook: sockets, processes, signals, ctypes, gc walks, frame "

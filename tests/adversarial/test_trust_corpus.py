@@ -28,36 +28,37 @@ ATTACKS = [
     ("result_iter_compute", "math/add", {"torch-op", "output-type"}, "run"),
     ("autotune_hook_compute", "normalization/softmax", {"torch-op"}, "run"),
     ("heuristics_compute", "normalization/softmax", {"torch-op"}, "run"),
-    ("kernel_body_callout", "normalization/softmax", {"torch-op"}, None),
+    ("kernel_body_callout", "normalization/softmax", {"torch-op", "interpreter-detection", "kernel-body"},
+     None),
     # custom operators
-    ("custom_op_named_allowed", "normalization/softmax", {"torch-op", "custom-op"}, None),
-    ("custom_op_define", "math/add", {"torch-op", "custom-op"}, None),
-    ("override_allowed_op", "normalization/softmax", {"torch-op", "custom-op"}, None),
+    ("custom_op_named_allowed", "normalization/softmax", {"torch-op", "torch-internals"}, None),
+    ("custom_op_define", "math/add", {"torch-op", "torch-internals"}, None),
+    ("override_allowed_op", "normalization/softmax", {"torch-op", "torch-internals"}, None),
     # host data routes
-    ("dlpack_numpy", "normalization/softmax", {"host-compute"}, "run"),
+    ("dlpack_numpy", "normalization/softmax", {"host-compute"}, None),
     ("array_interface_view", "math/add", {"host-compute"}, None),
     ("storage_bytes_roundtrip", "math/add", {"host-compute"}, None),
     # C-level callables reached through a launch
-    ("grid_index_system", "math/add", {"sandbox-process", "host-compute"}, None),
-    ("grid_index_popen", "math/add", {"sandbox-process", "host-compute"}, None),
+    ("grid_index_system", "math/add", {"sandbox-process"}, "run"),
+    ("grid_index_popen", "math/add", {"sandbox-process"}, "run"),
     # the benchmark's own solutions and tasks
     ("import_reference_solution", "normalization/softmax", {"forbidden-import", "sandbox-filesystem"}, None),
     ("heldout_shapes", "math/add", {"forbidden-import"}, None),
     # layout tasks answered by allowed host ops
-    ("layout_transpose_contiguous", "index/transpose", None, "run"),
-    ("layout_permute_clone", "index/permute-0213", None, "run"),
-    ("layout_pad_fill_copy", "spatial/pad-constant", None, "run"),
-    ("layout_roll_slices", "index/roll", None, "run"),
+    ("layout_transpose_contiguous", "index/transpose", {"torch-op"}, "run"),
+    ("layout_permute_clone", "index/permute-0213", {"torch-op"}, "run"),
+    ("layout_pad_fill_copy", "spatial/pad-constant", {"torch-op"}, "run"),
+    ("layout_roll_slices", "index/roll", {"torch-op"}, "run"),
     # output layout and type
-    ("output_transposed_view", "index/transpose", None, "run"),
-    ("output_column_major", "normalization/softmax", None, "run"),
+    ("output_transposed_view", "index/transpose", {"output-layout", "output-not-written"}, "run"),
+    ("output_column_major", "normalization/softmax", {"output-layout"}, "run"),
     ("output_wider_dtype", "math/add", None, "run"),
     ("output_parameter", "math/add", {"output-type"}, "run"),
     # profilers (on a CPU: PyTorch compute when no profiler is seen)
-    ("profiler_env_switch", "normalization/softmax", {"torch-op"}, "run"),
-    ("profiler_stop", "normalization/softmax", {"torch-op", "tampering"}, None),
+    ("profiler_env_switch", "normalization/softmax", {"torch-op", "torch-internals"}, None),
+    ("profiler_stop", "normalization/softmax", {"torch-op", "tampering", "torch-internals"}, None),
     # interpreter-only behaviour
-    ("interp_branch_kernel", "math/add", None, None),
+    ("interp_branch_kernel", "math/add", {"interpreter-detection"}, "static"),
     ("interp_cuda_switch", "normalization/softmax", None, None),
 ]
 
@@ -124,6 +125,7 @@ def test_every_trust_candidate_has_a_test():
         "log_fifo",
         "log_dev_zero",
         "log_huge",
+        "cuda_graph_replay",  # GPU only: tests/gpu/test_trust_gpu.py
     }
     on_disk = {p.stem for p in (CANDIDATES / "trust").glob("*.py")}
     assert on_disk <= names, f"candidates without a test: {on_disk - names}"

@@ -36,6 +36,8 @@ DEVICE_ATTACKS = [
     ("layout_transpose_contiguous", "index/transpose", {"device-library-kernel", "torch-op"}),
     ("layout_pad_fill_copy", "spatial/pad-constant", {"device-library-kernel", "torch-op"}),
     ("dlpack_numpy", "normalization/softmax", {"device-host-copy", "host-compute"}),
+    # No host-code rule can see a graph replay: the device trace alone must name the library kernel.
+    ("cuda_graph_replay", "normalization/softmax", {"device-library-kernel"}),
 ]
 
 
@@ -100,3 +102,13 @@ def test_honest_unusual_candidates_pass_on_the_device(gpu_evaluator, name, task_
     result = judge(gpu_evaluator, task_id, name, TIMED)
     assert result.correct is True and not result.violations, explain(result)
     assert not result.suspicious, explain(result)
+
+
+def test_an_honest_candidate_s_kernels_are_what_the_device_trace_shows(gpu_evaluator):
+    """The trace is wired into every checked call: an honest candidate's verdict lists its own kernel as
+    what ran, and nothing else."""
+    result = judge(gpu_evaluator, "math/add", "honest_callable_object")
+    assert result.correct is True, explain(result)
+    assert result.device and result.device["traced_calls"] > 0, result.device
+    names = set(result.device["kernels"])
+    assert names and names <= {k.name for k in result.kernels}, (names, [k.name for k in result.kernels])
