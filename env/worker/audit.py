@@ -61,8 +61,9 @@ _STRICT = {
 }
 _PROCESS_EVENTS = frozenset({"subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn",
                              "os.fork", "os.forkpty"})
-HARNESS_TOOLS = frozenset({"ptxas", "cuobjdump", "nvdisasm", "nvlink", "fatbinary", "ldconfig",
-                           "ldconfig.real", "gcc", "cc", "clang", "g++", "c++"})
+HARNESS_TOOLS = ("ptxas", "cuobjdump", "nvdisasm", "nvlink", "fatbinary", "ldconfig", "gcc", "cc", "clang",
+                 "g++", "c++")
+"""Program names, or their stems (Triton ships ``ptxas-blackwell``)."""
 """The programs the harness's own code runs while it acts for the candidate (the CUDA toolchain, Triton's
 search for libcuda and its launcher build). Any other process, and any shell, is refused whoever's frame
 is nearest: code that runs inside a launch (a grid value's ``__index__``) has no frame of its own."""
@@ -173,7 +174,8 @@ def install_audit(workdir: str, protected: list[str], includes: list[str]) -> No
             program = argv[0] if isinstance(argv, list | tuple) and argv else argv
         if isinstance(program, bytes):
             program = fsdecode(program)
-        return isinstance(program, str) and os.path.basename(program) in tools
+        name = os.path.basename(program) if isinstance(program, str) else ""
+        return any(name == tool or name.startswith((tool + "-", tool + ".")) for tool in tools)
 
     def origin(frame: Any, direct: bool) -> bool:
         """True when the candidate's code caused the event: candidate frames reached before any harness
