@@ -52,6 +52,7 @@ and serialisation (``torch.save`` pickles through ``__reduce_ex__``)."""
 _TORCH_DIR = os.path.dirname(os.path.realpath(torch.__file__)) + os.sep
 _HARNESS_DIRS = (os.path.dirname(os.path.dirname(os.path.realpath(__file__))) + os.sep,)
 """``env/``: the worker's own code (the launch recorder, the timing loop)."""
+_OWN_FILES = frozenset({__file__, os.path.realpath(__file__)})
 _CANDIDATE_PREFIX = os.path.join(os.path.realpath(os.getcwd()), "candidate_")
 """The worker writes each candidate module as ``candidate_N.py`` in its own directory, its cwd."""
 
@@ -72,6 +73,9 @@ def _origin(frame: Any, launching: bool) -> bool:
     stops = _HARNESS_DIRS + ((_triton_dir(),) if launching else ())
     while frame is not None:
         name = frame.f_code.co_filename
+        if name in _OWN_FILES:  # the mode's own wrapper frames
+            frame = frame.f_back
+            continue
         if name.startswith(_CANDIDATE_PREFIX):
             return True
         if name.startswith(stops):

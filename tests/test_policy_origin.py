@@ -1,0 +1,62 @@
+"""The run-time policy counts an op by where it came from: the candidate's code (also inside a kernel
+launch: grid callables, hooks), not the harness's or Triton's runtime; and it sees through renamed
+custom operators, replaced kernels of allowed ops and rebinding of its own state."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+SCRIPT = textwrap.dedent('''
+    import os, sys
+    os.chdir(sys.argv[1])
+    sys.path.insert(0, os.getcwd())
+    import torch
+    from warpgym.env.worker import policy
+    policy.freeze_dispatch_tables()
+    open("candidate_1.py", "w").write(
+        "import torch\\n"
+        "def direct(x):\\n    return x.softmax(-1)\\n"
+        "def grid(meta):\\n    torch.ones(3).softmax(-1)\\n    return (1,)\\n")
+    import candidate_1
+    x = torch.randn(4, 4)
+    results = {}
+    with policy.watching() as mode:
+        candidate_1.direct(x)
+    results["direct"] = mode.forbidden()
+    with policy.watching() as mode, policy.paused():  # inside a launch: the grid callable is the candidate's
+        candidate_1.grid({})
+    results["grid"] = mode.forbidden()
+    with policy.watching() as mode, policy.paused():  # inside a launch: the harness's own op is not
+        x.softmax(-1)
+    results["launch_other"] = mode.forbidden()
+    lib = torch.library.Library("redteam", "DEF")
+    lib.define("empty_like(Tensor x) -> Tensor")
+    lib.impl("empty_like", lambda t: t.exp(), "CPU")
+    with policy.watching() as mode:
+        exec(compile("torch.ops.redteam.empty_like(x)", "candidate_2.py", "exec"))
+    results["custom"] = mode.forbidden()
+    over = torch.library.Library("aten", "IMPL")
+    over.impl("zero_", lambda t: t, "CPU")
+    with policy.watching() as mode:
+        exec(compile("x.zero_()", "candidate_3.py", "exec"))
+    results["override"] = mode.forbidden()
+    before = policy.state()
+    policy.ALLOWED_OPS = policy.ALLOWED_OPS | {"softmax"}
+    results["state_changed"] = policy.state() != before
+    print(repr(results))
+''')
+
+
+def test_ops_are_counted_by_origin_and_tricks_are_named(tmp_path):
+    out = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path)], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    results = eval(out.stdout.strip().splitlines()[-1])  # noqa: S307 - our own script's repr
+    assert "_softmax" in results["direct"]
+    assert "_softmax" in results["grid"], "an op in a grid callable is the candidate's"
+    assert results["launch_other"] == {}, "ops of nobody's code inside a launch are the harness's"
+    assert any(k.startswith("redteam::") for k in results["custom"]), results["custom"]
+    assert any("replaced" in k for k in results["override"]), results["override"]
+    assert results["state_changed"] is True
