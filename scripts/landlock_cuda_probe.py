@@ -1,6 +1,6 @@
 """Which filesystem rights CUDA needs under Landlock (run on a GPU machine).
 
-The worker's Landlock rules (env/worker/confine.py) let a process write only in its own directory and
+The worker's Landlock rules (env/worker/landlock.py) let a process write only in its own directory and
 to device files, and read everything but the protected trees and other processes' /proc entries. On an
 H200 CUDA failed to initialise under those rules. Each variant below starts a fresh process, applies the
 worker's rules plus one extra grant, then initialises CUDA and runs a kernel; the variants that pass say
@@ -21,7 +21,7 @@ import tempfile
 CHILD = r"""
 import ctypes, json, os, sys
 sys.path.insert(0, sys.argv[1])
-import confine as c
+import landlock as c
 variant, workdir = sys.argv[2], sys.argv[3]
 libc = ctypes.CDLL(None, use_errno=True)
 abi = libc.syscall(c._LL_CREATE, None, 0, c._LL_VERSION)

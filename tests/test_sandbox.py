@@ -120,20 +120,33 @@ def test_readable_paths_close_home_directories_but_keep_python(tmp_path):
     assert f"/proc/{os.getpid()}" in paths and "/proc/1" not in paths
 
 
-def test_the_confinement_and_audit_import_only_the_standard_library():
+def test_the_confinement_and_every_file_it_loads_import_only_the_standard_library():
     """They run before the package: anything that starts threads (torch, Triton) would escape Landlock
-    and no_new_privs, so every import in both files, at any depth, must be the standard library's."""
+    and no_new_privs, so every import in confine.py and in each file it loads by path (the layers, the
+    audit hook), at any depth, must be the standard library's."""
     import ast
 
-    from warpgym.env.worker import audit
-
-    for module in (confine, audit):
-        tree = ast.parse(Path(module.__file__).read_text())
-        nodes = list(ast.walk(tree))
+    script = Path(confine.__file__)
+    calls = [node for node in ast.walk(ast.parse(script.read_text())) if isinstance(node, ast.Call)]
+    loaded = {c.args[0].value for c in calls if getattr(c.func, "id", "") == "_load" and c.args
+              and isinstance(c.args[0], ast.Constant)}
+    assert loaded == set(confine.BY_PATH)  # nothing is loaded that the list (and so this test) misses
+    for path in [script, *(script.with_name(f"{stem}.py") for stem in confine.BY_PATH)]:
+        nodes = list(ast.walk(ast.parse(path.read_text())))
         names = {alias.name for node in nodes if isinstance(node, ast.Import) for alias in node.names}
         names |= {node.module for node in nodes if isinstance(node, ast.ImportFrom) and node.module}
+        relative = [node.lineno for node in nodes if isinstance(node, ast.ImportFrom) and node.level]
         outside = {name.split(".")[0] for name in names} - set(sys.stdlib_module_names) - {"__future__"}
-        assert names and not outside, (module.__name__, outside)
+        assert names and not outside and not relative, (path.name, outside, relative)
+
+
+def test_the_layers_are_loaded_by_path_once_under_the_package_names():
+    """confine.py, the audit hook and the package's own imports share one copy of each layer module."""
+    from warpgym.env.worker import audit, landlock
+
+    assert confine._load("landlock") is landlock and confine._load("audit") is audit
+    assert confine.Sandbox.landlock is landlock.LandlockLayer.landlock
+    assert confine.readable_paths is landlock.readable_paths and confine.SECRET_DIRS == landlock.SECRET_DIRS
 
 
 # ----------------------------------------------------------------------------------------------- OS layers
