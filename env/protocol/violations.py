@@ -100,6 +100,7 @@ CODES: dict[str, Code] = {
     "reserved-kernel-name": Code("a kernel of the candidate's takes a library kernel's name",
                                  "your kernels {names} take the names of library kernels; name your kernels "
                                  "yourself (a device trace names kernels only by name)"),
+    "too-large": Code("the candidate's source is longer than an action may be"),
     "output-layout": Code("an output is not in the layout or on the device the statement promises"),
 }
 

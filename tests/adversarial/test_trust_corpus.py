@@ -39,8 +39,8 @@ ATTACKS = [
     ("array_interface_view", "math/add", {"host-compute"}, None),
     ("storage_bytes_roundtrip", "math/add", {"host-compute"}, None),
     # C-level callables reached through a launch
-    ("grid_index_system", "math/add", {"sandbox-process"}, "run"),
-    ("grid_index_popen", "math/add", {"sandbox-process"}, "run"),
+    ("grid_index_system", "math/add", {"sandbox-process", "host-compute"}, None),
+    ("grid_index_popen", "math/add", {"sandbox-process", "host-compute"}, None),
     # the benchmark's own solutions and tasks
     ("import_reference_solution", "normalization/softmax", {"forbidden-import", "sandbox-filesystem"}, None),
     ("heldout_shapes", "math/add", {"forbidden-import"}, None),
@@ -59,7 +59,6 @@ ATTACKS = [
     ("profiler_stop", "normalization/softmax", {"torch-op", "tampering", "torch-internals"}, None),
     # interpreter-only behaviour
     ("interp_branch_kernel", "math/add", {"interpreter-detection"}, "static"),
-    ("interp_cuda_switch", "normalization/softmax", None, None),
 ]
 
 HONEST = [
@@ -126,6 +125,7 @@ def test_every_trust_candidate_has_a_test():
         "log_dev_zero",
         "log_huge",
         "cuda_graph_replay",  # GPU only: tests/gpu/test_trust_gpu.py
+        "interp_cuda_switch",  # honest in the interpreter; its library path runs only on a GPU
     }
     on_disk = {p.stem for p in (CANDIDATES / "trust").glob("*.py")}
     assert on_disk <= names, f"candidates without a test: {on_disk - names}"
