@@ -24,7 +24,7 @@ _LAZY = {
     "pass_at_k": ("metrics", "pass_at_k"),
     "fast_p": ("metrics", "fast_p"),
     "write_report": ("report", "write"),
-    "compare_runs": ("report", "compare"),
+    "compare_runs": ("compare", "compare"),
     "export_run": ("export", "export"),
 }
 

@@ -19,19 +19,20 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from warpgym.experiments import report, rundir
+    from warpgym.experiments import compare, report_html, report_markdown, rundir
 
     try:
         dirs = [rundir.find_run(r, Path(args.runs_root)) for r in args.runs]
     except rundir.RunError as exc:
         raise UsageError(str(exc)) from None
-    doc = report.compare(dirs)
+    doc = compare.compare(dirs)
     if args.output:
         out = Path(args.output)
         if out.suffix not in (".md", ".html"):
             raise UsageError(f"--output must end in .md or .html, not {out.name}")
-        out.write_text(doc.html(Path.cwd()) if out.suffix == ".html" else doc.markdown())
+        html = out.suffix == ".html"
+        out.write_text(report_html.render(doc, Path.cwd()) if html else report_markdown.render(doc))
         print(f"Comparison: {out}")
     else:
-        print(doc.markdown())
+        print(report_markdown.render(doc))
     return 0

@@ -8,8 +8,9 @@ explanation, and the fixed kernel. Here any experiment run becomes such data:
     train("fixit-data", "/models/my-local-model")      # needs the `fixit` extra
 
 ``kinds`` classifies failures, ``pairs`` finds (wrong, fixed) pairs in stored runs, ``select``
-de-duplicates, caps, balances and splits by task, ``explain`` writes explanations, ``build``
-writes the JSONL layouts, report and card, ``train`` runs TRL + PEFT.
+de-duplicates, caps, balances and splits by task, ``explain`` writes explanations, ``messages``
+words each example's chat, ``report`` and ``card`` say what was kept and why, ``layouts`` writes
+the JSONL layouts, ``build`` runs those steps in order, ``train`` runs TRL + PEFT.
 """
 
 from __future__ import annotations
