@@ -141,7 +141,7 @@ def judge(ev: Evaluation) -> bool:
     for _, trace in ev.device_traces:
         kernels = [a for a in trace.get("activities", []) if a.get("kind") == "kernel"]
         seen.update(str(a.get("name", ""))[:200] for a in kernels)
-    result.device = {"traced_calls": sum(1 for _, t in ev.device_traces if not t.get("error")),
+    result.device_activity = {"traced_calls": sum(1 for _, t in ev.device_traces if not t.get("error")),
                      "kernels": dict(seen.most_common(20)),
                      "seconds": round(sum(float(t.get("seconds") or 0) for _, t in ev.device_traces), 3)}
     if not found:

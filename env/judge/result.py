@@ -95,7 +95,7 @@ class EvalResult:
     sandbox: dict[str, Any] | None = None
     """What confined the candidate's worker: ``applied`` and ``not_applied`` protections, each with a
     sentence (env/worker/confine.py); None when the evaluation never started a worker."""
-    device: dict[str, Any] | None = None
+    device_activity: dict[str, Any] | None = None
     """What the GPU ran inside the entrypoint, by CUDA activity tracing: ``traced_calls``, ``kernels``
     (each name seen and how often), ``seconds`` the tracing took; None without a GPU."""
 

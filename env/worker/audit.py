@@ -61,9 +61,9 @@ _STRICT = {
 }
 _PROCESS_EVENTS = frozenset({"subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn",
                              "os.fork", "os.forkpty"})
-HARNESS_TOOLS = ("ptxas", "cuobjdump", "nvdisasm", "nvlink", "fatbinary", "ldconfig", "gcc", "cc", "clang",
-                 "g++", "c++")
-"""Program names, or their stems (Triton ships ``ptxas-blackwell``)."""
+SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "csh", "tcsh", "fish", "busybox", "env", "python",
+                    "python3", "perl", "ruby", "node"})
+"""Programs that run whatever command they are given: the harness's code never starts them."""
 """The programs the harness's own code runs while it acts for the candidate (the CUDA toolchain, Triton's
 search for libcuda and its launcher build). Any other process, and any shell, is refused whoever's frame
 is nearest: code that runs inside a launch (a grid value's ``__index__``) has no frame of its own."""
@@ -156,7 +156,7 @@ def install_audit(workdir: str, protected: list[str], includes: list[str]) -> No
     incidents: list[list[str]] = []
     busy: set[int] = set()
     getframe, get_ident, realpath, fsdecode = sys._getframe, _thread.get_ident, os.path.realpath, os.fsdecode
-    process_events, tools = _PROCESS_EVENTS, HARNESS_TOOLS
+    process_events, shells = _PROCESS_EVENTS, SHELLS
     own_task = os.path.exists
 
     def is_stdlib(filename: str) -> bool:
@@ -164,18 +164,23 @@ def install_audit(workdir: str, protected: list[str], includes: list[str]) -> No
             filename.startswith(stdlib) and not filename.startswith(site)
         )
 
-    def harness_tool(event: str, args: tuple[Any, ...]) -> bool:
-        """A process the harness may start: one of HARNESS_TOOLS, never a shell or a fork."""
+    def program_of(event: str, args: tuple[Any, ...]) -> str:
         if event in ("os.system", "os.fork", "os.forkpty") or not args:
-            return False
+            return "sh" if event == "os.system" else ""
         program = args[0]
         if event == "subprocess.Popen" and program is None and len(args) > 1:  # (executable, args, ...)
             argv = args[1]
             program = argv[0] if isinstance(argv, list | tuple) and argv else argv
         if isinstance(program, bytes):
             program = fsdecode(program)
-        name = os.path.basename(program) if isinstance(program, str) else ""
-        return any(name == tool or name.startswith((tool + "-", tool + ".")) for tool in tools)
+        return os.path.basename(program) if isinstance(program, str) else ""
+
+    def harness_tool(event: str, args: tuple[Any, ...]) -> bool:
+        """A process the harness's own code may start: any program but a shell, never a fork; a shell, a
+        fork or ``os.system`` reached without a candidate frame is a launch running candidate code (a
+        grid value's ``__index__``)."""
+        name = program_of(event, args)
+        return bool(name) and name.split(" ")[0] not in shells
 
     def origin(frame: Any, direct: bool) -> bool:
         """True when the candidate's code caused the event: candidate frames reached before any harness
@@ -251,6 +256,8 @@ def install_audit(workdir: str, protected: list[str], includes: list[str]) -> No
                                                               and not harness_tool(event, args)):
                     return
                 code, what = strict[event]
+                if event in process_events and program_of(event, args):
+                    what = f"{what}: {program_of(event, args)}"
             else:
                 problem = path_problem(event, args)
                 if problem is None or not origin(caller, direct=False):

@@ -103,7 +103,7 @@ class traced:
         self._started = time.perf_counter()
         _SYNC()
         try:
-            self._profile = _PROFILE(activities=[_ACTIVITY])
+            self._profile = _PROFILE(activities=[_ACTIVITY], acc_events=True)
             self._profile.__enter__()
         except Exception as exc:  # noqa: BLE001 - no tracing is reported, never a crash
             self._profile = None

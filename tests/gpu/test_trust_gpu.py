@@ -109,6 +109,6 @@ def test_an_honest_candidate_s_kernels_are_what_the_device_trace_shows(gpu_evalu
     what ran, and nothing else."""
     result = judge(gpu_evaluator, "math/add", "honest_callable_object")
     assert result.correct is True, explain(result)
-    assert result.device and result.device["traced_calls"] > 0, result.device
-    names = set(result.device["kernels"])
+    assert result.device_activity and result.device_activity["traced_calls"] > 0, result.device_activity
+    names = set(result.device_activity["kernels"])
     assert names and names <= {k.name for k in result.kernels}, (names, [k.name for k in result.kernels])
