@@ -104,6 +104,8 @@ class _Scanner(ast.NodeVisitor):
         self._in_kernel = 0
         self.modules: set[str] = {"__builtins__"}
         """Names bound to modules (``import x``, ``import x.y as z``)."""
+        self.docstrings: set[int] = set()
+        """Docstring nodes: prose, which may name anything without doing it."""
         self.plain_functions: set[str] = set()
         """Module-level functions that are not Triton kernels (filled before the scan)."""
 
@@ -226,6 +228,8 @@ class _Scanner(ast.NodeVisitor):
                       "which function is called; name it directly", node)
 
     def visit_Constant(self, node: ast.Constant) -> None:
+        if id(node) in self.docstrings:
+            return
         if isinstance(node.value, str) and any(marker in node.value for marker in INTERPRETER_MARKERS):
             self.flag("interpreter-detection", f"the string {node.value[:60]!r} asks whether Triton's "
                       "interpreter runs the kernel; a candidate must compute the same way everywhere", node)
@@ -305,6 +309,12 @@ def check_source(source: str, entrypoint: str, params: list[str], language: str 
         for node in tree.body:  # imports first, so decorators resolve; then which functions are kernels
             if isinstance(node, ast.Import | ast.ImportFrom):
                 scanner.aliases.update(_import_aliases(node))
+        scanner.docstrings = {
+            id(n.body[0].value) for n in ast.walk(tree)
+            if isinstance(n, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and n.body
+            and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)
+            and isinstance(n.body[0].value.value, str)
+        }
         functions = [n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
         scanner.plain_functions = {n.name for n in functions if not _is_triton_kernel(n, scanner.aliases)}
         scanner.visit(tree)

@@ -24,14 +24,18 @@ TIMED = EvalOptions(device="cuda", shape_sets=("dev",), timing=True, warmup=3, r
 
 # candidate, task, violation codes (one must be found)
 DEVICE_ATTACKS = [
-    ("profiler_env_switch", "normalization/softmax", {"device-library-kernel", "torch-op"}),
-    ("profiler_stop", "normalization/softmax", {"device-trace", "device-library-kernel", "torch-op"}),
+    ("profiler_env_switch", "normalization/softmax", {"device-library-kernel", "torch-op",
+                                                      "torch-internals"}),
+    ("profiler_stop", "normalization/softmax", {"device-trace", "device-library-kernel", "torch-op",
+                                                "torch-internals"}),
     ("interp_cuda_switch", "normalization/softmax", {"device-library-kernel", "torch-op"}),
     ("harness_reference_paused", "normalization/softmax", {"device-library-kernel", "forbidden-import"}),
     ("grid_callable_compute", "normalization/softmax", {"device-library-kernel", "torch-op"}),
     ("autotune_hook_compute", "normalization/softmax", {"device-library-kernel", "torch-op"}),
-    ("custom_op_named_allowed", "normalization/softmax", {"device-library-kernel", "torch-op", "custom-op"}),
-    ("override_allowed_op", "normalization/softmax", {"device-library-kernel", "torch-op", "custom-op"}),
+    ("custom_op_named_allowed", "normalization/softmax", {"device-library-kernel", "torch-op",
+                                                          "torch-internals"}),
+    ("override_allowed_op", "normalization/softmax", {"device-library-kernel", "torch-op",
+                                                      "torch-internals"}),
     ("result_iter_compute", "math/add", {"device-library-kernel", "torch-op", "output-type"}),
     ("layout_transpose_contiguous", "index/transpose", {"device-library-kernel", "torch-op"}),
     ("layout_pad_fill_copy", "spatial/pad-constant", {"device-library-kernel", "torch-op"}),
@@ -80,8 +84,9 @@ def test_a_profiler_switch_is_caught_when_timed_too(gpu_evaluator):
 
 def test_a_kernel_right_only_in_the_interpreter_fails_on_the_device(gpu_evaluator):
     result = judge(gpu_evaluator, "math/add", "interp_branch_kernel")
-    assert result.correct is False, explain(result)
-    assert any(c.passed is False for c in result.cases), explain(result)
+    assert result.correct is not True, explain(result)
+    asked = any(v.code == "interpreter-detection" for v in result.violations)
+    assert asked or any(c.passed is False for c in result.cases), explain(result)
 
 
 def test_a_kernel_body_that_calls_host_code_only_when_interpreted_is_honest_on_the_device(gpu_evaluator):
