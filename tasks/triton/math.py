@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from ..registry import register
-from ..spec import Task, Tolerance, elem_size
+from ..spec import ONE_BF16_ROUNDING, ONE_FP16_ROUNDING, Task, Tolerance, elem_size
 
 register(Task(
     id="math/add",
@@ -39,8 +39,7 @@ integer, often not a multiple of the block size.
 # One FLOP per +, -, *, /, comparison/select and per exp, log or sqrt (the convention of
 # activation.py). Bytes: each input read once, the output written once.
 
-FP16 = Tolerance(1e-3, 1e-2, 2e-3, "computed in fp32, one rounding to fp16 (4.9e-4 relative)")
-BF16 = Tolerance(8e-3, 3e-2, 1e-2, "computed in fp32, one rounding to bf16 (3.9e-3 relative)")
+FP16, BF16 = ONE_FP16_ROUNDING, ONE_BF16_ROUNDING
 FP32_ROUNDED = Tolerance(1e-6, 1e-5, 1e-5, "a few fp32 roundings on O(1)-O(10) operands; where the result "
                          "cancels, the error stays below 1e-6 absolute")
 FP32_EXACT = Tolerance(0.0, 1e-6, 1e-6, "at most one fp32 rounding of the result")

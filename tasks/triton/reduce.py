@@ -15,11 +15,10 @@ from typing import Any
 import torch
 
 from ..registry import register
-from ..spec import Task, Tolerance, elem_size
+from ..spec import ONE_BF16_ROUNDING, ONE_FP16_ROUNDING, Task, Tolerance, elem_size
 
 EXACT = Tolerance(0.0, 0.0, 0.0, "the result is one of the inputs (or its index): exact")
-FP16_SUM = Tolerance(1e-3, 1e-2, 2e-3, "fp32 accumulation, then one rounding to fp16 (4.9e-4 relative)")
-BF16_SUM = Tolerance(8e-3, 3e-2, 1e-2, "fp32 accumulation, then one rounding to bf16 (3.9e-3 relative)")
+FP16_SUM, BF16_SUM = ONE_FP16_ROUNDING, ONE_BF16_ROUNDING  # fp32 accumulation, then one rounding
 LARGE_MEAN = ("Rows have a mean of 100 to 150 and a spread of 1 to 10, where the one-pass "
               "E[x^2] - E[x]^2 formula loses most digits in float32.")
 TWO_PASS = Tolerance(1e-5, 1e-5, 1e-5, "two-pass variance in fp32: relative error ~1e-6 even with mean 150")
