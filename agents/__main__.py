@@ -14,6 +14,8 @@ import json
 import sys
 from pathlib import Path
 
+from warpgym.env.toolchain import targets
+
 from .api import CONTEXT_LEVELS, HISTORY_MODES, LOOPS, EpisodeSettings, make_provider, run_episode
 from .transcript import format_episode, format_turn
 
@@ -28,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--history", default="full", choices=HISTORY_MODES)
     parser.add_argument("--max-turns", type=int, default=4)
     parser.add_argument("--sample", type=int, default=0)
-    parser.add_argument("--target", default="sm_90a", choices=("sm_90a", "sm_100a"))
+    parser.add_argument("--target", default="sm_90a", choices=targets.NAMES)
     parser.add_argument("--device", default="auto")
     parser.add_argument("--reasoning-effort", default=None)
     parser.add_argument("--thinking-budget", type=int, default=None)

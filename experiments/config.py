@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from warpgym.env.toolchain import targets
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -29,7 +30,6 @@ else:  # pragma: no cover - Python 3.10
 PROVIDER_KINDS = ("openai", "anthropic", "openai-compatible", "replay")
 DEFAULT_LOOPS = ("one-shot", "fix-retry")
 DEFAULT_HISTORY = ("full", "last")
-TARGETS = ("sm_90a", "sm_100a")
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
@@ -189,7 +189,7 @@ class Experiment(Strict):
     samples: int = Field(default=1, ge=1, le=1000)
     max_turns: int = Field(default=4, ge=1, le=100)
     history: str = "full"
-    target: Literal["sm_90a", "sm_100a"] = "sm_90a"
+    target: str = targets.DEFAULT
     run: RunSettings = Field(default_factory=RunSettings)
     budget: Budget = Field(default_factory=Budget)
     metrics: MetricSettings = Field(default_factory=MetricSettings)
@@ -204,6 +204,11 @@ class Experiment(Strict):
         if isinstance(value, list):
             return [{"spec": v} if isinstance(v, str) else v for v in value]
         return value
+
+    @field_validator("target")
+    @classmethod
+    def _known_target(cls, value: str) -> str:
+        return targets.check(value)
 
     @field_validator("name")
     @classmethod

@@ -19,6 +19,7 @@ from warpgym.env.judge.pool import WorkerError
 from warpgym.env.judge.result import KernelReport
 from warpgym.env.protocol import messages as m
 from warpgym.env.protocol.violations import violation
+from warpgym.env.toolchain.targets import for_capability
 
 if TYPE_CHECKING:
     from warpgym.env.judge.evaluation import Evaluation
@@ -69,7 +70,7 @@ def native_target(device: str) -> str | None:
     if not device.startswith("cuda"):
         return None
     major, minor = torch.cuda.get_device_capability(torch.device(device))
-    return {(9, 0): "sm_90a", (10, 0): "sm_100a"}.get((major, minor))
+    return for_capability(major, minor)
 
 
 def jit_kernels(ev: Evaluation) -> bool:

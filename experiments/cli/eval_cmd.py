@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from warpgym.env.candidate import ATTACHMENT_SUFFIXES, Candidate, CandidateError
+from warpgym.env.toolchain import targets
 
 from . import UsageError
 
@@ -34,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--attach", nargs="+", action="extend", default=[], metavar="F",
                         help=f"source files ({', '.join(ATTACHMENT_SUFFIXES)}) carried with the module; it "
                              "reads each by file name with warpgym.loader.attachment(name)")
-    parser.add_argument("--target", default="sm_90a", choices=["sm_90a", "sm_100a"])
+    parser.add_argument("--target", default="sm_90a", choices=targets.NAMES)
     parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (default)")
     parser.add_argument("--shapes", default="dev,heldout",
                         help="comma-separated shape sets to check (dev, heldout, bench); default dev,heldout")

@@ -14,6 +14,8 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any
 
+from warpgym.env.toolchain import targets
+
 from . import UsageError
 
 
@@ -28,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     check.add_argument("--shapes", default=None,
                        help="shape sets to check (default dev,heldout; on a GPU with --no-timing also bench: "
                             "with timing, every bench case is checked after its timing loop)")
-    check.add_argument("--target", default="sm_90a", choices=["sm_90a", "sm_100a"])
+    check.add_argument("--target", default="sm_90a", choices=targets.NAMES)
     check.add_argument("--no-timing", action="store_true", help="skip the timing stage on a GPU")
     check.add_argument("--jobs", type=int, default=1,
                        help="parallel evaluators (default 1); on a GPU they compile and check in parallel "
