@@ -1,4 +1,4 @@
-"""Tile and schedule sweep for the ptx/gemm-bf16 reference (issue 4: at least 0.70x cuBLAS).
+"""Tile and schedule sweep for the ptx/gemm-bf16 reference (goal: at least 0.70x cuBLAS).
 
 Two halves, because the PTX is generated where Triton's newest compiler is (any machine, no GPU)
 and timed where the H200 is:

@@ -1,4 +1,4 @@
-"""warpgym and KernelBench side by side, on the same GPU, the same candidates, one run (issue 10).
+"""warpgym and KernelBench side by side, on the same GPU, the same candidates, one run.
 
 KernelBench is brought in for this measurement only, never committed: copy its ``src`` folder
 into ``.kb/`` (ignored by git) and carry it to the GPU machine:

@@ -1,4 +1,4 @@
-"""Evaluations per minute with 1, 2, ..., N GPUs (issue 9). Run on a machine with several GPUs:
+"""Evaluations per minute with 1, 2, ..., N GPUs. Run on a machine with several GPUs:
 
     python3 scripts/multi_gpu_throughput.py --out $OUT/multi_gpu.json
 

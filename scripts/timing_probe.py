@@ -1,4 +1,4 @@
-"""Where the harness's kernel time departs from Nsight Compute's, measured (issue 10, GPU only).
+"""Where the harness's kernel time departs from Nsight Compute's, measured (GPU only).
 
 Times the matmul reference at its bench case, in this process, five times per variant:
 

@@ -1,6 +1,6 @@
 """Devices: which one evaluates, and the measured ceilings that speeds are compared with.
 
-Ceilings are measured figures (shared/HARDWARE.md, 2026-11-29), not datasheet numbers, so a
+Ceilings are measured figures (on the H200 machine, 2026-11-29: docs/benchmarks.md), not datasheet numbers, so a
 fraction of the roofline near 1.0 means "as fast as the best library moves data or does
 arithmetic on this card".
 """
@@ -27,7 +27,7 @@ KNOWN_CEILINGS = {
     "H200": Ceilings("NVIDIA H200", 4240.0,
                      {"bfloat16": 718.0, "float16": 718.0, "float8_e4m3fn": 1251.0, "float32": 67.0,
                       "int8": 1251.0},
-                     "measured on the H200 machine, shared/HARDWARE.md (copy 4.24 TB/s, cuBLAS bf16 4096^3)"),
+                     "measured on the H200 machine (copy 4.24 TB/s, cuBLAS bf16 4096^3)"),
     "H100": Ceilings("NVIDIA H100", 3350.0,
                      {"bfloat16": 718.0, "float16": 718.0, "float8_e4m3fn": 1251.0, "float32": 67.0,
                       "int8": 1251.0},

@@ -85,7 +85,7 @@ def interpreter_fault(task: Task, case: dict[str, Any], seed: int, dist: str, de
     """Why Triton's interpreter cannot be trusted with this case on a CPU, or None.
 
     bf16 is wrong in the interpreter whether read or written; fp8 reads are exact but writes
-    round and saturate wrongly (shared/HARDWARE.md), so the outputs' dtypes matter too.
+    round and saturate wrongly (seen with Triton 3.6-3.9 on the CPU), so the outputs' dtypes matter too.
     """
     if device != "cpu" or task.language != "triton":
         return None

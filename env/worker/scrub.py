@@ -1,5 +1,5 @@
-"""Scrubbing GPU shared memory before a checked run (issue 7: "a result that depends on uninitialised
-shared memory").
+"""Scrubbing GPU shared memory before a checked run (a result that depends on
+uninitialised shared memory must fail every time).
 
 Shared memory is not cleared between kernels: a kernel that reads shared memory it never wrote sees
 what the last kernel on that SM left there, which can be zero, or a previous launch's right answer,
