@@ -1,6 +1,6 @@
 """Devices: which one evaluates, and the measured ceilings that speeds are compared with.
 
-Ceilings are measured figures (on the H200 machine, 2026-11-29: docs/benchmarks.md), not datasheet numbers, so a
+Ceilings are measured figures (on the H200 machine, 2026-11-29), not datasheet numbers, so a
 fraction of the roofline near 1.0 means "as fast as the best library moves data or does
 arithmetic on this card".
 """
