@@ -64,7 +64,8 @@ def _run(mode: str, seconds: float) -> str:
     sys.version_info[:2] != (3, 11), reason="the race was seen on CPython 3.11; later versions fix it"
 )
 def test_the_race_exists_without_the_lock() -> None:
-    assert "errors 0" not in _run("plain", 10)
+    """The race is a matter of timing: it must show within three windows of ten seconds."""
+    assert any("errors 0" not in _run("plain", 10) for _ in range(3))
 
 
 def test_serialised_parsing_survives_the_race() -> None:
