@@ -90,9 +90,10 @@ def main() -> None:
                 fn()
             raw = [(e.name()[:80], str(e.device_type())) for e in prof.profiler.kineto_results.events()]
             print("profiler events of one triton call:", raw[:12])
-        verdict = [v.message for v in device_violations(wire, own, name, "probe")]
+        verdict = [v.message for v in device_violations([("probe", wire)], own, name)]
         report[name] = {"trace": wire, "violations": verdict}
-        print(f"== {name}: {wire['total']} activities, sentinels {wire['sentinels']}, "
+        ran = sum(a["count"] for a in wire["activities"])
+        print(f"== {name}: {ran} activities, sentinels {wire['sentinels']}, "
               f"{wire['seconds'] * 1e3:.1f} ms, error {wire['error']}")
         for act in wire["activities"][:6]:
             print(f"   {act['kind']:7} {act['copy']:5} {act['nbytes']:>9}  {act['name'][:110]}")

@@ -12,7 +12,7 @@ from warpgym.env.judge.device_evidence import (
     device_violations,
     reserved,
 )
-from warpgym.env.worker.device_trace import SENTINEL_NAME, read_chrome_trace
+from warpgym.env.worker.device_trace import MAX_ACTIVITIES, SENTINEL_NAME, read_chrome_trace
 
 SOFTMAX = ("void (anonymous namespace)::softmax_warp_forward<float, float, float, 9, false, false>"
            "(float*, float const*, int, int, int, bool const*, int, bool)")
@@ -35,7 +35,7 @@ def _chrome(*events: tuple[str, str, int]) -> dict:
 
 
 def _verdict(trace: dict, own: list[str]) -> list[str]:
-    return [v.code for v in device_violations(read_chrome_trace(trace).to_wire(), own, "f", "case 0")]
+    return [v.code for v in device_violations([("case 0", read_chrome_trace(trace).to_wire())], own, "f")]
 
 
 def test_own_triton_and_loader_kernels_pass_with_a_fill_and_a_clone():
@@ -47,7 +47,7 @@ def test_own_triton_and_loader_kernels_pass_with_a_fill_and_a_clone():
 def test_library_kernels_are_named_whoever_launched_them():
     trace = _chrome(("kernel", "_double", 0), ("kernel", SOFTMAX, 0), ("kernel", CUBLAS, 0),
                     ("kernel", COPY, 0))
-    violations = device_violations(read_chrome_trace(trace).to_wire(), ["_double"], "softmax", "case 0")
+    violations = device_violations([("case 0", read_chrome_trace(trace).to_wire())], ["_double"], "softmax")
     assert [v.code for v in violations] == ["device-library-kernel"] * 3
     assert "softmax_warp_forward" in violations[0].message and "inside softmax()" in violations[0].message
 
@@ -69,7 +69,7 @@ def test_an_interrupted_trace_is_not_trusted():
 
 def test_a_trace_that_failed_says_so():
     failed = {"error": "CUDA activity tracing could not start: boom"}
-    violations = device_violations(failed, [], "f", "case 0")
+    violations = device_violations([("case 0", failed)], [], "f")
     assert [v.code for v in violations] == ["device-trace"] and "boom" in violations[0].message
 
 
@@ -86,3 +86,21 @@ def test_own_kernels_may_not_take_a_library_name():
     assert reserved([CUBLAS, "nvjet_hsh_256x128", "_ZN2at6native4fillEv", "triton_poi_fused_add_0", "void",
                      SENTINEL_NAME]) == sorted([CUBLAS, "nvjet_hsh_256x128", "_ZN2at6native4fillEv",
                                                 "triton_poi_fused_add_0", "void", SENTINEL_NAME])
+
+
+def test_a_long_run_of_own_kernels_hides_no_foreign_one():
+    """Activities are kept by kind and name with counts, so a library kernel after thousands of own launches
+    is still seen; more distinct activities than are kept is an untrusted trace, not a partial one."""
+    many = [("kernel", "k", 0)] * 10_000 + [("kernel", CUBLAS, 0)]
+    trace = read_chrome_trace(_chrome(*many)).to_wire()
+    assert [a["count"] for a in trace["activities"]] == [10_000, 1]
+    assert _verdict(_chrome(*many), ["k"]) == ["device-library-kernel"]
+    distinct = [("kernel", f"k{i}", 0) for i in range(MAX_ACTIVITIES + 1)]
+    assert _verdict(_chrome(*distinct), [f"k{i}" for i in range(MAX_ACTIVITIES + 1)]) == ["device-trace"]
+
+
+def test_a_foreign_kernel_is_named_once_over_many_calls_with_its_first_case():
+    calls = [(f"case {i}", read_chrome_trace(_chrome(("kernel", "k", 0), ("kernel", SOFTMAX, 0))).to_wire())
+             for i in range(3)]
+    (named,) = device_violations(calls, ["k"], "softmax")
+    assert named.code == "device-library-kernel" and "on case 0 (3 launches)" in named.message

@@ -84,43 +84,58 @@ def _allowed_library(name: str) -> bool:
     return any(p.match(name) for p in ALLOWED_LIBRARY_KERNELS)
 
 
-def device_violations(trace: Mapping[str, Any] | None, own_kernels: Iterable[str], entrypoint: str,
-                      case: str) -> list[Violation]:
-    """Violations in one traced call; ``own_kernels`` are the symbols of every kernel the candidate built."""
-    if not trace:
-        return []
-    if trace.get("error"):
-        return [Violation("device-trace", f"{trace['error']} while running {entrypoint}() on {case}: "
-                          "what ran on the GPU could not be checked")]
-    if trace.get("sentinels", 0) < 2:
-        return [Violation("device-trace", f"the CUDA activity trace of {entrypoint}() on {case} was "
-                          "interrupted (the profiler was stopped or replaced during the call)")]
+def device_violations(traces: Iterable[tuple[str, Mapping[str, Any]]], own_kernels: Iterable[str],
+                      entrypoint: str) -> list[Violation]:
+    """Violations in the traced calls (case, trace) of one candidate; ``own_kernels`` are the symbols of
+    every kernel it built. A foreign kernel is named once, with the first case it ran in and how often it
+    ran over all of them; a large host copy by the first call that made one."""
     own = {base_name(demangled_base(k)) for k in own_kernels}
     foreign: Counter[str] = Counter()
-    host_bytes = 0
-    for activity in trace.get("activities", []):
-        kind, name = activity.get("kind"), str(activity.get("name", ""))
-        if kind == "kernel" and base_name(name) not in own and not _allowed_library(name):
-            foreign[name] += 1
-        elif kind == "memcpy" and activity.get("copy") == "HtoD":
-            host_bytes += int(activity.get("nbytes") or 0)
+    first_case: dict[str, str] = {}
     violations = []
-    for name, count in sorted(foreign.items(), key=lambda item: -item[1])[:5]:
+    for case, trace in traces:
+        if trace.get("error"):
+            return [Violation("device-trace", f"{trace['error']} while running {entrypoint}() on {case}: "
+                              "what ran on the GPU could not be checked")]
+        if trace.get("sentinels", 0) < 2:
+            return [Violation("device-trace", f"the CUDA activity trace of {entrypoint}() on {case} was "
+                              "interrupted (the profiler was stopped or replaced during the call)")]
+        host_bytes = 0
+        for activity in trace.get("activities", []):
+            kind, name = activity.get("kind"), str(activity.get("name", ""))
+            if kind == "kernel" and base_name(name) not in own and not _allowed_library(name):
+                foreign[name] += int(activity.get("count") or 1)
+                first_case.setdefault(name, case)
+            elif kind == "memcpy" and activity.get("copy") == "HtoD":
+                host_bytes += int(activity.get("nbytes") or 0)
+        if host_bytes > HOST_TO_DEVICE_BYTES and not any(v.code == "device-host-copy" for v in violations):
+            violations.append(Violation(
+                "device-host-copy",
+                f"{host_bytes} bytes were copied from the host to the GPU inside {entrypoint}() on {case}: "
+                f"data computed on the host is not a kernel's work (at most {HOST_TO_DEVICE_BYTES} bytes, "
+                "for small tables)"))
+    named = []
+    for name, count in foreign.most_common(5):
         times = f" ({count} launches)" if count > 1 else ""
-        violations.append(Violation(
+        named.append(Violation(
             "device-library-kernel",
-            f"`{name[:200]}` ran on the GPU inside {entrypoint}() on {case}{times}: only your own kernels "
-            "may compute (no PyTorch, cuBLAS, cuDNN or other library kernels, however they are reached)"))
+            f"`{name[:200]}` ran on the GPU inside {entrypoint}() on {first_case[name]}{times}: only your "
+            "own kernels may compute (no PyTorch, cuBLAS, cuDNN or other library kernels, however they are "
+            "reached)"))
     if len(foreign) > 5:
-        violations.append(Violation("device-library-kernel", f"... and {len(foreign) - 5} other kernels that "
-                                    "are not yours"))
-    if host_bytes > HOST_TO_DEVICE_BYTES:
-        violations.append(Violation(
-            "device-host-copy",
-            f"{host_bytes} bytes were copied from the host to the GPU inside {entrypoint}() on {case}: data "
-            f"computed on the host is not a kernel's work (at most {HOST_TO_DEVICE_BYTES} bytes, for small "
-            "tables)"))
-    return violations
+        named.append(Violation("device-library-kernel", f"... and {len(foreign) - 5} other kernels that "
+                               "are not yours"))
+    return named + violations
+
+
+def kernels_seen(traces: Iterable[tuple[str, Mapping[str, Any]]]) -> Counter[str]:
+    """How often each kernel ran over the traced calls."""
+    seen: Counter[str] = Counter()
+    for _, trace in traces:
+        for activity in trace.get("activities", []):
+            if activity.get("kind") == "kernel":
+                seen[str(activity.get("name", ""))[:200]] += int(activity.get("count") or 1)
+    return seen
 
 
 def judge(ev: Evaluation) -> bool:
@@ -131,19 +146,12 @@ def judge(ev: Evaluation) -> bool:
     result = ev.result
     own = [k.name for k in result.kernels]
     taken = reserved(own)
-    found: list[Violation] = [violation("reserved-kernel-name", names=", ".join(taken))] if taken else []
-    for case, trace in ev.device_traces:
-        for v in device_violations(trace, [k for k in own if k not in taken], ev.task.entrypoint, case):
-            if not any(f.code == v.code and f.message.split(" inside ")[0] == v.message.split(" inside ")[0]
-                       for f in found):
-                found.append(v)
-    seen: Counter[str] = Counter()
-    for _, trace in ev.device_traces:
-        kernels = [a for a in trace.get("activities", []) if a.get("kind") == "kernel"]
-        seen.update(str(a.get("name", ""))[:200] for a in kernels)
+    found = [violation("reserved-kernel-name", names=", ".join(taken))] if taken else []
+    found += device_violations(ev.device_traces, [k for k in own if k not in taken], ev.task.entrypoint)
     result.device_activity = {"traced_calls": sum(1 for _, t in ev.device_traces if not t.get("error")),
-                     "kernels": dict(seen.most_common(20)),
-                     "seconds": round(sum(float(t.get("seconds") or 0) for _, t in ev.device_traces), 3)}
+                              "kernels": dict(kernels_seen(ev.device_traces).most_common(20)),
+                              "seconds": round(sum(float(t.get("seconds") or 0) for _, t in ev.device_traces),
+                                               3)}
     if not found:
         return True
     result.violations.extend(found)

@@ -26,7 +26,8 @@ SENTINEL_CYCLES = 1000
 """Length of each sentinel (``torch.cuda._sleep``, ATen's spin kernel): about a microsecond."""
 SENTINEL_NAME = "spin_kernel"
 MAX_ACTIVITIES = 4096
-"""A call that launches more than this is summarised: the first ones are kept, and the count."""
+"""Distinct activities (kind, name, direction) one call may record; a call past it is not traced (an
+error the judge refuses), so nothing can hide behind a long list."""
 
 _PROFILE = torch.profiler.profile
 _ACTIVITY = torch.profiler.ProfilerActivity.CUDA
@@ -40,25 +41,28 @@ class Activity:
     """``kernel``, ``memcpy`` or ``memset``."""
     name: str
     nbytes: int = 0
+    """All the bytes these activities moved (copies and memsets)."""
     copy: str = ""
     """For a memcpy: ``HtoD``, ``DtoH``, ``DtoD``, ``HtoH`` or ``PtoP``, as CUPTI names the direction."""
+    count: int = 1
 
     def to_wire(self) -> dict[str, Any]:
-        return {"kind": self.kind, "name": self.name[:400], "nbytes": int(self.nbytes), "copy": self.copy}
+        return {"kind": self.kind, "name": self.name[:400], "nbytes": int(self.nbytes), "copy": self.copy,
+                "count": self.count}
 
 
 @dataclass
 class Trace:
     activities: list[Activity] = field(default_factory=list)
-    total: int = 0
+    """One entry per distinct (kind, name, direction), with how often it ran, in order of first run."""
     sentinels: int = 0
     """Sentinel kernels seen: 2 when the whole window was traced."""
     error: str | None = None
     seconds: float = 0.0
 
     def to_wire(self) -> dict[str, Any]:
-        return {"activities": [a.to_wire() for a in self.activities], "total": self.total,
-                "sentinels": self.sentinels, "error": self.error, "seconds": self.seconds}
+        return {"activities": [a.to_wire() for a in self.activities], "sentinels": self.sentinels,
+                "error": self.error, "seconds": self.seconds}
 
 
 _CATEGORIES = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
@@ -75,6 +79,7 @@ def read_chrome_trace(data: dict[str, Any]) -> Trace:
     """The device activities of a profiler's Chrome trace (``traceEvents``), in the order recorded:
     kernels, memory copies (with their bytes and direction) and memsets."""
     trace = Trace()
+    seen: dict[tuple[str, str, str], Activity] = {}
     events = [e for e in data.get("traceEvents", []) if isinstance(e, dict) and e.get("cat") in _CATEGORIES]
     events.sort(key=lambda e: float(e.get("ts") or 0))
     for event in events:
@@ -82,11 +87,16 @@ def read_chrome_trace(data: dict[str, Any]) -> Trace:
         if kind == "kernel" and SENTINEL_NAME in name:
             trace.sentinels += 1
             continue
-        trace.total += 1
-        if len(trace.activities) < MAX_ACTIVITIES:
-            args = event.get("args") or {}
-            trace.activities.append(Activity(kind, name, int(args.get("bytes") or 0),
-                                             _copy_direction(name) if kind == "memcpy" else ""))
+        key = (kind, name, _copy_direction(name) if kind == "memcpy" else "")
+        nbytes = int((event.get("args") or {}).get("bytes") or 0)
+        if key in seen:
+            seen[key].count += 1
+            seen[key].nbytes += nbytes
+        elif len(seen) < MAX_ACTIVITIES:
+            seen[key] = Activity(kind, name, nbytes, key[2])
+        else:
+            trace.error = f"the call ran more than {MAX_ACTIVITIES} distinct kernels and copies"
+    trace.activities = list(seen.values())
     return trace
 
 
