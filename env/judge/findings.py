@@ -7,12 +7,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from warpgym.env.protocol import messages as m
-from warpgym.env.protocol.violations import Violation, violation
+from warpgym.env.protocol.violations import CODES, Violation, violation
 
 if TYPE_CHECKING:
     from warpgym.env.judge.evaluation import Evaluation
 
 HOST_PREFIX = "host: "
+OUTPUT_CODES = {"output": "output-type", "output-layout": "output-layout"}
+"""A run reply's kind for outputs that break the contract, and the violation it is."""
 
 
 def tampered(ev: Evaluation, names: list[str]) -> None:
@@ -40,10 +42,9 @@ def host_compute(ev: Evaluation, forbidden: dict[str, int]) -> None:
 def run_findings(ev: Evaluation, reply: m.RunReply) -> None:
     result = ev.result
     host_compute(ev, reply.forbidden_ops)
-    if reply.kind == "output" and not any(v.code == "output-type" for v in result.violations):
-        result.violations.append(Violation("output-type", reply.error or "the outputs are not plain tensors"))
-    if reply.kind == "output-layout" and not any(v.code == "output-layout" for v in result.violations):
-        result.violations.append(Violation("output-layout", reply.error or "an output is not in its layout"))
+    code = OUTPUT_CODES.get(reply.kind or "")
+    if code and not any(v.code == code for v in result.violations):
+        result.violations.append(Violation(code, reply.error or CODES[code].meaning))
     if reply.scrub_error and reply.scrub_error not in result.skipped_checks:
         result.skipped_checks.append(reply.scrub_error)
     if reply.out_of_bounds:

@@ -59,6 +59,8 @@ def _resolve(path: str) -> Any:
 
 def tampered() -> list[str]:
     replaced = {name for name, original in _PRISTINE.items() if _resolve(name) is not original}
+    if _POLICY_STATE and policy.state() != _POLICY_STATE[0]:
+        replaced.add("the run-time policy's state")
     return sorted(replaced | set(_changed()))
 
 
@@ -68,6 +70,8 @@ def _changed() -> list[str]:
 
 
 _SNAPSHOT: list[Any] = []
+_POLICY_STATE: list[Any] = []
+"""The run-time policy's state (data included) as the worker started, before any candidate."""
 
 
 class State:
@@ -206,7 +210,6 @@ def op_run(state: State, msg: m.RunRequest) -> m.RunReply:
     loader_before = loader.REGISTRY.launch_count
     triton_support.RECORDER.storages.clear()
     threads_before = _python_threads()
-    policy_state = policy.state()
     tracer = device_trace.traced(str(Path.cwd())) if device.startswith("cuda") else contextlib.nullcontext()
     started = time.perf_counter()
     with tracer, policy.watching() as mode:
@@ -224,10 +227,6 @@ def op_run(state: State, msg: m.RunRequest) -> m.RunReply:
                               cuda_error="CUDA" in text or "cuda" in type(exc).__name__.lower())
     seconds = time.perf_counter() - started
     trace = tracer.trace.to_wire() if isinstance(tracer, device_trace.traced) else None
-    if policy.state() != policy_state:
-        changed = ["the run-time policy's state"]
-    else:
-        changed = []
     mutated = [k for k, v in before.items() if not same_bits(v, inputs[k])]
     forbidden = mode.forbidden(msg.layout)
     bad_types = [type(o).__name__ for o in outputs if type(o) is not torch.Tensor]
@@ -250,7 +249,7 @@ def op_run(state: State, msg: m.RunRequest) -> m.RunReply:
         loader_launches=loader.REGISTRY.launch_count - loader_before,
         forbidden_ops=forbidden,
         mutated=mutated,
-        tampered=tampered() + changed,
+        tampered=tampered(),
         device_trace=trace,
         seconds=seconds,
         background=lingering,
@@ -384,6 +383,7 @@ def main() -> None:
         triton_support.install_recorder()
     _SNAPSHOT.append(sandbox_layer.snapshot(_guarded_namespaces()))
     policy.freeze_dispatch_tables()  # before any candidate: what PyTorch's allowed ops run as shipped
+    _POLICY_STATE.append(policy.state())
     state = State()
     while True:
         try:
