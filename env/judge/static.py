@@ -89,6 +89,7 @@ def _is_triton_kernel(fn: ast.FunctionDef, aliases: dict[str, str]) -> bool:
 
 
 def _import_aliases(node: ast.Import | ast.ImportFrom) -> dict[str, str]:
+    """The names an import binds, each to the dotted module or object it stands for."""
     if isinstance(node, ast.Import):
         return {(a.asname or a.name).split(".")[0]: a.name if a.asname else a.name.split(".")[0]
                 for a in node.names}
@@ -126,8 +127,7 @@ class _Scanner(ast.NodeVisitor):
         for alias in node.names:
             self.modules.add(alias.asname or alias.name.split(".")[0])
             self._check_module(alias.name, node)
-            self.aliases[(alias.asname or alias.name).split(".")[0]] = alias.name if alias.asname else \
-                alias.name.split(".")[0]
+        self.aliases.update(_import_aliases(node))
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         module = node.module or ""
@@ -136,9 +136,9 @@ class _Scanner(ast.NodeVisitor):
                 self._check_module(f"warpgym.{alias.name}", node)
         else:
             self._check_module(module, node)
+        self.aliases.update(_import_aliases(node))
         for alias in node.names:
             full = f"{module}.{alias.name}"
-            self.aliases[alias.asname or alias.name] = full
             compute = not self._torch_call_allowed(full) and not self._is_namespace(full)
             if module.startswith("torch") and compute:
                 self.flag("torch-compute", f"importing {full} brings a PyTorch compute op into the "
