@@ -168,6 +168,49 @@ def test_writes_only_in_the_private_directory(bare):
     assert run_module(bare, "open('inside.txt', 'w').write('x')\n")["ok"]
 
 
+def test_a_cuda_worker_gets_landlock_with_writes_in_its_own_proc_entry():
+    config = sandbox.defaults("cuda", "run")
+    assert config["landlock"] and config["own_proc_writes"]
+    assert not sandbox.defaults("cpu", "run").get("own_proc_writes")
+
+
+def _own_comm(name: str) -> str:
+    return f"open('/proc/self/comm', 'w').write({name!r})\nprint('comm', open('/proc/self/comm').read())\n"
+
+
+def test_landlock_refuses_writes_in_the_own_proc_entry_unless_granted(bare):
+    require(bare, "filesystem")
+    reply = run_module(bare, _own_comm("ungranted"))
+    assert not reply["ok"] and "Permission denied" in reply["error"], reply
+
+
+def test_the_own_proc_grant_opens_that_entry_and_nothing_else():
+    worker = Worker("cpu", "run", sandbox={"audit": False, "own_proc_writes": True})
+    try:
+        worker.request({"op": "ping"}, timeout=120)
+        require(worker, "filesystem")
+        assert "own /proc entry" in worker.sandbox_report["applied"]["filesystem"]
+        assert run_module(worker, _own_comm("granted"))["ok"]
+        outside = Path("/tmp") / f"warpgym-sandbox-proc-{os.getpid()}"
+        reply = run_module(worker, f"open({str(outside)!r}, 'w').write('x')\n")
+        assert not reply["ok"] and "Permission denied" in reply["error"], reply
+        parent = f"/proc/{os.getpid()}/comm"
+        reply = run_module(worker, f"open({parent!r}, 'w').write('x')\n")
+        assert not reply["ok"], reply
+    finally:
+        worker.stop()
+
+
+def test_with_the_own_proc_grant_the_audit_layer_still_refuses_the_memory_file():
+    worker = Worker("cpu", "run", sandbox={"own_proc_writes": True})
+    try:
+        worker.request({"op": "ping"}, timeout=120)
+        reply = run_module(worker, "open('/proc/self/mem', 'r+b')\n")
+        assert not reply["ok"] and "memory" in str(reply.get("error", "")) + str(reply), reply
+    finally:
+        worker.stop()
+
+
 def test_without_landlock_a_mount_namespace_makes_the_rest_read_only():
     worker = Worker("cpu", "run", sandbox={"audit": False, "landlock": False})
     try:

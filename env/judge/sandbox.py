@@ -39,12 +39,10 @@ def defaults(device: str, mode: str) -> dict[str, Any]:
         "hide": hidden_from_workers(),
     }
     if not cpu_only:
-        # On the H200 (2026-11-29, scripts/sandbox_probe.py) a CUDA worker under Landlock alone failed its
-        # first CUDA call, while every other layer, alone and all together, passed. Without Landlock the
-        # mount namespace makes everything but the private tmpfs, /dev, /proc and /sys read-only.
-        config["landlock"] = False
-        config["off_reason"] = ("off on CUDA workers: under Landlock, CUDA failed to initialise on the H200 "
-                                "(scripts/sandbox_probe.py, 2026-11-29)")
+        # On the H200 (2026-12-01, scripts/landlock_cuda_probe.py) CUDA failed to initialise under the
+        # worker's Landlock rules and under every grant but one that covers writes in the process's own
+        # /proc entry; with that grant alone it ran.
+        config["own_proc_writes"] = True
     return config
 
 

@@ -75,6 +75,11 @@ class LandlockLayer:
             self._rule(ruleset, "/dev", _READ | _FS_WRITE_FILE | (_FS_TRUNCATE if abi >= 3 else 0), failed)
             for path in self.readable():
                 self._rule(ruleset, path, _READ, failed)
+            if self.config.get("own_proc_writes"):
+                # CUDA's initialisation writes in the process's own /proc entry (the H200 probe:
+                # scripts/landlock_cuda_probe.py); the audit layer still refuses /proc/<pid>/mem.
+                own = _READ | _FS_WRITE_FILE | (_FS_TRUNCATE if abi >= 3 else 0)
+                self._rule(ruleset, f"/proc/{os.getpid()}", own, failed)
             if self.libc.syscall(_LL_RESTRICT, ruleset, 0) != 0:
                 self._no("filesystem", f"landlock_restrict_self: {self._errno()}")
                 self._fallback_filesystem()
@@ -84,7 +89,8 @@ class LandlockLayer:
         note = f" ({len(failed)} paths could not be added: {', '.join(failed[:3])})" if failed else ""
         self._ok(
             "filesystem",
-            f"Landlock ABI {abi}: writes only in {self.workdir} and to device files; no "
+            f"Landlock ABI {abi}: writes only in {self.workdir}, to device files"
+            f"{' and in its own /proc entry' if self.config.get('own_proc_writes') else ''}; no "
             f"reads in {', '.join(self.protected())} or other processes' /proc entries{note}",
         )
         if net and "network" in self.applied:
