@@ -40,9 +40,15 @@ class EpisodeSettings:
     target: str = "sm_90a"
     device: str = "auto"
     loop_args: Mapping[str, Any] = field(default_factory=dict)
+    context_text: str | None = None
+    """A level of the experiment file's, rendered (``prompts.level_text``); ``context`` is then its
+    name. None: ``context`` is a built-in level."""
 
     def __post_init__(self) -> None:
-        if self.context not in CONTEXT_LEVELS:
+        if self.context_text is not None:
+            if not self.context:
+                raise ValueError("a context level with its own text needs a name")
+        elif self.context not in CONTEXT_LEVELS:
             raise ValueError(f"unknown context level {self.context!r}; use one of {CONTEXT_LEVELS}")
         if self.history not in HISTORY_MODES:
             raise ValueError(f"unknown history mode {self.history!r}; use one of {HISTORY_MODES}")

@@ -69,6 +69,7 @@ class Episode:
     target: str
     on_turn: Callable[[TurnRecord], None] | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    context_text: str | None = None
     records: list[TurnRecord] = field(default_factory=list)
 
     @property
@@ -88,7 +89,7 @@ class Episode:
 # -- pure state transitions (shared by the nodes and by resume) ---------------------------------
 def initial_state(ep: Episode) -> EpisodeState:
     system = system_prompt(language=ep.language, target=ep.target, entrypoint=ep.task.entrypoint,
-                           context=ep.context)
+                           context=ep.context, hardware=ep.context_text)
     user = task_prompt(statement=ep.task.statement(), target=ep.target, entrypoint=ep.task.entrypoint,
                        language=ep.language)
     return EpisodeState(task=ep.task.id, messages=[{"role": "system", "content": system},
@@ -309,7 +310,7 @@ def _prepare(settings: EpisodeSettings, provider: Provider, env: KernelEnv | Non
                          f"max_turns={settings.max_turns}")
     ep = Episode(task=env.task, loop=settings.loop, provider=provider, env=env, context=settings.context,
                  history=settings.history, sample=settings.sample, max_turns=settings.max_turns,
-                 target=env.options.target, on_turn=on_turn)
+                 target=env.options.target, on_turn=on_turn, context_text=settings.context_text)
     args = {**spec.defaults, **settings.loop_args}
     graph = spec.build(ep, is_async=is_async, **args)
     return ep, graph, owns_env

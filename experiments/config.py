@@ -22,6 +22,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from warpgym.env.toolchain import targets
 
+from . import context_levels as levels_mod
+from .context_levels import Ablation, Level, LevelSpec
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
@@ -44,13 +47,6 @@ def known_loops() -> tuple[str, ...]:
     except Exception:  # noqa: BLE001 - agents not importable: fall back to the documented loops
         return DEFAULT_LOOPS
     return tuple(LOOPS)
-
-
-def known_contexts() -> tuple[str, ...]:
-    """The prompts' hardware-context levels (``warpgym.prompts.CONTEXT_LEVELS``, the one definition)."""
-    from warpgym.prompts import CONTEXT_LEVELS
-
-    return CONTEXT_LEVELS
 
 
 def known_history_modes() -> tuple[str, ...]:
@@ -186,6 +182,9 @@ class Experiment(Strict):
     agents: list[str] = Field(min_length=1)
     models: list[ModelEntry] = Field(min_length=1)
     contexts: list[str] = Field(default_factory=lambda: ["none"], min_length=1)
+    context_levels: dict[str, LevelSpec] = Field(default_factory=dict)
+    """Levels of the file's own: ``[context_levels.NAME] parts = [...]`` (experiments/context_levels.py)."""
+    ablate: Ablation | None = None
     samples: int = Field(default=1, ge=1, le=1000)
     max_turns: int = Field(default=4, ge=1, le=100)
     history: str = "full"
@@ -229,6 +228,10 @@ class Experiment(Strict):
     def model(self, label: str) -> ModelEntry:
         return next(m for m in self.models if m.label == label)
 
+    def levels(self) -> dict[str, Level]:
+        """Every context level the grid plays (``contexts`` plus an ablation's base and levels)."""
+        return levels_mod.levels(self.contexts, self.context_levels, self.ablate)
+
     def identity(self) -> dict[str, Any]:
         """The fields that define the episodes; a resumed run must keep them."""
         return {
@@ -236,6 +239,9 @@ class Experiment(Strict):
             "agents": self.agents,
             "models": [m.model_dump(exclude={"params", "prices"}) for m in self.models],
             "contexts": self.contexts,
+            **({"context_levels": {k: v.model_dump() for k, v in self.context_levels.items()}}
+               if self.context_levels else {}),
+            **({"ablate": self.ablate.model_dump()} if self.ablate else {}),
             "samples": self.samples,
             "max_turns": self.max_turns,
             "history": self.history,
@@ -361,6 +367,8 @@ def parse(text: str, where: str = "<config>", base_dir: Path | None = None) -> E
     for key in sorted(hidden):
         add((key,), "is written by warpgym, not by hand")
     resolved = _name_problems(data, add)
+    target = data.get("target") if isinstance(data.get("target"), str) else targets.DEFAULT
+    levels_mod.problems(data, target, base_dir, add)
     exp: Experiment | None = None
     try:
         exp = Experiment.model_validate({k: v for k, v in data.items() if k not in hidden})
@@ -383,6 +391,9 @@ def parse(text: str, where: str = "<config>", base_dir: Path | None = None) -> E
     if exp is not None:
         _resolve_paths(exp, base_dir, add)
         exp.resolved_tasks = resolved
+        played = exp.contexts if exp.ablate is None or "contexts" in data else []  # an ablation alone
+        exp.contexts = list(dict.fromkeys([*played, *levels_mod.levels(played, exp.context_levels,
+                                                                       exp.ablate)]))
         _executor_problems(exp, add)
         _pass_k_problems(exp, data, add)
     if problems:
@@ -415,7 +426,8 @@ def _name_problems(data: dict[str, Any], add: Any) -> list[str]:
             resolved += [t.id for t in select([pattern])]
         except UnknownTaskError as exc:
             add(("tasks", i), str(exc), pattern)
-    names = (("agents", known_loops(), "agent"), ("contexts", known_contexts(), "context level"))
+    names = (("agents", known_loops(), "agent"), ("contexts", tuple(levels_mod.context_names(data)),
+                                                   "context level"))
     for field, known, what in names:
         values = data.get(field)
         values = [v for v in values if isinstance(v, str)] if isinstance(values, list) else []

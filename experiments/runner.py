@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from warpgym.agents.best import best_index
 
+from . import context_levels
 from .config import Experiment
 from .journal import JournalProvider
 from .parsing import serialised_parsing
@@ -116,6 +117,7 @@ class Runner:
         self.spent_tokens, self.spent_cost = store.spent()
         self.errors = 0
         self._interrupts = 0
+        self.levels: dict[str, dict[str, Any]] = {}
 
     # ------------------------------------------------------------------ stopping and budget
     def stop(self, reason: str, note: str = "") -> None:
@@ -159,11 +161,28 @@ class Runner:
         else:
             raise KeyboardInterrupt
 
+    def _context_levels(self) -> dict[str, dict[str, Any]]:
+        """Every level's text, rendered when the run starts and read back from the run on a resume (so
+        a resumed run plays the prompts it began with, whatever the documents say now)."""
+        from warpgym.tasks import get_task
+
+        stored = context_levels.load(self.run_dir)
+        if stored and all(name in stored for name in self.exp.contexts):
+            return stored
+        exp = self.exp
+        languages = {get_task(t).language for t in exp.resolved_tasks}
+        base_dir = Path(exp.source_path).parent if exp.source_path else None
+        plan = exp.levels()
+        context_levels.store(self.run_dir, plan, context_levels.render_all(plan, exp.target, languages,
+                                                                           base_dir))
+        return context_levels.load(self.run_dir)
+
     # ------------------------------------------------------------------ playing
     def run(self) -> Outcome:
         started = time.time()
         exp = self.exp
         self.store.add_episodes(grid(exp))
+        self.levels = self._context_levels()
         episodes = self.store.episodes()
         todo = [e for e in episodes if e.get("status") != "finished"]
         before = [e for e in episodes if e.get("status") == "finished"]
@@ -329,6 +348,7 @@ class Runner:
             sample=episode["sample"],
             target=exp.target,
             device=self.pool.kind,
+            context_text=context_levels.text_for(self.levels, episode["context"], task.language),
         )
         resume = prior or None
         result = agents.run_episode(settings, provider=provider, env=env, on_turn=on_turn, resume=resume)

@@ -66,6 +66,29 @@ def documents_for(target: str, language: str) -> list[str]:
     return [n for n in names if (DOCUMENTS_DIR / f"{n}.md").exists()]
 
 
+def builtin_parts(level: str, target: str, language: str) -> list[str]:
+    """A built-in level as parts (``prompts.sections``): what ``hardware_context`` renders."""
+    if level not in CONTEXT_LEVELS:
+        raise ValueError(f"unknown hardware-context level {level!r}; use one of {CONTEXT_LEVELS}")
+    if level == "none":
+        return []
+    return ["specs"] + (documents_for(target, language) if level == "full" else [])
+
+
+def library(base_dir: Path | None = None) -> Any:
+    """Every built-in document as addressable parts; ``file:`` parts are found relative to ``base_dir``."""
+    from .sections import Library
+
+    return Library({p.stem: p.read_text() for p in sorted(DOCUMENTS_DIR.glob("*.md"))}, base_dir)
+
+
+def level_text(parts: list[str], target: str, language: str = "triton", without: tuple[str, ...] = (),
+               base_dir: Path | None = None) -> str:
+    """A context level's text from its parts (less ``without``): see ``prompts.sections``."""
+    lib = library(base_dir)
+    return lib.render(lib.select(parts, without), render("specs", language, spec=spec_for(target)))
+
+
 def hardware_context(target: str, level: str, language: str = "triton") -> str:
     """The hardware-context prompt component; empty at level ``none``."""
     if level not in CONTEXT_LEVELS:
@@ -122,9 +145,13 @@ def loader_doc() -> str:
 
 
 # -- the messages --------------------------------------------------------------------------------
-def system_prompt(*, language: str, target: str, entrypoint: str, context: str = "none") -> str:
+def system_prompt(*, language: str, target: str, entrypoint: str, context: str = "none",
+                  hardware: str | None = None) -> str:
+    """``hardware``: a level's rendered text (a level of the experiment file's); else the built-in
+    level ``context``."""
+    text = hardware if hardware is not None else hardware_context(target, context, language)
     return render("system", language, target=target, spec=spec_for(target), entrypoint=entrypoint,
-                  hardware=hardware_context(target, context, language).strip(),
+                  hardware=text.strip(),
                   loader_doc=loader_doc() if language == "cuda" else "")
 
 
@@ -199,6 +226,7 @@ def document_examples(name: str) -> list[DocExample]:
 
 __all__ = [
     "CONTEXT_LEVELS", "DOCUMENTS_DIR", "LOADER_API", "SPECS", "TEMPLATES_DIR", "DocExample", "TargetSpec",
-    "document", "document_blocks", "document_examples", "documents_for", "feedback_prompt",
-    "hardware_context", "loader_doc", "optimise_prompt", "render", "spec_for", "system_prompt", "task_prompt",
+    "builtin_parts", "document", "document_blocks", "document_examples", "documents_for", "feedback_prompt",
+    "hardware_context", "level_text", "library", "loader_doc", "optimise_prompt", "render", "spec_for",
+    "system_prompt", "task_prompt",
 ]

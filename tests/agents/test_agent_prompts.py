@@ -57,9 +57,9 @@ def test_feedback_and_task_messages() -> None:
 
 def test_levels_are_defined_once() -> None:
     from warpgym.agents import CONTEXT_LEVELS as AGENT_LEVELS
-    from warpgym.experiments.config import known_contexts
+    from warpgym.experiments.context_levels import context_names
 
-    assert AGENT_LEVELS is CONTEXT_LEVELS and known_contexts() is CONTEXT_LEVELS
+    assert AGENT_LEVELS is CONTEXT_LEVELS and tuple(context_names({})) == CONTEXT_LEVELS
 
 
 def test_unknown_level_and_target() -> None:
