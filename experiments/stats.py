@@ -8,10 +8,10 @@ Drawing samples again inside a task keeps the noise of a run with few tasks and 
 view; with many tasks it makes the interval slightly wider than a task-only bootstrap (it errs on
 the cautious side). Intervals are the 2.5th and 97.5th percentiles of the replicates (a percentile
 bootstrap). pass@k of a redrawn count is biased low, so each cell's redrawn score is shifted by
-that bias, worked out exactly from the binomial. A difference between two arms draws the same
-tasks for both (paired by task) and their samples independently; it is *within noise* when its
-interval covers zero. Every figure draws from a generator seeded afresh, so the same store gives
-the same intervals, whatever else the report computes.
+that bias, worked out exactly from the binomial, and kept within [0, 1]. A difference between two
+arms draws the same tasks for both (paired by task) and their samples independently; it is
+*within noise* when its interval covers zero. Every figure draws from a generator seeded afresh,
+so the same store gives the same intervals, whatever else the report computes.
 
 An arm holds one row per episode and one column per channel, a per-episode value (correct or not,
 correct by turn t, log speedup, ...); NaN marks an outcome that does not count for its channel
@@ -32,6 +32,8 @@ SEED = 0
 MIN_DEFINED = 0.9
 """An interval needs the statistic defined in at least this share of the replicates."""
 CHUNK_ELEMENTS = 4_000_000
+TOLERANCE = 1e-9
+
 
 @dataclass(frozen=True)
 class Arm:
@@ -98,9 +100,10 @@ class Interval:
         return {"estimate": self.estimate, "low": self.low, "high": self.high}
 
     def covers(self, x: float) -> bool | None:
+        """Whether ``x`` lies in the interval (to rounding: a bound of -1e-17 covers 0)."""
         if self.low is None or self.high is None:
             return None
-        return self.low <= x <= self.high
+        return self.low - TOLERANCE <= x <= self.high + TOLERANCE
 
 
 # --------------------------------------------------------------------------- statistics
@@ -166,7 +169,8 @@ class PassAt:
             shift[t, : len(idx)] = np.nan_to_num(table[n[idx], c[idx]] - expected[n[idx], c[idx]])
         size = sizes[drawn]
         redrawn = rng.binomial(size, rates[drawn])
-        return self._score(table[size, redrawn] + shift[drawn], size, (1, 2))[:, None]
+        scores = np.clip(table[size, redrawn] + shift[drawn], 0.0, 1.0)
+        return self._score(scores, size, (1, 2))[:, None]
 
 
 Statistic = Mean | PassAt
