@@ -30,6 +30,11 @@ def _errors(intervals: list[dict[str, Any]], scale: float = 100) -> tuple[list[f
     return centre, [below, above]
 
 
+def _dodge(xs: list[int], j: int, n: int) -> list[float]:
+    """x positions of the j-th of n lines, set slightly apart so their error bars do not hide each other."""
+    return [x + (j - (n - 1) / 2) * 0.08 for x in xs]
+
+
 def plot_turns(m: dict[str, Any], path: Path) -> None:
     """Correct rate (with its interval, when the run's statistics are in ``m``) and best speedup
     against turn, one line per agent."""
@@ -38,10 +43,17 @@ def plot_turns(m: dict[str, Any], path: Path) -> None:
     turns = list(range(1, m["grid"]["max_turns"] + 1))
     timed = False
     per_turn = (m.get("statistics") or {}).get("per_turn", {}).get("agent", {})
-    for agent, rows in m["per_turn_by_agent"].items():
+    for j, (agent, rows) in enumerate(m["per_turn_by_agent"].items()):
         if agent in per_turn:
             centre, err = _errors(per_turn[agent])
-            left.errorbar(turns, centre, yerr=err, marker="o", capsize=3, label=agent)
+            left.errorbar(
+                _dodge(turns, j, len(m["per_turn_by_agent"])),
+                centre,
+                yerr=err,
+                marker="o",
+                capsize=3,
+                label=agent,
+            )
         else:
             left.plot(turns, [100 * (r["correct"] or 0) for r in rows], marker="o", label=agent)
         speed = [r["speedup_geomean"] for r in rows]
@@ -111,9 +123,17 @@ def plot_turns_by_context(m: dict[str, Any], path: Path) -> None:
     fig, axes = plt.subplots(1, max(len(agents), 1), figsize=(4.5 * max(len(agents), 1), 4), squeeze=False)
     turns = list(range(1, m["grid"]["max_turns"] + 1))
     for ax, agent in zip(axes[0], agents, strict=False):
-        for r in (r for r in rows if r["agent"] == agent):
+        mine = [r for r in rows if r["agent"] == agent]
+        for j, r in enumerate(mine):
             centre, err = _errors(r["turns"])
-            ax.errorbar(turns, centre, yerr=err, marker="o", capsize=3, label=f"context={r['context']}")
+            ax.errorbar(
+                _dodge(turns, j, len(mine)),
+                centre,
+                yerr=err,
+                marker="o",
+                capsize=3,
+                label=f"context={r['context']}",
+            )
         ax.set(title=agent, xlabel="turn", ylabel="correct by this turn (%)", ylim=(0, 105), xticks=turns)
         ax.legend()
     fig.tight_layout()
@@ -158,10 +178,11 @@ def plot_turn_lines(
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7, 4))
     turns = list(range(1, max_turns + 1))
-    for name, intervals in lines:
+    for j, (name, intervals) in enumerate(lines):
         centre, err = _errors(intervals)
-        n = len(centre)
-        ax.errorbar(turns[:n], centre, yerr=err, marker="o", capsize=3, label=name)
+        ax.errorbar(
+            _dodge(turns[: len(centre)], j, len(lines)), centre, yerr=err, marker="o", capsize=3, label=name
+        )
     ax.set(xlabel="turn", ylabel="correct by this turn (%)", ylim=(0, 105), xticks=turns, title=title)
     ax.legend()
     fig.tight_layout()
