@@ -139,19 +139,26 @@ def versus(first: Sequence[EpisodeView], second: Sequence[EpisodeView], spec: Sp
     }
     if not common:
         return out
-    left, right = _intervals(a, common, spec), _intervals(b, common, spec)
     width = 2 + len(spec.fast_ps)
     arm_a = _arm(a, common, lambda e: _channels(e, spec), width)
     arm_b = _arm(b, common, lambda e: _channels(e, spec), width)
     kw = {"resamples": spec.resamples, "seed": spec.seed}
-    means = stats.differences(arm_a, arm_b, stats.Mean(), **kw)
-    diffs = {"correct": means[0]}
+    mean_a, mean_b, mean_d = stats.paired(arm_a, arm_b, stats.Mean(), **kw)
+    left, right, diffs = {"correct": mean_a[0]}, {"correct": mean_b[0]}, {"correct": mean_d[0]}
     for k in spec.pass_k:
-        diffs[f"pass@{k}"] = stats.differences(arm_a.channel(0), arm_b.channel(0), stats.PassAt(k), **kw)[0]
+        pa, pb, pd = stats.paired(arm_a.channel(0), arm_b.channel(0), stats.PassAt(k), **kw)
+        left[f"pass@{k}"], right[f"pass@{k}"], diffs[f"pass@{k}"] = pa[0], pb[0], pd[0]
     for i, p in enumerate(spec.fast_ps, start=1):
-        diffs[f"fast_{p:g}"] = means[i]
+        name = f"fast_{p:g}"
+        left[name], right[name], diffs[name] = mean_a[i], mean_b[i], mean_d[i]
     if spec.timed:
-        diffs["speedup"] = _exp(means[-1])
+        left["speedup"], right["speedup"], diffs["speedup"] = (
+            _exp(mean_a[-1]),
+            _exp(mean_b[-1]),
+            _exp(mean_d[-1]),
+        )
+    _blank_when_untimed(a, left, spec)
+    _blank_when_untimed(b, right, spec)
     for name, diff in diffs.items():
         if left[name].estimate is None or right[name].estimate is None:
             diff = stats.Interval(None, None, None)

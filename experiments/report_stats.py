@@ -97,7 +97,7 @@ def versus_rows(first: str, second: str, v: dict[str, Any], names: list[str]) ->
     return rows
 
 
-VERSUS_HEADERS = ["A", "B", "tasks", "figure", "A", "B", "A - B (95% CI)", "verdict"]
+VERSUS_HEADERS = ["A", "B", "tasks", "figure", "value of A", "value of B", "A - B (95% CI)", "verdict"]
 
 
 def differences_tables(doc: Doc, st: dict[str, Any]) -> None:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 LEVEL = 0.95
-RESAMPLES = 2000
+RESAMPLES = 1000
 SEED = 0
 MIN_DEFINED = 0.9
 """An interval needs the statistic defined in at least this share of the replicates."""
@@ -209,13 +209,12 @@ def _episode_weights(arm: Arm, drawn: np.ndarray, rng: np.random.Generator) -> n
         n = sizes[idx]
         start[t, : n.sum()] = np.repeat(offsets[idx], n)
         span[t, : n.sum()] = np.repeat(n, n)
-    b = drawn.shape[0]
+    b, total = drawn.shape[0], arm.episodes * drawn.shape[0]
     span_b = span[drawn]
     picks = start[drawn] + (rng.random(span_b.shape) * span_b).astype(np.int64)
-    rows = np.broadcast_to(np.arange(b)[:, None, None], picks.shape)
-    keep = span_b > 0
-    flat = rows[keep] * arm.episodes + picks[keep]
-    return np.bincount(flat, minlength=b * arm.episodes).reshape(b, arm.episodes).astype(float)
+    flat = picks + (np.arange(b) * arm.episodes)[:, None, None]
+    flat = np.where(span_b > 0, flat, total)  # padding lands in one extra bin, dropped below
+    return np.bincount(flat.ravel(), minlength=total + 1)[:total].reshape(b, arm.episodes).astype(float)
 
 
 # --------------------------------------------------------------------------- resampling
@@ -272,6 +271,26 @@ def intervals(
     return [Interval(_finite(e), lo, hi) for e, lo, hi in zip(est, lows, highs, strict=True)]
 
 
+def paired(
+    first: Arm,
+    second: Arm,
+    statistic: Statistic,
+    *,
+    level: float = LEVEL,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+) -> tuple[list[Interval], list[Interval], list[Interval]]:
+    """Each arm's intervals and those of first - second, per channel, from one set of draws paired
+    by task: both arms must be laid out over the same tasks."""
+    ests = [statistic.point(first), statistic.point(second)]
+    a, b = replicates([first, second], statistic, resamples=resamples, seed=seed)
+    out = []
+    for est, reps in ((ests[0], a), (ests[1], b), (ests[0] - ests[1], a - b)):
+        lows, highs = _percentiles(reps, level)
+        out.append([Interval(_finite(e), lo, hi) for e, lo, hi in zip(est, lows, highs, strict=True)])
+    return out[0], out[1], out[2]
+
+
 def differences(
     first: Arm,
     second: Arm,
@@ -282,7 +301,4 @@ def differences(
     seed: int = SEED,
 ) -> list[Interval]:
     """first - second per channel, paired by task: both arms must cover the same tasks."""
-    est = statistic.point(first) - statistic.point(second)
-    a, b = replicates([first, second], statistic, resamples=resamples, seed=seed)
-    lows, highs = _percentiles(a - b, level)
-    return [Interval(_finite(e), lo, hi) for e, lo, hi in zip(est, lows, highs, strict=True)]
+    return paired(first, second, statistic, level=level, resamples=resamples, seed=seed)[2]
