@@ -116,6 +116,10 @@ class Mean:
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(n > 0, np.where(valid, arm.values, 0.0).sum(axis=0) / np.maximum(n, 1), np.nan)
 
+    def width(self, arm: Arm) -> int:
+        """Elements held per replicate (episode weights, and their products with the channels)."""
+        return arm.episodes * max(arm.channels, 2)
+
     def replicate(self, arm: Arm, drawn: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         weights = _episode_weights(arm, drawn, rng)
         valid = ~np.isnan(arm.values)
@@ -147,6 +151,10 @@ class PassAt:
         with np.errstate(invalid="ignore", divide="ignore"):
             total = np.where(ok, scores, 0.0).sum(axis=axis)
             return np.where(used > 0, total / np.maximum(used, 1), np.nan)
+
+    def width(self, arm: Arm) -> int:
+        """Elements held per replicate: one redrawn count per task slot and cell."""
+        return len(arm.tasks) * max((len(x) for x in arm.by_task()), default=1)
 
     def point(self, arm: Arm) -> np.ndarray:
         n, c = self._cells(arm)
@@ -229,7 +237,7 @@ def replicates(
         raise ValueError("the arms of one bootstrap must be laid out over the same tasks")
     rng = np.random.default_rng(seed)
     n_tasks = len(tasks)
-    width = max(a.episodes * max(a.channels, 2) for a in arms)
+    width = max(statistic.width(a) for a in arms)
     chunk = max(1, min(resamples, CHUNK_ELEMENTS // max(width, 1)))
     out: list[list[np.ndarray]] = [[] for _ in arms]
     done = 0
