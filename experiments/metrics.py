@@ -20,6 +20,8 @@ Definitions (the report repeats them):
   fraction of the device's roofline across bench shapes.
 - **heldout**: of the episodes whose best candidate is correct on dev shapes, how many are also
   correct on the heldout shapes (scored once, after the episode).
+- **unfinished**: episodes that played turns but did not finish (stopped, interrupted, failed, or
+  still running); every figure counts them with the state they had reached, and says how many.
 - **tokens / cost per correct kernel**: everything the episodes spent (input + output tokens;
   USD) divided by the number of correct episodes.
 """
@@ -182,6 +184,7 @@ def summarize(
     timed = [s for s in speedups if s is not None]
     return {
         "episodes": len(eps),
+        "unfinished": sum(1 for e in eps if e.status != "finished"),
         "turns": sum(len(e.upto(t)) for e in eps),
         "compiled": _rate([e.compiled(t) for e in eps]),
         "correct": _rate(correct),
@@ -278,14 +281,14 @@ def load_episodes(store: Store) -> list[EpisodeView]:
     return list(episodes.values())
 
 
-def compute(store: Store) -> dict[str, Any]:
-    """All the numbers a report shows, as one JSON-able dict."""
+def compute(store: Store, tasks: set[str] | None = None) -> dict[str, Any]:
+    """All the numbers a report shows, as one JSON-able dict (over ``tasks`` only, when given)."""
     config = store.get_meta("config") or {}
     metrics_cfg = config.get("metrics") or {}
     samples = int(config.get("samples") or 1)
     pass_k = [k for k in metrics_cfg.get("pass_k", [1]) if k <= samples] or [1]
     kw = {"pass_k": pass_k, "fast_ps": metrics_cfg.get("fast_p", [0.0, 1.0, 1.5, 2.0])}
-    episodes = load_episodes(store)
+    episodes = [e for e in load_episodes(store) if tasks is None or e.task in tasks]
     played = [e for e in episodes if e.turns]
     max_turns = int(config.get("max_turns") or max((len(e.turns) for e in episodes), default=1))
     statuses: dict[str, int] = defaultdict(int)

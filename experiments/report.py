@@ -12,10 +12,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from . import comparisons, report_html, report_markdown, report_stats
 from . import metrics as metrics_mod
-from . import report_html, report_markdown
 from .report_doc import Doc, count, pct, times, usd
-from .report_plots import plot_context, plot_heatmap, plot_speedups, plot_turns
+from .report_plots import (
+    plot_context,
+    plot_differences,
+    plot_heatmap,
+    plot_speedups,
+    plot_turns,
+    plot_turns_by_context,
+)
 from .store import Store
 
 TRAJECTORY_ROWS = 400
@@ -24,7 +31,9 @@ TRAJECTORY_ROWS = 400
 # --------------------------------------------------------------------------- the report
 def _metric_row(s: dict[str, Any], m: dict[str, Any]) -> list[str]:
     return (
-        [count(s["episodes"]), pct(s["compiled"]), pct(s["correct"]), pct(s["arch_verified"])]
+        [count(s["episodes"])]
+        + ([count(s["unfinished"])] if _partial(m) else [])
+        + [pct(s["compiled"]), pct(s["correct"]), pct(s["arch_verified"])]
         + [pct(s["pass_at_k"].get(str(k))) for k in m["pass_k"]]
         + [pct(s["fast_p"].get(p)) for p in m["fast_p"]]
         + [
@@ -37,9 +46,16 @@ def _metric_row(s: dict[str, Any], m: dict[str, Any]) -> list[str]:
     )
 
 
+def _partial(m: dict[str, Any]) -> bool:
+    """Whether some figure covers episodes that did not finish (each table then counts them)."""
+    return m["overall"]["unfinished"] > 0
+
+
 def _metric_headers(m: dict[str, Any]) -> list[str]:
     return (
-        ["episodes", "compiled", "correct", "arch-verified"]
+        ["episodes"]
+        + (["unfinished"] if _partial(m) else [])
+        + ["compiled", "correct", "arch-verified"]
         + [f"pass@{k}" for k in m["pass_k"]]
         + [f"fast_{p}" for p in m["fast_p"]]
         + ["speedup (geomean)", "of roofline", "heldout ok", "tokens/correct", "cost/correct"]
@@ -49,6 +65,18 @@ def _metric_headers(m: dict[str, Any]) -> list[str]:
 def build(store: Store, run_dir: Path, plots: bool = True) -> tuple[Doc, dict[str, Any]]:
     m = metrics_mod.compute(store)
     config = store.get_meta("config") or {}
+    m["statistics"] = comparisons.compute(
+        metrics_mod.load_episodes(store),
+        pass_k=m["pass_k"],
+        fast_ps=[float(p) for p in m["fast_p"]],
+        max_turns=m["grid"]["max_turns"],
+        order={
+            "agent": config.get("agents", []),
+            "context": config.get("contexts", []),
+            "model": [mm.get("name") or mm.get("spec") for mm in config.get("models", [])],
+        },
+    )
+    st = m["statistics"]
     versions = store.get_meta("versions") or {}
     created = store.get_meta("created")
     events = store.events()
@@ -109,7 +137,8 @@ def build(store: Store, run_dir: Path, plots: bool = True) -> tuple[Doc, dict[st
     timed = o["timed"] > 0
     doc.h("Results")
     doc.p(
-        f"Over {o['episodes']} episodes: {pct(o['compiled'])} compiled, **{pct(o['correct'])} correct**"
+        f"Over {_over(o, g)}: {pct(o['compiled'])} compiled, **{pct(o['correct'])} correct**"
+        + report_stats.bounds_note(st["overall"]["correct"])
         + (
             f", {o['faster']} of {o['timed']} timed faster than {m['baseline']}"
             if timed
@@ -122,15 +151,42 @@ def build(store: Store, run_dir: Path, plots: bool = True) -> tuple[Doc, dict[st
     rows.append(["all", "", ""] + _metric_row(o, m))
     doc.table(headers, rows, align="lll" + "r" * (len(headers) - 3))
 
+    # ---- intervals and differences
+    doc.h("Intervals and differences")
+    doc.p(report_stats.method_note(st["method"]))
+    clear = report_stats.clear_differences(st)
+    if st["differences"]:
+        doc.p(
+            "Correct rates that differ by more than the noise: " + "; ".join(clear) + "."
+            if clear
+            else "No difference in correct rate between agents, context levels or models is larger than "
+            "the noise."
+        )
+    report_stats.intervals_table(doc, st)
+    if plots and st["differences"]:
+        plot_differences(
+            _forest_rows(st), plot_dir / "differences.png", "Differences, A - B, with 95% intervals"
+        )
+        doc.img("plots/differences.png", "Each difference with its 95% interval; grey: within noise")
+    report_stats.differences_tables(doc, st)
+
     # ---- per turn
     doc.h("Turn by turn")
     doc.p(
         "State *by* turn t: the best each episode had reached within its first t turns (an episode that "
         "ended earlier keeps its final state). *At* turn t: the attempts made at that turn."
     )
+    if _partial(m):
+        doc.p(_unfinished_note(o))
     if plots:
         plot_turns(m, plot_dir / "turns.png")
-        doc.img("plots/turns.png", "Correct rate and best speedup by turn, per agent")
+        doc.img("plots/turns.png", "Correct rate (95% intervals) and best speedup by turn, per agent")
+        plot_turns_by_context(m, plot_dir / "turns_context.png")
+        doc.img(
+            "plots/turns_context.png", "Correct rate by turn (95% intervals), per agent and context level"
+        )
+    doc.h("Correct rate by turn, per agent and context level", 3)
+    report_stats.turn_table(doc, st, g["max_turns"])
     for agent, per in m["per_turn_by_agent"].items():
         doc.h(f"{agent}", 3)
         last = max((r["turn"] for r in per if r["reached"]), default=1)
@@ -186,9 +242,13 @@ def build(store: Store, run_dir: Path, plots: bool = True) -> tuple[Doc, dict[st
             table_rows.append(row)
         doc.p("Correct rate (and geomean speedup when timed) of each agent and model at each context level.")
         doc.table(["agent / model"] + [f"context={c}" for c in contexts], table_rows)
+        doc.p(f"Each context level against context={contexts[0]}, per agent and model:")
+        report_stats.ablation_table(doc, st)
         if plots:
-            plot_context(list(pairs.items()), contexts, plot_dir / "context.png", m["baseline"])
-            doc.img("plots/context.png", "Hardware-context ablation, side by side")
+            plot_context(
+                list(pairs.items()), contexts, plot_dir / "context.png", m["baseline"], _config_intervals(st)
+            )
+            doc.img("plots/context.png", "Hardware-context ablation, side by side (95% intervals)")
 
     # ---- breakdowns
     doc.h("By category")
@@ -264,6 +324,39 @@ def build(store: Store, run_dir: Path, plots: bool = True) -> tuple[Doc, dict[st
     doc.h("Definitions")
     doc.list([line.strip("- ").strip() for line in _definitions()])
     return doc, m
+
+
+def _over(o: dict[str, Any], g: dict[str, Any]) -> str:
+    """ "24 episodes", and what they are when the run is partial (unfinished ones, unplayed ones)."""
+    text = _n(o["episodes"], "episode")
+    notes = []
+    if o["unfinished"]:
+        notes.append(f"{o['unfinished']} of them unfinished")
+    if g["played"] < g["episodes"]:
+        notes.append(f"of {g['episodes']} in the grid; {g['episodes'] - g['played']} not played yet")
+    return text + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def _unfinished_note(o: dict[str, Any]) -> str:
+    return (
+        f"{_n(o['unfinished'], 'episode')} of these did not finish (stopped, interrupted, failed or still "
+        "running): each is counted with the state it had reached, so a rate by a turn it never played "
+        "may be lower than it would have been; the `unfinished` columns say how many each figure covers."
+    )
+
+
+def _forest_rows(st: dict[str, Any]) -> list[tuple[str, dict[str, Any], bool | None]]:
+    rows = []
+    for dim, pairs in st["differences"].items():
+        for p in pairs:
+            m = p["metrics"].get("correct")
+            if m:
+                rows.append((f"{dim}: {p['first']} - {p['second']}", m["difference"], m["within_noise"]))
+    return rows
+
+
+def _config_intervals(st: dict[str, Any]) -> dict[tuple[str, str, str], dict[str, Any]]:
+    return {(c["agent"], c["model"], c["context"]): c for c in st["configurations"]}
 
 
 def _n(k: int, word: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import tempfile
 from pathlib import Path
 
 from . import UsageError
@@ -13,7 +14,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("runs", nargs="+", help="run directories (or names under --runs-root)")
     parser.add_argument("--runs-root", default="runs", metavar="DIR")
     parser.add_argument(
-        "-o", "--output", metavar="FILE", help="write to FILE (.md or .html) instead of printing"
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="write to FILE, not stdout: .html (one page, plots inlined) or .md (plots in FILE-plots/)",
     )
     parser.set_defaults(func=run)
 
@@ -25,14 +29,19 @@ def run(args: argparse.Namespace) -> int:
         dirs = [rundir.find_run(r, Path(args.runs_root)) for r in args.runs]
     except rundir.RunError as exc:
         raise UsageError(str(exc)) from None
-    doc = compare.compare(dirs)
-    if args.output:
-        out = Path(args.output)
-        if out.suffix not in (".md", ".html"):
-            raise UsageError(f"--output must end in .md or .html, not {out.name}")
-        html = out.suffix == ".html"
-        out.write_text(report_html.render(doc, Path.cwd()) if html else report_markdown.render(doc))
-        print(f"Comparison: {out}")
+    if not args.output:
+        print(report_markdown.render(compare.compare(dirs)))
+        return 0
+    out = Path(args.output)
+    if out.suffix not in (".md", ".html"):
+        raise UsageError(f"--output must end in .md or .html, not {out.name}")
+    if out.suffix == ".html":
+        with tempfile.TemporaryDirectory() as tmp:  # the page inlines its plots
+            doc = compare.compare(dirs, Path(tmp) / "plots")
+            out.write_text(report_html.render(doc, Path(tmp)))
     else:
-        print(report_markdown.render(doc))
+        plots = out.parent / f"{out.stem}-plots"
+        out.write_text(report_markdown.render(compare.compare(dirs, plots)))
+        print(f"Plots: {plots}")
+    print(f"Comparison: {out}")
     return 0

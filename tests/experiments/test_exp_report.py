@@ -261,3 +261,163 @@ def test_compare_and_export(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     else:
         assert main(["export", str(a), "--format", "parquet"]) == 0
         assert (a / "export" / "steps.parquet").is_file()
+
+
+# --------------------------------------------------------------------------- known differences
+def make_known_store(
+    run_dir: Path,
+    rates: dict[str, float],
+    tasks: range,
+    *,
+    seed: int,
+    samples: int = 2,
+    contexts: tuple[str, ...] = ("none", "full"),
+    unfinished: int = 0,
+    history: str = "full",
+) -> Path:
+    """Single-turn episodes: agent a is correct with probability rates[a] on every task and context;
+    the first ``unfinished`` episodes are left stopped (played, never finished)."""
+    rng = random.Random(seed)
+    run_dir.mkdir(parents=True)
+    with Store(run_dir / "store.sqlite") as store:
+        store.set_meta(
+            "config",
+            {
+                "name": "known",
+                "resolved_tasks": [f"c{t % 3}/t{t}" for t in tasks],
+                "agents": list(rates),
+                "models": [{"spec": "replay:x", "name": "m"}],
+                "contexts": list(contexts),
+                "samples": samples,
+                "max_turns": 1,
+                "history": history,
+                "target": "sm_90a",
+                "metrics": {"baseline": "eager", "pass_k": [1, 2], "fast_p": [0, 1]},
+            },
+        )
+        store.add_episodes(
+            {
+                "task": f"c{t % 3}/t{t}",
+                "category": f"c{t % 3}",
+                "agent": a,
+                "model": "m",
+                "context": x,
+                "sample": s,
+            }
+            for t in tasks
+            for a in rates
+            for x in contexts
+            for s in range(samples)
+        )
+        for i, e in enumerate(store.episodes()):
+            ok = rng.random() < rates[e["agent"]]
+            record = {
+                "turn": 1,
+                "phase": "generate",
+                "response": "...",
+                "feedback": "",
+                "result": {"compiled": True, "correct": ok, "stage": "done" if ok else "correctness"},
+                "input_tokens": 10,
+                "output_tokens": 10,
+                "cost_usd": 0.001,
+            }
+            store.add_turn(e["id"], record, "eager")
+            if i < unfinished:
+                store.set_status(e["id"], "stopped")
+            else:
+                store.finish_episode(e["id"], solved=ok, best_turn=1, heldout=None)
+    return run_dir
+
+
+def _versus_row(text: str, heading: str, a: str, b: str, figure: str = "correct") -> dict[str, str]:
+    table = md_tables(text.split(heading)[1])[0]
+    return next(r for r in table if r["A"] == a and r["B"] == b and r["figure"] == figure)
+
+
+def test_report_marks_a_true_difference_and_counts_unfinished_episodes(tmp_path: Path) -> None:
+    run_dir = make_known_store(
+        tmp_path / "run", {"strong": 0.8, "weak": 0.3}, range(40), seed=11, unfinished=3
+    )
+    md, page = report.write(run_dir)
+    text = md.read_text()
+    assert _versus_row(text, "### agent against agent", "strong", "weak")["verdict"] == "different"
+    assert _versus_row(text, "### context against context", "none", "full")["verdict"] == "within noise"
+    assert "Over 320 episodes (3 of them unfinished)" in text
+    headline = next(t for t in md_tables(text) if t and "pass@2" in t[0] and "arch-verified" in t[0])
+    assert sum(int(r["unfinished"]) for r in headline if r["agent"] != "all") == 3
+    assert next(r for r in headline if r["agent"] == "all")["unfinished"] == "3"
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    st = metrics["statistics"]
+    (pair,) = st["differences"]["agent"]
+    diff = pair["metrics"]["correct"]["difference"]
+    assert pair["metrics"]["correct"]["within_noise"] is False and diff["low"] < 0.5 < diff["high"]
+    overall = st["overall"]["correct"]
+    assert overall["low"] < metrics["overall"]["correct"] == overall["estimate"] < overall["high"]
+    assert st["overall"]["unfinished"] == 3
+    # the turn table per agent and context level, with intervals; its plots with error bars
+    turn_rows = md_tables(text.split("### Correct rate by turn, per agent and context level")[1])[0]
+    assert {(r["agent"], r["context"]) for r in turn_rows} == {
+        (a, c) for a in ("strong", "weak") for c in CONTEXTS
+    }
+    assert all("[" in r["by turn 1"] for r in turn_rows)
+    for name in ("differences", "turns_context", "turns", "context"):
+        assert (run_dir / "plots" / f"{name}.png").stat().st_size > 1000
+    # the same store reports the same intervals
+    report.write(run_dir, plots=False)
+    assert json.loads((run_dir / "metrics.json").read_text())["statistics"] == st
+
+
+def test_a_finished_run_shows_no_unfinished_column(tmp_path: Path) -> None:
+    run_dir = make_known_store(tmp_path / "run", {"a": 0.5}, range(4), seed=1, contexts=("none",))
+    md, _ = report.write(run_dir, plots=False)
+    text = md.read_text()
+    assert "unfinished" not in md_tables(text)[1][0] and "Over 8 episodes:" in text
+
+
+def test_compare_says_what_differs_and_restricts_to_common_tasks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a = make_known_store(tmp_path / "a", {"strong": 0.8, "weak": 0.3}, range(40), seed=1, contexts=("none",))
+    b = make_known_store(
+        tmp_path / "b", {"strong": 0.8, "weak": 0.8}, range(5, 45), seed=2, contexts=("none",), history="none"
+    )
+    assert main(["compare", str(a), str(b)]) == 0
+    text = capsys.readouterr().out
+    differs = md_tables(text.split("## What differs")[1])[0]
+    by_key = {r["key"]: r for r in differs}
+    assert (by_key["history"]["a"], by_key["history"]["b"]) == ("full", "none")
+    assert "resolved_tasks" in by_key and "name" not in by_key
+    assert "Warning: the runs' task grids differ" in text and "over the 35 tasks all runs share" in text
+    overall = md_tables(text.split("## Overall")[1])[0]
+    assert [r["episodes"] for r in overall] == ["140", "140"]  # 35 tasks x 2 agents x 2 samples
+    assert _versus_row(text, "## Against a", "b", "a")["verdict"] == "different"
+    assert (
+        _versus_row(text, "## Against a", "b: weak / m / none", "a: weak / m / none")["verdict"]
+        == "different"
+    )
+    assert _versus_row(text, "## Against a", "b: strong / m / none", "a: strong / m / none")["verdict"] == (
+        "within noise"
+    )
+    assert int(_versus_row(text, "## Against a", "b", "a")["tasks"]) == 35
+
+    page = tmp_path / "cmp.html"
+    assert main(["compare", str(a), str(b), "-o", str(page)]) == 0
+    assert page.read_text().count("data:image/png;base64,") == 3
+    notes = tmp_path / "cmp.md"
+    assert main(["compare", str(a), str(b), "-o", str(notes)]) == 0
+    assert sorted(p.name for p in (tmp_path / "cmp-plots").iterdir()) == [
+        "correct.png",
+        "differences.png",
+        "turns.png",
+    ]
+    assert "](cmp-plots/differences.png)" in notes.read_text()
+
+
+def test_compare_of_runs_with_the_same_experiment_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a = make_known_store(tmp_path / "a", {"x": 0.5}, range(6), seed=1, contexts=("none",))
+    b = make_known_store(tmp_path / "b", {"x": 0.5}, range(6), seed=2, contexts=("none",))
+    assert main(["compare", str(a), str(b)]) == 0
+    text = capsys.readouterr().out
+    assert "The runs' resolved experiments are identical." in text and "task grids differ" not in text
