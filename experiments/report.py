@@ -12,7 +12,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from . import comparisons, report_html, report_markdown, report_stats
+from . import comparisons, report_html, report_levels, report_markdown, report_stats
 from . import metrics as metrics_mod
 from .report_doc import Doc, count, pct, times, usd
 from .report_plots import (
@@ -249,6 +249,10 @@ def build(store: Store, run_dir: Path, plots: bool = True) -> tuple[Doc, dict[st
                 list(pairs.items()), contexts, plot_dir / "context.png", m["baseline"], _config_intervals(st)
             )
             doc.img("plots/context.png", "Hardware-context ablation, side by side (95% intervals)")
+        doc.h("What each context level changed", 3)
+        m["context_levels"] = report_levels.compute(store, run_dir, config, [float(p) for p in m["fast_p"]],
+                                                    timed)
+        report_levels.section(doc, m["context_levels"], plot_dir if plots else None)
 
     # ---- breakdowns
     doc.h("By category")

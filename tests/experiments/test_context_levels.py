@@ -200,3 +200,64 @@ parts = ["sm_90a#tma-text", "file:notes.md"]
     finally:
         store.close()
     assert "NOTE-FROM-THE-RESEARCHER" in levels["mine"]["languages"]["triton"]["text"]
+
+
+def _level_store(run_dir: Path) -> Path:
+    """20 tasks x 2 levels x 2 samples, one turn each. At the base level `full` every candidate is
+    correct, arch-verified and uses wgmma and TMA; without the wgmma section, only the even tasks are
+    correct, none arch-verified, and none uses wgmma; each level's episodes cost fixed tokens."""
+    from warpgym.experiments.store import Store
+
+    levels = {"full": 3000, "full-sm_90a#wgmma": 2000}
+    run_dir.mkdir(parents=True)
+    with Store(run_dir / "store.sqlite") as store:
+        store.set_meta("config", {
+            "name": "levels", "resolved_tasks": [f"ptx/t{t}" for t in range(20)], "agents": ["one-shot"],
+            "models": [{"spec": "replay:x", "name": "m"}], "contexts": list(levels), "samples": 2,
+            "max_turns": 1, "history": "full", "target": "sm_90a", "ablate": {"base": "full"},
+            "metrics": {"baseline": "eager", "pass_k": [1], "fast_p": [0]},
+        })
+        store.add_episodes({"task": f"ptx/t{t}", "category": "ptx", "agent": "one-shot", "model": "m",
+                            "context": c, "sample": s, "requires_features": True}
+                           for t in range(20) for c in levels for s in range(2))
+        for e in store.episodes():
+            base = e["context"] == "full"
+            ok = base or int(e["task"].rsplit("t", 1)[1]) % 2 == 0
+            families = {"tma": {"ptx": 3, "sass": 2}, "wgmma": {"ptx": 4, "sass": 4 if base else 0}}
+            result = {"compiled": True, "correct": ok, "arch_verified": base and ok, "instructions": families,
+                      "stage": "done" if ok else "correctness"}
+            store.add_turn(e["id"], {"turn": 1, "phase": "generate", "response": "", "feedback": "",
+                                     "result": result, "input_tokens": levels[e["context"]] - 500,
+                                     "output_tokens": 500, "cost_usd": 0.0}, "eager")
+            store.finish_episode(e["id"], solved=ok, best_turn=1, heldout=None)
+    plan = context_levels.levels(["full"], {}, context_levels.Ablation(base="full", parts=["sm_90a#wgmma"]))
+    context_levels.store(run_dir, plan, context_levels.render_all(plan, "sm_90a", ["cuda"], None))
+    return run_dir
+
+
+def test_the_report_says_what_each_level_changed(tmp_path: Path) -> None:
+    from test_exp_report import md_tables
+    from warpgym.experiments import report
+
+    run_dir = _level_store(tmp_path / "run")
+    md, _ = report.write(run_dir, plots=True)
+    text = md.read_text()
+    part = text.split("### What each context level changed")[1]
+    levels, versus = md_tables(part)[:2]
+    full, ablated = (next(r for r in levels if r["level"] == n) for n in ("full", "full-sm_90a#wgmma"))
+    assert full["correct"].startswith("100.0%") and full["arch-verified"].startswith("100.0%")
+    assert full["in SASS: wgmma"].startswith("100.0%") and full["in SASS: tma"].startswith("100.0%")
+    assert ablated["correct"].startswith("50.0%") and ablated["arch-verified"].startswith("0.0%")
+    assert ablated["in SASS: wgmma"].startswith("0.0%") and ablated["in SASS: tma"].startswith("100.0%")
+    assert full["tokens / episode"].startswith("3,000") and ablated["tokens / episode"].startswith("2,000")
+    stored = json.loads((run_dir / context_levels.LEVELS_FILE).read_text())
+    assert int(full["context tokens (est.)"].replace(",", "")) == stored["full"]["languages"]["cuda"][
+        "tokens_estimate"]
+    assert int(ablated["context tokens (est.)"].replace(",", "")) < int(full["context tokens (est.)"].replace(
+        ",", ""))
+    rows = {r["figure"]: r for r in versus if r["level"] == "full-sm_90a#wgmma"}
+    assert rows["correct"]["difference from full"].startswith("-50.0 pts")
+    assert rows["correct"]["verdict"] == "different"
+    assert rows["in SASS: tma"]["verdict"] == "within noise"
+    assert rows["tokens / episode"]["difference from full"].startswith("-1,000")
+    assert (run_dir / "plots" / "levels_tokens.png").stat().st_size > 1000
