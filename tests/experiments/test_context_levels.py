@@ -261,3 +261,17 @@ def test_the_report_says_what_each_level_changed(tmp_path: Path) -> None:
     assert rows["in SASS: tma"]["verdict"] == "within noise"
     assert rows["tokens / episode"]["difference from full"].startswith("-1,000")
     assert (run_dir / "plots" / "levels_tokens.png").stat().st_size > 1000
+
+
+def test_the_context_command_lists_parts_and_renders_a_level(capsys: pytest.CaptureFixture[str]) -> None:
+    from warpgym.experiments.cli import main
+
+    assert main(["context", "sections", "sm_90a"]) == 0
+    listed = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
+    assert "sm_90a#tma" in listed and "sm_90a#wgmma-examples" in listed
+    assert "sm_90a#intro-examples" not in listed  # an empty half is not offered
+    assert main(["context", "show", "specs", "sm_90a#instruction-families", "--without", "sm_90a#tma"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("## Target hardware") and "### wgmma" in out and "### TMA" not in out
+    assert main(["context", "show", "sm_90a#tmaa"]) == 2
+    assert "did you mean 'sm_90a#tma'" in capsys.readouterr().err
