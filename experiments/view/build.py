@@ -12,7 +12,7 @@ from typing import Any
 from ..rundir import STORE_NAME
 from ..store import Store
 from .episode import episode_doc
-from .index import index_doc
+from .index import index_doc, run_state
 
 CALLBACK = "warpgymView.receive"
 REPORT_EVERY_S = 60.0
@@ -42,15 +42,21 @@ class Builder:
         self.store.close()
 
     def signature(self) -> tuple[Any, ...]:
-        """Changes whenever the runner commits (the write-ahead log grows or is folded into the file)."""
-        out: list[Any] = []
+        """Changes whenever the runner commits (SQLite's count of other connections' commits; the
+        store's files) and when the run's process goes away without a word (a ``kill -9``)."""
+        with self.store.lock:
+            data_version = self.store.conn.execute("PRAGMA data_version").fetchone()[0]
+        return (data_version, *self._stamps(), run_state(self.store.events()))
+
+    def _stamps(self) -> list[int | None]:
+        out: list[int | None] = []
         for name in (STORE_NAME, STORE_NAME + "-wal"):
             try:
                 st = (self.run_dir / name).stat()
                 out += [st.st_mtime_ns, st.st_size]
             except FileNotFoundError:
                 out += [None, None]
-        return tuple(out)
+        return out
 
     def index(self) -> dict[str, Any]:
         """The index, rebuilt when the store changed since the last call (and the report's figures
@@ -77,7 +83,7 @@ class Builder:
         if self.report_every_s is None:
             return False
         now = time.monotonic()
-        if self._report_drawn is None and self._report_is_current(sig):
+        if self._report_drawn is None and self._report_is_current():
             self._report_drawn = (sig, now)
         if self._report_drawn is not None:
             drawn_sig, drawn_at = self._report_drawn
@@ -91,8 +97,8 @@ class Builder:
         self._report_drawn = (sig, now)
         return True
 
-    def _report_is_current(self, sig: tuple[Any, ...]) -> bool:
+    def _report_is_current(self) -> bool:
         """A report written after the store's last change (by ``warpgym run`` or ``report``) is kept."""
         page = self.run_dir / "report.html"
-        stamps = [s for s in sig[::2] if s is not None]
+        stamps = [s for s in self._stamps()[::2] if s is not None]
         return page.is_file() and (self.run_dir / "plots").is_dir() and page.stat().st_mtime_ns >= max(stamps)

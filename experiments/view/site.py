@@ -37,6 +37,7 @@ class Site:
         base = os.path.relpath(run_dir, out_dir).replace(os.sep, "/") + "/"
         self.builder = Builder(run_dir, base=base, refresh_s=refresh_s, report_every_s=report_every_s)
         self.versions: dict[str, str] = {}
+        self._written: dict[str, Any] | None = None
 
     def close(self) -> None:
         self.builder.close()
@@ -59,6 +60,8 @@ class Site:
     def update(self) -> dict[str, Any]:
         """Write what changed; returns the index."""
         index = self.builder.index()
+        if index is self._written:
+            return index
         changed = False
         for row in index["episodes"]:
             key = str(row["id"])
@@ -75,6 +78,7 @@ class Site:
             write_atomic(self.data_dir / "versions.json", json.dumps(self.versions).encode())
         # the index last: an episode it announces is already on disk
         write_atomic(self.data_dir / "index.js", as_script(index))
+        self._written = index
         return index
 
     def watch(self, *, until_idle: bool, on_update: Callable[[dict[str, Any]], None] | None = None) -> None:

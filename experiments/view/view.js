@@ -97,8 +97,8 @@
     document.title = "warpgym view: " + doc.name;
     document.getElementById("title").textContent = "warpgym view: " + doc.name;
     setState(
-      `${doc.state} · data of ${doc.generated}` +
-        (doc.live ? ` · refreshed every ${doc.refresh_s} s` : " · not refreshing (the run is not going on)"),
+      `${doc.state} · last change read ${doc.generated}` +
+        (doc.live ? ` · checked every ${doc.refresh_s} s` : " · not refreshing (the run is not going on)"),
       doc.live ? "live" : "",
     );
     renderSummary(doc);
@@ -191,6 +191,7 @@
 
   function onEpisode(doc) {
     if (doc.id !== view.episodeId) return;
+    const first = view.episodeVersion === null;
     view.episodeVersion = doc.version;
     const panel = document.getElementById("episode");
     const close = el("a", { href: "#", class: "close", text: "close" });
@@ -199,6 +200,7 @@
     if (!doc.turns.length) parts.push(el("p", { class: "note", text: "No turn stored yet." }));
     for (const turn of doc.turns) parts.push(turnBlock(turn));
     panel.replaceChildren(...parts);
+    if (first) panel.scrollIntoView();
   }
 
   function verdictBlock(v) {

@@ -20,7 +20,6 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect, sync_playwright
 from view_helpers import HOSTILE, grid_row, make_run, record
-
 from warpgym.experiments.view.server import ViewServer
 from warpgym.experiments.view.site import Site
 
@@ -71,7 +70,12 @@ def tiny_png() -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
     header = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\0\xff\0\0")) + chunk(b"IEND", b"")
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(b"\0\xff\0\0"))
+        + chunk(b"IEND", b"")
+    )
 
 
 def rows_shown(page: Any) -> list[str]:

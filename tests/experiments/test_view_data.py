@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 from view_helpers import HOSTILE, V1, V2, make_run, record, trajectory
-
 from warpgym.experiments.cli import main
 from warpgym.experiments.view.build import CALLBACK, as_script
 from warpgym.experiments.view.episode import turn_docs
@@ -54,7 +56,10 @@ def test_a_history_of_last_marks_a_resent_answer() -> None:
     ]
     docs = turn_docs([t1, t2, t3])
     assert docs[2]["carried"] == 2
-    assert [(m["kind"], m["resent_answer_of"]) for m in docs[2]["messages"]] == [("assistant", 2), ("feedback", None)]
+    assert [(m["kind"], m["resent_answer_of"]) for m in docs[2]["messages"]] == [
+        ("assistant", 2),
+        ("feedback", None),
+    ]
 
 
 def test_the_verdict_shows_failing_cases_counts_and_timings() -> None:
@@ -70,7 +75,13 @@ def test_the_verdict_shows_failing_cases_counts_and_timings() -> None:
 
 
 def test_missing_fields_show_as_a_dash_and_new_fields_are_shown() -> None:
-    bare = {"turn": 1, "response": "hi", "candidate": V1, "result": {"compiled": True}, "call_source": "replayed"}
+    bare = {
+        "turn": 1,
+        "response": "hi",
+        "candidate": V1,
+        "result": {"compiled": True},
+        "call_source": "replayed",
+    }
     (doc,) = turn_docs([bare])
     usage = dict(map(tuple, doc["usage"]["rows"]))
     assert usage["cost"] == "—" and usage["input tokens"] == "—" and usage["model latency"] == "—"
@@ -120,6 +131,26 @@ def test_site_writes_the_page_and_rewrites_only_changed_episodes(tmp_path: Path)
     assert {p.name: p.stat().st_mtime_ns for p in data.glob("episode-*.js")} == after
     again.close()
     store.close()
+
+
+def test_a_run_killed_without_a_word_stops_being_live_with_no_change_to_its_store(tmp_path: Path) -> None:
+    runner = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        make_run(tmp_path, pid=runner.pid).close()
+        site = Site(tmp_path, tmp_path / "view", refresh_s=0.1, report_every_s=None)
+        site.write_page()
+        assert site.update()["live"] is True
+        runner.kill()
+        runner.wait()
+        started = time.monotonic()
+        site.watch(until_idle=True)  # returns once the run is seen to be over
+        assert time.monotonic() - started < 5
+        index = decode((tmp_path / "view" / "data" / "index.js").read_bytes())
+        assert index["live"] is False and "process is gone" in index["state"]
+        site.close()
+    finally:
+        runner.kill()
+        runner.wait()
 
 
 def test_the_command_writes_the_page_once_and_refuses_a_missing_run(tmp_path: Path, capsys) -> None:

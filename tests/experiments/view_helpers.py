@@ -17,7 +17,10 @@ HOSTILE = (
     "<img src=x onerror=\"window.__pwned = 'img'\"> ```python\nprint(1)\n```"
 )
 V1 = "import triton\n\n\ndef softmax(x):\n    return x.exp() / x.exp().sum(-1)\n"
-V2 = "import triton\n\n\ndef softmax(x):\n    m = x.max(-1, keepdim=True).values\n    return (x - m).exp() / (x - m).exp().sum(-1)\n"
+V2 = (
+    "import triton\n\n\ndef softmax(x):\n    m = x.max(-1, keepdim=True).values\n"
+    "    return (x - m).exp() / (x - m).exp().sum(-1)\n"
+)
 
 
 def failing_result() -> dict[str, Any]:
@@ -111,8 +114,9 @@ def grid_row(task: str, agent: str, sample: int = 0) -> dict[str, Any]:
             "sample": sample}  # fmt: skip
 
 
-def make_run(run_dir: Path, *, live: bool = True) -> Store:
-    """A run with three episodes: a fix-retry trajectory, a one-shot one, and one not yet played."""
+def make_run(run_dir: Path, *, live: bool = True, pid: int | None = None) -> Store:
+    """A run with three episodes: a fix-retry trajectory, a one-shot one, and one not yet played; its
+    process is ``pid``, else this one (``live``) or one that cannot exist."""
     store = Store(run_dir / STORE_NAME)
     store.set_meta("config", CONFIG)
     store.set_meta("created", 1.7e9)
@@ -124,7 +128,9 @@ def make_run(run_dir: Path, *, live: bool = True) -> Store:
         ]
     )
     ids = {(e["task"], e["agent"]): e["id"] for e in store.episodes()}
-    store.event("started", {"episodes": 3, "pid": os.getpid() if live else 2**22 + 12345})
+    if pid is None:
+        pid = os.getpid() if live else 2**22 + 12345  # above any pid Linux hands out
+    store.event("started", {"episodes": 3, "pid": pid})
     fix = ids[("normalization/softmax", "fix-retry")]
     store.start_episode(fix)
     for r in trajectory():
