@@ -18,6 +18,8 @@ PLOT_NAME = re.compile(r"[A-Za-z0-9_.-]+\.png")
 LIFECYCLE = ("started", "resumed", "finished", "stopped", "aborted")
 PLOT_TITLES = {
     "turns.png": "Correct rate and best speedup by turn",
+    "turns_context.png": "Correct rate by turn, per agent and context level",
+    "differences.png": "Differences between agents, context levels and models",
     "context.png": "Hardware-context ablation",
     "category_agent.png": "Correct rate per category and agent",
     "speedups.png": "Best speedups over correct episodes",
@@ -114,13 +116,14 @@ def _run_table(
 
 def _result_tables(m: dict[str, Any]) -> list[dict[str, Any]]:
     pass_k = [str(k) for k in m.get("pass_k") or []]
-    headers = ["episodes", "compiled", "correct", *[f"pass@{k}" for k in pass_k]]
+    headers = ["episodes", "unfinished", "compiled", "correct", *[f"pass@{k}" for k in pass_k]]
     headers += ["speedup (geomean)", "heldout ok", "tokens", "cost"]
 
     def cells(s: dict[str, Any]) -> list[str]:
         checked = s.get("heldout_checked")
         return [
             fmt.count(s.get("episodes")),
+            fmt.count(s.get("unfinished")),
             fmt.pct(s.get("compiled")),
             fmt.pct(s.get("correct")),
             *[fmt.pct((s.get("pass_at_k") or {}).get(k)) for k in pass_k],
@@ -139,7 +142,8 @@ def _result_tables(m: dict[str, Any]) -> list[dict[str, Any]]:
             "Results by agent, model and context",
             ["agent", "model", "context", *headers],
             rows,
-            "Over the episodes that played a turn; the same numbers as warpgym report.",
+            "Over the episodes that played a turn (unfinished ones with the state they reached); "
+            "the same numbers as warpgym report, which adds their intervals.",
         )
     ]
     by_category = (m.get("by") or {}).get("category") or {}

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from view_helpers import HOSTILE, V1, V2, make_run, record, trajectory
 from warpgym.experiments.cli import main
-from warpgym.experiments.view.build import CALLBACK, as_script
+from warpgym.experiments.view.build import CALLBACK, Builder, as_script
 from warpgym.experiments.view.episode import turn_docs
 from warpgym.experiments.view.index import run_state
 from warpgym.experiments.view.site import Site
@@ -163,3 +163,21 @@ def test_the_command_writes_the_page_once_and_refuses_a_missing_run(tmp_path: Pa
     assert "no run at" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["view", str(tmp_path / "run"), "--refresh"])
+
+
+def test_the_report_figures_are_drawn_for_the_page_and_not_again_while_the_store_is_unchanged(
+    tmp_path: Path,
+) -> None:
+    store = make_run(tmp_path)
+    builder = Builder(tmp_path, base="../", refresh_s=1, report_every_s=0)
+    index = builder.index()
+    assert index["report"] == "../report.html" and (tmp_path / "report.html").is_file()
+    titles = [p["title"] for p in index["plots"]]
+    assert "Correct rate and best speedup by turn" in titles
+    assert all(p["src"].startswith("../plots/") and (tmp_path / "plots").is_dir() for p in index["plots"])
+    drawn = (tmp_path / "report.html").stat().st_mtime_ns
+    assert builder.index() is index and (tmp_path / "report.html").stat().st_mtime_ns == drawn
+    store.event("stopping", "interrupted")
+    assert builder.index() is not index and (tmp_path / "report.html").stat().st_mtime_ns > drawn
+    builder.close()
+    store.close()
