@@ -10,7 +10,7 @@ from . import fmt
 MAX_FAILING_CASES = 50
 
 
-def outcome(result: dict[str, Any] | None, extraction_problem: Any = None) -> str:
+def outcome(result: dict[str, Any] | None) -> str:
     """One word for a turn: correct, wrong (compiled, not correct), failed (at an earlier stage), no code."""
     if not result:
         return "no code"
