@@ -16,7 +16,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-COMMANDS = ("tasks", "eval", "suite", "run", "report", "compare", "export", "fixit", "bench", "context")
+COMMANDS = ("tasks", "eval", "suite", "run", "report", "compare", "export", "fixit", "bench", "context",
+            "view")
 
 
 class UsageError(Exception):
