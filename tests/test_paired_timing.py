@@ -360,3 +360,27 @@ def test_a_candidate_within_noise_is_faster_by_the_point_estimate_only():
     line = feedback._faster_line(result, "eager")
     assert "yes by the point estimate (1.01x)" in line
     assert "no by the interval's lower bound (0.97x): within noise" in line
+
+
+# ------------------------------------------------------------------------------------------ the worker's op
+def test_the_worker_times_blocks_on_inputs_it_keeps_until_released_and_reports_host_compute():
+    """The real worker on the CPU (no CUDA events here, so warm-up blocks only): a block's calls run under
+    the run-time policy, like the timing loop's, and the window's inputs outlive a block until released."""
+    from warpgym.env.judge.channel import ask
+
+    task = get_task("math/add")
+    case = task.cases("dev")[0]
+    honest = task.solution_source()
+    host = "def add(x, y):\n    return x + y\n"  # PyTorch computes the answer: host compute
+    with Evaluator("cpu") as evaluator:
+        for source, forbidden in ((honest, False), (host, True)):
+            evaluation = evaluator.evaluation(task, source, EvalOptions(device="cpu"))
+            assert evaluation.load(), evaluation.result.compile_errors
+            request = m.TimeBlockRequest(task=task.id, case=case, seeds=[0, 1, 2], calls=0, warmup_calls=3)
+            reply = ask(evaluation.workers.run, request, 120)
+            assert reply.ok, reply.error
+            assert reply.warmup_call_ms is not None and reply.warmup_call_ms > 0 and reply.event_ms == []
+            assert bool(reply.forbidden_ops) is forbidden, reply.forbidden_ops
+            released = ask(evaluation.workers.run, m.TimeBlockRequest(task=task.id, case=case, seeds=[0],
+                                                                      calls=0, release=True), 60)
+            assert released.ok and released.warmup_call_ms is None
