@@ -52,7 +52,7 @@ CREATE TABLE IF NOT EXISTS turns (
     turn INTEGER NOT NULL,
     phase TEXT, stage TEXT,
     compiled INTEGER, correct INTEGER, arch_verified INTEGER,
-    speedup REAL, roofline REAL, reward REAL,
+    speedup REAL, speedup_low REAL, roofline REAL, reward REAL,
     input_tokens INTEGER, output_tokens INTEGER, reasoning_tokens INTEGER,
     cost_usd REAL, latency_s REAL, eval_s REAL, cached INTEGER,
     record TEXT NOT NULL,
@@ -71,6 +71,10 @@ CREATE TABLE IF NOT EXISTS events (
     id INTEGER PRIMARY KEY AUTOINCREMENT, time REAL NOT NULL, kind TEXT NOT NULL, detail TEXT
 );
 """
+
+ADDED_TURN_COLUMNS = {"speedup_low": "REAL"}
+"""Turn columns newer than the first schema: a store made before has them added when opened to write;
+read-only, their values read as absent (None)."""
 
 EPISODE_KEY = ("task", "agent", "model", "context", "sample")
 
@@ -95,6 +99,7 @@ def turn_columns(record: dict[str, Any], baseline: str) -> dict[str, Any]:
         "correct": int(bool(result.get("correct"))),
         "arch_verified": None if arch is None else int(bool(arch)),
         "speedup": speedup,
+        "speedup_low": _finite((result.get("speedup_low") or {}).get(baseline)),
         "roofline": sum(roofs) / len(roofs) if roofs else None,
         "reward": _finite(record.get("reward")),
         "input_tokens": int(record.get("input_tokens") or 0),
@@ -124,11 +129,19 @@ class Store:
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across a process kill
             self.conn.executescript(SCHEMA)
+            self._add_missing_columns()
             if self.get_meta("schema_version") is None:
                 self.set_meta("schema_version", SCHEMA_VERSION)
         self.conn.row_factory = sqlite3.Row
         self.conn.execute("PRAGMA busy_timeout=30000")
         self.lock = threading.Lock()
+
+    def _add_missing_columns(self) -> None:
+        """Columns added since a store was created (a run from an older version resumes in place)."""
+        have = {row[1] for row in self.conn.execute("PRAGMA table_info(turns)")}
+        for column, kind in ADDED_TURN_COLUMNS.items():
+            if column not in have:
+                self.conn.execute(f"ALTER TABLE turns ADD COLUMN {column} {kind}")
 
     def close(self) -> None:
         with self.lock:

@@ -4,14 +4,14 @@
 #   bash scripts/gpu_session.sh [streams|scale|all|suite]   # carry .whl (gymnasium, pydantic), .kb, .sweep
 #
 # streams (the default): four streams at once, one GPU each where there are four (timing holds its
-# GPU alone, so streams never disturb each other's timings): A the timing probe, `warpgym bench`,
+# GPU alone, so streams never disturb each other's timings): A the timing probes, `warpgym bench`,
 # then the KernelBench comparison; B the sandbox probe then the GPU tests; C the GEMM sweep then
 # every `ptx` reference through the evaluator; D the triton suite's references, timed, until the
 # deadline (rows appended to suite.jsonl; SUITE_RESUME=path resumes an earlier call's file). With
 # fewer GPUs they share.
 # scale: the multi-GPU throughput (1, 2, 4, 8 GPUs as there are), then the suite on every GPU but
 # the last, and the GPU tests on the last (SKIP=throughput goes straight to those). all: scale's
-# throughput, then streams. SKIP="timing bench kb probe tests sweep ptx suite" leaves those steps
+# throughput, then streams. SKIP="timing paired bench kb probe tests sweep ptx suite" leaves those steps
 # out of streams (the suite then takes the GPU of a skipped stream C). With fewer than four GPUs,
 # the suite runs after the tests, on GPU 1.
 # GPU_TESTS="path or node id ..." picks the tests of stream B (default: tests/gpu tests/test_sandbox.py)
@@ -84,6 +84,7 @@ fi
 if [[ $part == streams || $part == all ]]; then
   ( export CUDA_VISIBLE_DEVICES=$(g 0)
     on timing && timeout "$(cap 150)" python3 scripts/timing_probe.py --out $J/timing_probe.json
+    on paired && timeout "$(cap 300)" python3 scripts/paired_timing_probe.py --out $J/paired_timing_probe.json
     on bench && timeout "$(cap 300)" warpgym bench --device cuda --out $J/bench.json
     on kb && timeout "$(cap 330)" python3 scripts/kernelbench_compare.py --kb .kb/src \
       --tasks "${KB_TASKS:-math/add,normalization/softmax,matmul/matmul}" --out $J/kb.json ) > "$OUT/A-bench-kb.log" 2>&1 &

@@ -19,9 +19,8 @@ from typing import Any
 import torch
 from warpgym.env.candidate import Candidate
 from warpgym.env.common.device import device_name, release_cached_memory
-from warpgym.env.judge import baselines, bench, channel, correctness, device_evidence, inspection, kernels
+from warpgym.env.judge import bench, channel, correctness, device_evidence, inspection, kernels
 from warpgym.env.judge import feedback as feedback_mod
-from warpgym.env.judge.cache import JsonCache
 from warpgym.env.judge.options import EvalOptions
 from warpgym.env.judge.plan import Check, params, plan
 from warpgym.env.judge.pool import Worker
@@ -48,8 +47,6 @@ class Caches:
     references: References
     compiled: Memo[str, dict[str, Any]] = field(default_factory=lambda: Memo(512))
     """Offline compilations by (candidate, launch spec): a resubmitted kernel is not compiled again."""
-    baselines: Memo[tuple[Any, ...], dict[str, float]] = field(default_factory=lambda: Memo(4096))
-    baseline_disk: JsonCache = field(default_factory=lambda: JsonCache("baselines"))
 
 
 @dataclass(eq=False)
@@ -102,9 +99,6 @@ class Evaluation:
 
     def judge(self, check: Check, reply: RunReply) -> CaseResult:
         return correctness.judge(self, check, reply)
-
-    def baseline_times(self, case: dict[str, Any], alone: bool = True) -> dict[str, float]:
-        return baselines.times(self, case, alone)
 
     def flag(self, code: str, **fields: Any) -> None:
         """Record the violation ``code`` once per evaluation."""

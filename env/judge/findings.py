@@ -55,7 +55,7 @@ def run_findings(ev: Evaluation, reply: m.RunReply) -> None:
         ev.flag("output-not-written", which=", ".join(f"output {i}" for i in reply.unwritten))
 
 
-def timing_findings(ev: Evaluation, stats: m.TimeReply) -> bool:
+def timing_findings(ev: Evaluation, stats: m.TimeReply | m.TimeBlockReply) -> bool:
     """The timing loop's calls answer to the same rules as the checked ones (patching, host ops); True
     (and the candidate failed) when they broke one."""
     found = len(ev.result.violations)

@@ -8,6 +8,7 @@ below them stays JSON and raw tensor bytes (``wire``).
 
 from __future__ import annotations
 
+import math
 from typing import Any, ClassVar, Literal
 
 import torch
@@ -87,12 +88,30 @@ class TimeRequest(Message):
     reps: int
 
 
+class TimeBlockRequest(Message):
+    """One side of a paired timing round: ``calls`` timed calls of the entrypoint (after ``warmup_calls``,
+    and more warm-up until ``warmup_seconds`` have passed). The judge holds the GPU alone around the whole
+    window (it times the baselines between these blocks), so the worker takes no GPU lock. The inputs
+    are built by the first block of a window and kept for the next ones until ``release``."""
+
+    op: Literal["time_block"] = "time_block"
+    task: str
+    case: dict[str, Any]
+    seeds: list[int]
+    calls: int = Field(ge=0)
+    warmup_calls: int = Field(default=0, ge=0)
+    warmup_seconds: float = Field(default=0.0, ge=0.0)
+    start: int = Field(default=0, ge=0)
+    """The position in the rotation over the seeds' input sets of the first timed call."""
+    release: bool = False
+
+
 class PingRequest(Message):
     op: Literal["ping"] = "ping"
 
 
 Request = (LoadRequest | RunRequest | SpecsRequest | JitKernelsRequest | CompileRequest | ModulesRequest
-           | DryRunRequest | TimeRequest | PingRequest)
+           | DryRunRequest | TimeRequest | TimeBlockRequest | PingRequest)
 
 
 # ----------------------------------------------------------------------------------------- replies
@@ -209,6 +228,24 @@ class TimeReply(Reply):
     needed_when_ok = ("median_ms", "min_ms", "max_ms", "runs")
 
 
+class TimeBlockReply(Reply):
+    event_ms: list[float] = Field(default_factory=list)
+    wall_ms: list[float] = Field(default_factory=list)
+    issue_ms: list[float] = Field(default_factory=list)
+    warmup_call_ms: float | None = None
+    """Mean wall-clock milliseconds of one warm-up call (what sizes the blocks of a slow kernel)."""
+    forbidden_ops: dict[str, int] = Field(default_factory=dict)
+    tampered: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _one_figure_per_call(self) -> TimeBlockReply:
+        if not len(self.event_ms) == len(self.wall_ms) == len(self.issue_ms):
+            raise ValueError("a timed block needs one event, wall and issue time per call")
+        if not all(math.isfinite(v) and v >= 0 for v in (*self.event_ms, *self.wall_ms, *self.issue_ms)):
+            raise ValueError("a timed block's times are finite and not negative")
+        return self
+
+
 class PingReply(Reply):
     pid: int | None = None
     tampered: list[str] = Field(default_factory=list)
@@ -217,12 +254,12 @@ class PingReply(Reply):
 REPLIES: dict[str, type[Reply]] = {
     "load": LoadReply, "run": RunReply, "specs": SpecsReply, "jit_kernels": KernelsReply,
     "compile": KernelsReply, "modules": ModulesReply, "dry_run": DryRunReply, "time": TimeReply,
-    "ping": PingReply,
+    "time_block": TimeBlockReply, "ping": PingReply,
 }
 REQUESTS: dict[str, type[Message]] = {
     "load": LoadRequest, "run": RunRequest, "specs": SpecsRequest, "jit_kernels": JitKernelsRequest,
     "compile": CompileRequest, "modules": ModulesRequest, "dry_run": DryRunRequest, "time": TimeRequest,
-    "ping": PingRequest,
+    "time_block": TimeBlockRequest, "ping": PingRequest,
 }
 
 

@@ -276,6 +276,7 @@ def test_speedups_past_the_roofline_or_the_vendor_library_are_flagged(monkeypatc
     """The timing stage's sanity checks, driven with a faked GPU reply (the real run is in tests/gpu): a
     time no device could achieve, or one far below the vendor library's, is reported as suspicious."""
     from warpgym.env.common.device import KNOWN_CEILINGS
+    from warpgym.env.common.timing import Calls
     from warpgym.env.judge import bench, feedback
     from warpgym.env.judge.evaluator import Evaluator
     from warpgym.env.judge.result import CaseResult, EvalResult
@@ -286,21 +287,28 @@ def test_speedups_past_the_roofline_or_the_vendor_library_are_flagged(monkeypatc
         alive = False
 
         def request(self, msg, timeout):
-            assert msg["op"] == "time"
-            return {
-                "ok": True,
-                "median_ms": 0.01,
-                "min_ms": 0.01,
-                "max_ms": 0.01,
-                "runs": 30,
-                "event_median_ms": 0.01,
-                "wall_median_ms": 0.01,
-                "hidden_work": False,
-                "tampered": [],
-                "forbidden_ops": {},
-            }
+            assert msg["op"] == "time_block"
+            calls = msg["calls"]
+            return {"ok": True, "event_ms": [0.01] * calls, "wall_ms": [0.01] * calls,
+                    "issue_ms": [0.005] * calls, "warmup_call_ms": 0.01, "tampered": [], "forbidden_ops": {}}
 
         def stop(self):
+            pass
+
+    class FakeBaselines:  # eager at 1 ms and the vendor library at 0.9 ms, measured beside the candidate
+        errors: dict = {}
+
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def prepare(self):
+            pass
+
+        def sides(self):
+            return {name: (lambda calls, *rest, ms=ms: (Calls([ms] * calls, [ms] * calls, [0.0] * calls), ms))
+                    for name, ms in (("eager", 1.0), ("vendor", 0.9))}
+
+        def close(self):
             pass
 
     task = get_task("math/add")
@@ -313,7 +321,7 @@ def test_speedups_past_the_roofline_or_the_vendor_library_are_flagged(monkeypatc
         "judge",
         lambda check, reply: CaseResult(check.shape_set, check.case, check.seed, check.distribution, True),
     )
-    monkeypatch.setattr(evaluation, "baseline_times", lambda case, alone=True: {"eager": 1.0, "vendor": 0.9})
+    monkeypatch.setattr(bench, "Baselines", FakeBaselines)
     monkeypatch.setattr(bench, "ceilings_for", lambda device: KNOWN_CEILINGS["H200"])
     result = EvalResult(task=task.id, target="sm_90a", device="NVIDIA H200", correct=True, compiled=True)
     evaluation.result = result
