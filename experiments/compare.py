@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from . import accounts
 from . import metrics as metrics_mod
 from .report_doc import Doc, count, pct, times, usd
 from .store import Store
@@ -14,9 +15,11 @@ def compare(run_dirs: list[Path]) -> Doc:
     from .rundir import STORE_NAME
 
     loaded = []
+    calls = []
     for d in run_dirs:
         with Store(d / STORE_NAME, readonly=True) as store:
             loaded.append((d, metrics_mod.compute(store)))
+            calls.append((d.name, accounts.from_store(store)))
     doc = Doc("warpgym compare: " + ", ".join(d.name for d, _ in loaded))
     pass_k = sorted({k for _, m in loaded for k in m["pass_k"]})
     fast = list(dict.fromkeys(p for _, m in loaded for p in m["fast_p"]))
@@ -43,6 +46,7 @@ def compare(run_dirs: list[Path]) -> Doc:
         )
     doc.h("Overall")
     doc.table(headers, rows)
+    _model_calls(doc, calls)
     turns = max(m["grid"]["max_turns"] for _, m in loaded)
     doc.h("Correct rate by turn")
     doc.table(
@@ -75,3 +79,11 @@ def compare(run_dirs: list[Path]) -> Doc:
         align="llllrrrrr",
     )
     return doc
+
+
+def _model_calls(doc: Doc, calls: list[tuple[str, accounts.Accounts]]) -> None:
+    """Where each run's answers came from: a cached or replayed run's cost is not a cost it paid."""
+    doc.h("Model calls")
+    doc.p("Cost is what each run paid. Cached and replayed answers were paid for by an earlier run; "
+          "their recorded cost is shown apart, and a run that reused answers repeats that run's samples.")
+    doc.table(*accounts.compare_rows(calls))
