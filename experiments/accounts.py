@@ -87,8 +87,8 @@ def _part(origin: str, t: Tally, cache: str | None) -> str:
         return f"{count(t.calls)} paid ({usd(t.cost_usd)}, {count(t.tokens)} tokens)"
     recorded = f"{usd(t.recorded_cost_usd)} when first paid" if t.recorded_cost_usd else "no recorded cost"
     if origin == "cached":
-        mode = f', cache = "{cache}"' if cache else ""
-        return f"{count(t.calls)} answered from the response cache{mode} (not paid now; {recorded})"
+        mode = f'; cache = "{cache}"' if cache else ""
+        return f"{count(t.calls)} answered from the response cache (not paid now; {recorded}{mode})"
     if origin == "replayed":
         return f"{count(t.calls)} replayed from recordings (not paid; {recorded})"
     return f"{count(t.calls)} {origin}"

@@ -383,8 +383,10 @@ def parse(text: str, where: str = "<config>", base_dir: Path | None = None) -> E
     resolved = _name_problems(data, add)
     labels, agents = agent_refs.resolve(data.get("agents"), base_dir, add, known_history_modes())
     fields = {k: v for k, v in data.items() if k not in hidden}
-    if isinstance(fields.get("agents"), dict):
-        fields["agents"] = labels
+    raw_agents = fields.get("agents")
+    names_only = isinstance(raw_agents, list) and all(isinstance(a, str) for a in raw_agents)
+    if isinstance(raw_agents, dict) or names_only:
+        fields["agents"] = labels  # "pkg.mod:beam" is the agent "beam"
     exp: Experiment | None = None
     try:
         exp = Experiment.model_validate(fields)
