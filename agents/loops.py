@@ -140,7 +140,7 @@ def best_attempt(attempts: list[dict[str, Any]], baseline: str) -> dict[str, Any
 def next_phase(ep: Episode, record: TurnRecord, turn: int) -> str:
     """Where the loop goes after a finished turn: the loop's ``route`` within the turn budget, or the
     standard rule."""
-    if ep.options.get("single_turn") or turn >= ep.max_turns:
+    if ep.options.get("single_turn") or ep.loop == "one-shot" or turn >= ep.max_turns:
         return "done"
     if ep.route is not None:
         phase = ep.route(ep, record)

@@ -121,6 +121,20 @@ def test_a_loop_from_the_users_module_runs_and_resumes_from_the_cli(
         _forget(package, loop_name)
 
 
+def test_a_loop_registered_from_python_is_found_again_by_its_module(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    loop_name = f"py-{tmp_path.name[-12:]}".lower()
+    package = _user_package(tmp_path, loop_name)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    _replay(tmp_path / "rec.jsonl", [NO_CODE])
+    try:
+        __import__(f"{package}.loops")  # registered by the user's Python, then named by its name alone
+        agent = config.load(_experiment(tmp_path, f'agents = ["{loop_name}"]')).agent(loop_name)
+        assert (agent.loop, agent.module) == (loop_name, f"{package}.loops")
+    finally:
+        _forget(package, loop_name)
+
+
 def test_a_resume_whose_module_is_gone_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     loop_name = f"gone-{tmp_path.name[-12:]}".lower()
