@@ -123,10 +123,10 @@ def equivalent() -> dict[str, str]:
     return {key: entry["reason"] for key, entry in tomllib.loads(EQUIVALENT.read_text()).items()}
 
 
-def table(rows: list[dict[str, Any]], categories: list[str]) -> str:
-    """Per category: mutants judged, killed, listed as equivalent, surviving, and the score."""
+def table(rows: list[dict[str, Any]], categories: list[str], planned_per: dict[str, int]) -> str:
+    """Per category: mutants judged (of those planned), killed, listed as equivalent, surviving, score."""
     same = equivalent()
-    lines = ["| category | mutants | killed | equivalent | surviving | killed of non-equivalent |",
+    lines = ["| category | judged of planned | killed | equivalent | surviving | killed of non-equivalent |",
              "| --- | ---: | ---: | ---: | ---: | ---: |"]
     by_cat: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
@@ -140,7 +140,8 @@ def table(rows: list[dict[str, Any]], categories: list[str]) -> str:
         eq = sum(not r["killed"] and r["key"] in same for r in mine)
         alive = len(mine) - killed - eq
         score = f"{100 * killed / (killed + alive):.0f}%" if killed + alive else "-"
-        lines.append(f"| {cat} | {len(mine)} | {killed} | {eq} | {alive} | {score} |")
+        of = planned_per.get(cat, len(mine))
+        lines.append(f"| {cat} | {len(mine)} of {of} | {killed} | {eq} | {alive} | {score} |")
     ops: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for row in rows:
         ops[row["operator"]][0] += 1
@@ -202,11 +203,11 @@ def main(argv: list[str] | None = None) -> int:
                 verdict = "killed  " if row["killed"] else "SURVIVED"
                 print(f"{verdict} {row['key']:70s} {row['seconds']:6.1f}s "
                       f"{row['reason'][:80]!r}", flush=True)
-    keys = {r["key"] for r in rows} if (args.category or args.task or not args.report_only) else set(done)
-    judged = [done[k] for k in keys if k in done]
-    shown = sorted({r["category"] for r in judged}) if args.report_only and not args.category else \
-        (args.category or list(CATEGORIES))
-    text = table(judged, shown if not args.report_only else list(CATEGORIES))
+    judged = [done[r["key"]] for r in rows if r["key"] in done]
+    planned_per: dict[str, int] = defaultdict(int)
+    for row in rows:
+        planned_per[row["category"]] += 1
+    text = table(judged, args.category or list(CATEGORIES), planned_per)
     print(text)
     for row in survivors(judged):
         print(f"survivor: {row['key']}  ({row['what']})")
