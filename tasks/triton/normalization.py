@@ -31,6 +31,7 @@ float32. Rows can be long and N is often not a power of two. Inputs include larg
             {"m": 1, "n": 1, "dtype": "float32"},
             {"m": 17, "n": 3001, "dtype": "float16"},
             {"m": 64, "n": 781, "dtype": "float32"},
+            {"m": 2, "n": 70001, "dtype": "float32"},  # past 64K: a row of several blocks, combined
         ],
         "bench": [
             {"m": 16384, "n": 8192, "dtype": "float16"},
@@ -326,7 +327,8 @@ shape and dtype. Accumulate in float32.
         "dev": [{**_rows(4, 100, "float32"), "keep": 0.5}, {**_rows(8, 1000, "float16"), "keep": 0.9},
                 {**_rows(5, 2048, "float32"), "keep": 0.1}],
         "heldout": [{**_rows(1, 1, "float32"), "keep": 0.5}, {**_rows(17, 3001, "float16"), "keep": 0.3},
-                    {**_rows(64, 781, "float32"), "keep": 0.7}],
+                    {**_rows(64, 781, "float32"), "keep": 0.7},
+                    {**_rows(2, 20001, "float32"), "keep": 0.5}],  # rows of several blocks: rescaled sums
         "bench": [{**_rows(16384, 8192, "float16"), "keep": 0.5},
                   {**_rows(8192, 8191, "float32"), "keep": 0.8}],
     },
