@@ -34,7 +34,7 @@ from warpgym.env.protocol import wire  # noqa: E402
 from warpgym.env.protocol.violations import message  # noqa: E402
 from warpgym.env.toolchain import loader  # noqa: E402
 from warpgym.env.worker import audit as sandbox_layer  # noqa: E402
-from warpgym.env.worker import device_trace, policy  # noqa: E402
+from warpgym.env.worker import device_trace, interpreter_grid, policy  # noqa: E402
 from warpgym.env.worker import triton_launches as triton_support  # noqa: E402
 from warpgym.tasks import Sampler, get_task  # noqa: E402
 from warpgym.tasks.spec import sequence  # noqa: E402
@@ -421,6 +421,8 @@ def main() -> None:
     conn = Connection(int(sys.argv[1]))
     if MODE == "run":
         triton_support.install_recorder()
+        if os.environ.get("TRITON_INTERPRET") == "1":
+            interpreter_grid.install()
     _SNAPSHOT.append(sandbox_layer.snapshot(_guarded_namespaces()))
     policy.freeze_dispatch_tables()  # before any candidate: what PyTorch's allowed ops run as shipped
     _POLICY_STATE.append(policy.state())
