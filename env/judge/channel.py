@@ -70,7 +70,10 @@ def load(ev: Evaluation) -> bool:
     if reply.tampered:
         findings.tampered(ev, reply.tampered)
         return False
-    return True
+    found = len(result.violations)
+    findings.host_compute(ev, reply.forbidden_ops)
+    findings.torch_ops(ev, reply.forbidden_ops, when="while the module was imported, ")
+    return len(result.violations) == found
 
 
 def _send_run(ev: Evaluation, request: m.RunRequest) -> m.RunReply:

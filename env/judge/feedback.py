@@ -38,6 +38,8 @@ def _trim(text: str, limit: int) -> str:
 def verdict(result: EvalResult) -> str:
     if result.violations and not result.compiled and result.stage == "static":
         return "REJECTED (static checks)"
+    if result.violations and not result.compile_errors:
+        return "REJECTED (policy)"  # before compiling too: what the module did as it was imported
     if not result.compiled:
         return "COMPILE FAILED"
     if result.violations:

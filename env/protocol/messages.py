@@ -136,6 +136,8 @@ class Reply(Message):
 
 class LoadReply(Reply):
     tampered: list[str] = Field(default_factory=list)
+    forbidden_ops: dict[str, int] = Field(default_factory=dict)
+    """What the run-time policy saw the module's own code run as it was imported."""
 
 
 class RunReply(Reply):

@@ -34,7 +34,7 @@ from warpgym.env.protocol import wire  # noqa: E402
 from warpgym.env.protocol.violations import message  # noqa: E402
 from warpgym.env.toolchain import loader  # noqa: E402
 from warpgym.env.worker import audit as sandbox_layer  # noqa: E402
-from warpgym.env.worker import device_trace, interpreter_grid, policy  # noqa: E402
+from warpgym.env.worker import device_trace, interpreter_constexpr, interpreter_grid, policy  # noqa: E402
 from warpgym.env.worker import triton_launches as triton_support  # noqa: E402
 from warpgym.tasks import Sampler, get_task  # noqa: E402
 from warpgym.tasks.spec import sequence  # noqa: E402
@@ -140,10 +140,14 @@ def op_load(state: State, msg: m.LoadRequest) -> m.LoadReply:
     state.module_path = path
     loader.REGISTRY.clear()  # the modules this candidate builds, not the last one's
     loader.set_default_target(msg.target)
-    try:
-        spec.loader.exec_module(module)
-    except BaseException as exc:  # noqa: BLE001 - the candidate's failure is the answer
-        return m.LoadReply(ok=False, kind="import", error=_trim_traceback(exc, path))
+    # Watched like a call: what the module computes as it is imported (a table built at import time, in a
+    # branch the static scan took for one that never runs) is host compute too.
+    with policy.watching() as mode:
+        try:
+            spec.loader.exec_module(module)
+        except BaseException as exc:  # noqa: BLE001 - the candidate's failure is the answer
+            return m.LoadReply(ok=False, kind="import", error=_trim_traceback(exc, path))
+    forbidden = mode.forbidden()
     state.module = module
     entry = getattr(module, msg.entrypoint, None)
     if msg.mode == "compile":
@@ -162,7 +166,7 @@ def op_load(state: State, msg: m.LoadRequest) -> m.LoadReply:
     triton_support.RECORDER.launches.clear()
     triton_support.RECORDER.jit_kernels.clear()
     triton_support.RECORDER.count = 0
-    return m.LoadReply(ok=True, tampered=tampered())
+    return m.LoadReply(ok=True, tampered=tampered(), forbidden_ops=forbidden)
 
 
 def _snapshot(inputs: dict[str, Any]) -> dict[str, torch.Tensor]:
@@ -423,6 +427,7 @@ def main() -> None:
         triton_support.install_recorder()
         if os.environ.get("TRITON_INTERPRET") == "1":
             interpreter_grid.install()
+            interpreter_constexpr.install()
     _SNAPSHOT.append(sandbox_layer.snapshot(_guarded_namespaces()))
     policy.freeze_dispatch_tables()  # before any candidate: what PyTorch's allowed ops run as shipped
     _POLICY_STATE.append(policy.state())
