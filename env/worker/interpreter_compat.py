@@ -66,7 +66,9 @@ _UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "rsqrt_rn": lambda x: 1.0 / np.sqrt(x),
     "fast_expf": np.exp, "fast_exp10f": lambda x: np.power(10.0, x), "fast_logf": np.log,
     "fast_log2f": np.log2, "fast_log10f": np.log10, "fast_sinf": np.sin, "fast_cosf": np.cos,
-    "fast_tanf": np.tan,
+    "fast_tanf": np.tan, "fast_tanhf": np.tanh,
+    "normcdf": lambda x: 0.5 * _vectorised(math.erfc)(-x / math.sqrt(2)),
+    "logb": lambda x: np.floor(np.log2(np.abs(x))), "llrint": np.rint,
 }
 _BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "pow": np.power, "powf": np.power, "powi": np.power, "atan2": np.arctan2, "hypot": np.hypot,
@@ -74,10 +76,13 @@ _BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "fmod": np.fmod, "remainder": lambda x, y: x - y * np.rint(x / y), "nextafter": np.nextafter,
     "div_rn": np.divide, "fast_dividef": np.divide, "add_rn": np.add, "sub_rn": np.subtract,
     "mul_rn": np.multiply, "ldexp": lambda x, n: np.ldexp(x, n.astype(np.int32)),
-    "fast_powf": np.power,
+    "fast_powf": np.power, "rhypot": lambda x, y: 1.0 / np.hypot(x, y),
+    "scalbn": lambda x, n: np.ldexp(x, n.astype(np.int32)),
 }
 _TERNARY: dict[str, Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]] = {
     "fma": lambda x, y, z: x * y + z, "fma_rn": lambda x, y, z: x * y + z,
+    "norm3d": lambda x, y, z: np.sqrt(x * x + y * y + z * z),
+    "rnorm3d": lambda x, y, z: 1.0 / np.sqrt(x * x + y * y + z * z),
 }
 
 
