@@ -161,6 +161,13 @@ class Evaluation:
             result.stage = "instructions"  # the static half of the verdict still holds on a CPU
             inspection.instructions(self)
             return
+        if result.correct is None and correctness.interpreter_limited(result.cases) and not result.violations:
+            result.stage = "instructions"  # what the interpreter could not run must still compile
+            if not kernels.compile(self):
+                result.compiled = False
+                return
+            inspection.instructions(self)
+            return
         if not result.correct:
             return
 

@@ -6,6 +6,7 @@ import re
 import statistics
 from typing import TYPE_CHECKING
 
+from warpgym.env.judge.plan import INTERPRETER_LIMITATION
 from warpgym.tasks import Task, case_label
 
 if TYPE_CHECKING:
@@ -45,6 +46,8 @@ def verdict(result: EvalResult) -> str:
     if result.violations:
         return "REJECTED (policy)"
     if result.correct is None:
+        if any(c.skipped and c.skipped.startswith(INTERPRETER_LIMITATION) for c in result.cases):
+            return "NOT CHECKED on the CPU (Triton interpreter limitation: a GPU decides)"
         return "NOT CHECKED on this device"
     if not result.correct:
         return "INCORRECT"
@@ -124,6 +127,8 @@ def render(result: EvalResult, task: Task, reveal_shapes: bool = True) -> str:
         lines.append(f"All {sum(1 for x in result.cases if x.passed)} correctness checks passed.")
     for skipped in result.skipped_checks:
         lines.append(f"Not checked: {skipped}")
+    for note in result.notes:
+        lines.append(f"Note: {note}")
     if result.instructions:
         used = [f"{fam} (ptx {c['ptx']}, sass {c['sass']}"
                 + (f", executed {c['executed']}" if c.get("executed") is not None else "") + ")"

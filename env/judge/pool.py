@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from warpgym.env.common.device import physical_gpu
+from warpgym.env.judge import crash
 from warpgym.env.judge import sandbox as sandbox_mod
 from warpgym.env.protocol import wire
 from warpgym.env.protocol.violations import violation
@@ -206,12 +207,9 @@ class Worker:
             return reply
         except (EOFError, OSError, BrokenPipeError) as exc:
             code = self.proc.wait(timeout=5) if self.proc is not None else None
-            tail = self.log_tail()
+            log = self.log_tail(clear=True)  # told once, here: not again as the candidate's output
             self.kill()
-            how = f"killed by signal {-code} ({signal.Signals(-code).name})" if code and code < 0 \
-                else f"exit {code}"
-            said = f": {tail}" if tail else ""
-            raise WorkerError("crash", f"the worker process died ({how}){said}") from exc
+            raise WorkerError("crash", crash.describe(code, log)) from exc
 
     def _forged(self, detail: str) -> None:
         found = violation("forged-reply", detail=detail)

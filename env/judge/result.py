@@ -140,6 +140,8 @@ class EvalResult:
     """Clock slowdowns other than the power cap seen while timing (``Timing.machine.flagged``)."""
     skipped_checks: list[str] = field(default_factory=list)
     suspicious: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """How the checks ran where that differs from a GPU (a workaround for Triton's interpreter)."""
     stdout: str = ""
     feedback: str = ""
     seconds: dict[str, float] = field(default_factory=dict)

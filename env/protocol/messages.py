@@ -155,6 +155,8 @@ class RunReply(Reply):
     cuda_error: bool = False
     device_trace: dict[str, Any] | None = None
     """What the GPU ran during the call (env/worker/device_trace.py); None without a GPU."""
+    interpreter_notes: list[str] = Field(default_factory=list)
+    """Workarounds for Triton's interpreter that this call needed (env/worker/interpreter_compat.py)."""
 
     needed_when_ok = ("outputs",)
 

@@ -10,6 +10,7 @@ runs the candidate, and sends the outputs back.
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import importlib.util
 import inspect
 import math
@@ -34,7 +35,13 @@ from warpgym.env.protocol import wire  # noqa: E402
 from warpgym.env.protocol.violations import message  # noqa: E402
 from warpgym.env.toolchain import loader  # noqa: E402
 from warpgym.env.worker import audit as sandbox_layer  # noqa: E402
-from warpgym.env.worker import device_trace, interpreter_constexpr, interpreter_grid, policy  # noqa: E402
+from warpgym.env.worker import (  # noqa: E402
+    device_trace,
+    interpreter_compat,
+    interpreter_constexpr,
+    interpreter_grid,
+    policy,
+)
 from warpgym.env.worker import triton_launches as triton_support  # noqa: E402
 from warpgym.tasks import Sampler, get_task  # noqa: E402
 from warpgym.tasks.spec import sequence  # noqa: E402
@@ -217,6 +224,7 @@ def op_run(state: State, msg: m.RunRequest) -> m.RunReply:
     triton_support.RECORDER.storages.clear()
     threads_before = _python_threads()
     tracer = device_trace.traced(str(Path.cwd())) if device.startswith("cuda") else contextlib.nullcontext()
+    interpreter_compat.NOTES.clear()
     started = time.perf_counter()
     with tracer, policy.watching() as mode:
         try:
@@ -229,6 +237,9 @@ def op_run(state: State, msg: m.RunRequest) -> m.RunReply:
         except BaseException as exc:  # noqa: BLE001
             kind = "compile" if _is_compile_error(exc) else "runtime"
             text = _trim_traceback(exc, state.module_path)
+            gap = interpreter_compat.limitation(exc) if state.device == "cpu" else None
+            if gap is not None:
+                kind, text = "interpreter", gap
             return m.RunReply(ok=False, kind=kind, error=text, forbidden_ops=mode.forbidden(msg.layout),
                               cuda_error="CUDA" in text or "cuda" in type(exc).__name__.lower())
     seconds = time.perf_counter() - started
@@ -262,6 +273,7 @@ def op_run(state: State, msg: m.RunRequest) -> m.RunReply:
         unwritten=_unwritten(outputs),
         out_of_bounds=[name for name, (buf, lo, hi) in guards.items() if not _guard_intact(buf, lo, hi)],
         scrub_error=_scrub_error(device),
+        interpreter_notes=list(interpreter_compat.NOTES),
     )
 
 
@@ -423,6 +435,9 @@ HANDLERS: dict[str, Callable[[State, Any], m.Reply]] = {
 
 def main() -> None:
     conn = Connection(int(sys.argv[1]))
+    faulthandler.enable(all_threads=False)  # a crash leaves the Python frames it happened in in the log
+    if MODE == "run" and os.environ.get("TRITON_INTERPRET") == "1":
+        interpreter_compat.install()  # before any candidate imports Triton's libdevice or launches
     if MODE == "run":
         triton_support.install_recorder()
         if os.environ.get("TRITON_INTERPRET") == "1":
@@ -475,7 +490,7 @@ def _guarded_namespaces() -> dict[str, Any]:
         "Connection": connection.Connection, "warpgym.env.worker.main": sys.modules[__name__],
         "warpgym.env.worker.main.HANDLERS": HANDLERS, "warpgym.env.worker.main._PRISTINE": _PRISTINE,
         "warpgym.env.protocol.wire": wire, "warpgym.env.protocol.messages": m,
-        "warpgym.env.worker.policy": policy,
+        "warpgym.env.worker.policy": policy, "warpgym.env.worker.interpreter_compat": interpreter_compat,
         "warpgym.env.common.timing": timing,
         "warpgym.env.worker.triton_launches": triton_support, "warpgym.env.worker.sandbox": sandbox_layer,
         "LaunchRecorder": triton_support.LaunchRecorder, "PolicyMode": policy.PolicyMode,

@@ -218,6 +218,9 @@ def test_every_loophole_in_the_design_has_a_candidate():
         "out_of_bounds",
         "read_ssh",
         "fill_disk",
+        # tests/test_interpreter_compat.py
+        "interpreter_gap_dodge",
+        "interpreter_gap_honest",
         # GPU-only: tests/gpu/test_adversarial_gpu.py
         "side_stream",
         "patch_timer_late",
