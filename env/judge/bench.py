@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import torch
 from warpgym.env.common.device import ceilings_for, release_cached_memory, roofline_ms
-from warpgym.env.judge.channel import ask
+from warpgym.env.judge.channel import time_case
 from warpgym.env.judge.findings import timing_findings
 from warpgym.env.judge.plan import BENCH_DISTRIBUTION, Check
 from warpgym.env.judge.pool import WorkerError
@@ -109,11 +109,9 @@ def bench_cases(ev: Evaluation, alone: bool) -> None:
         # The bench case is checked once, after the timing loop, on inputs the loop never saw: a
         # check before it too would move every output out of the worker twice (a gigabyte for
         # the largest elementwise tasks), and a wrong result is thrown away with its timing.
-        request = m.TimeRequest(task=task.id, case=case, seeds=[0, 1, 2], warmup=options.warmup,
-                                reps=options.reps)
         try:
             started = time.perf_counter()
-            stats: m.TimeReply = ask(ev.workers.run, request, options.limits.timing)
+            stats = time_case(ev, case, [0, 1, 2], options.warmup, options.reps, options.limits.timing)
             _add_seconds(ev, "timing_candidate", started)
         except WorkerError as exc:
             return _fail(ev, f"timing: {exc}")

@@ -49,6 +49,8 @@ def run_findings(ev: Evaluation, reply: m.RunReply) -> None:
         result.skipped_checks.append(reply.scrub_error)
     if reply.out_of_bounds:
         ev.flag("out-of-bounds", names=", ".join(reply.out_of_bounds))
+    if reply.refused_launches:
+        ev.flag("uncompiled-kernel", reason=reply.refused_launches[0])
     if reply.background:
         ev.flag("background-work", count=reply.background)
     if ev.task.language == "triton" and reply.unwritten and reply.launches and not reply.loader_launches:

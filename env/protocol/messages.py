@@ -38,12 +38,14 @@ class LoadRequest(Message):
     """File name -> text, installed (``toolchain.attachments``) before the module is imported."""
 
 
+Inputs = dict[str, Any]
+"""One call's arguments by name: tensors (sent as bytes) and plain values. The judge builds them from the
+task; the worker never holds a task, its reference, its other cases or its held-out shapes."""
+
+
 class RunRequest(Message):
     op: Literal["run"] = "run"
-    task: str
-    case: dict[str, Any]
-    seed: int
-    distribution: str
+    inputs: Inputs
     poison_bytes: int = 1 << 24
     max_output_bytes: int | None = None
     contiguous_outputs: bool = True
@@ -72,17 +74,22 @@ class ModulesRequest(Message):
 
 class DryRunRequest(Message):
     op: Literal["dry_run"] = "dry_run"
-    task: str
-    case: dict[str, Any]
-    seed: int
-    distribution: str
+    inputs: Inputs
+    """On the CPU, whatever the worker's device: the call runs only up to its first launch."""
+
+
+class StageRequest(Message):
+    """Input sets kept in the worker for the next ``time`` request, sent on their own so the judge's copies
+    are gone before the timing starts (bench-sized sets are gigabytes)."""
+
+    op: Literal["stage"] = "stage"
+    input_sets: list[Inputs]
 
 
 class TimeRequest(Message):
+    """Time the entrypoint on the input sets staged last (``stage``); they are dropped afterwards."""
+
     op: Literal["time"] = "time"
-    task: str
-    case: dict[str, Any]
-    seeds: list[int]
     warmup: int
     reps: int
 
@@ -92,7 +99,7 @@ class PingRequest(Message):
 
 
 Request = (LoadRequest | RunRequest | SpecsRequest | JitKernelsRequest | CompileRequest | ModulesRequest
-           | DryRunRequest | TimeRequest | PingRequest)
+           | DryRunRequest | StageRequest | TimeRequest | PingRequest)
 
 
 # ----------------------------------------------------------------------------------------- replies
@@ -134,6 +141,8 @@ class RunReply(Reply):
     cuda_error: bool = False
     device_trace: dict[str, Any] | None = None
     """What the GPU ran during the call (env/worker/device_trace.py); None without a GPU."""
+    refused_launches: list[str] = Field(default_factory=list)
+    """Kernel launches refused because the target's compile could not reproduce them."""
 
     needed_when_ok = ("outputs",)
 
@@ -155,6 +164,8 @@ class CompiledKernel(BaseModel):
 class SpecsReply(Reply):
     specs: list[dict[str, Any]] = Field(default_factory=list)
     errors: list[str] = Field(default_factory=list)
+    refused: list[str] = Field(default_factory=list)
+    """Launched kernels the compile for the target would not find (``worker/launch_rules.py``)."""
 
 
 class KernelsReply(Reply):
@@ -209,6 +220,10 @@ class TimeReply(Reply):
     needed_when_ok = ("median_ms", "min_ms", "max_ms", "runs")
 
 
+class StageReply(Reply):
+    sets: int = 0
+
+
 class PingReply(Reply):
     pid: int | None = None
     tampered: list[str] = Field(default_factory=list)
@@ -217,12 +232,12 @@ class PingReply(Reply):
 REPLIES: dict[str, type[Reply]] = {
     "load": LoadReply, "run": RunReply, "specs": SpecsReply, "jit_kernels": KernelsReply,
     "compile": KernelsReply, "modules": ModulesReply, "dry_run": DryRunReply, "time": TimeReply,
-    "ping": PingReply,
+    "ping": PingReply, "stage": StageReply,
 }
 REQUESTS: dict[str, type[Message]] = {
     "load": LoadRequest, "run": RunRequest, "specs": SpecsRequest, "jit_kernels": JitKernelsRequest,
     "compile": CompileRequest, "modules": ModulesRequest, "dry_run": DryRunRequest, "time": TimeRequest,
-    "ping": PingRequest,
+    "ping": PingRequest, "stage": StageRequest,
 }
 
 
