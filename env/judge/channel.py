@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
+import torch
 from warpgym.env.common.device import release_cached_memory
 from warpgym.env.judge import findings
 from warpgym.env.judge.plan import Check
@@ -109,7 +110,11 @@ def run(ev: Evaluation, check: Check) -> m.RunReply | None:
     result, worker = ev.result, ev.workers.run
     _, meta = ev.reference(check)
     poison_bytes = 2 * sum(itemsize(t) for t in meta)
-    request = m.RunRequest(inputs=call_inputs(ev, check.case, check.seed, check.distribution),
+    # On the host before the request: the judge's GPU copy is freed while the worker runs (the wire would
+    # copy each tensor to the host anyway).
+    inputs = {k: v.to("cpu") if isinstance(v, torch.Tensor) else v
+              for k, v in call_inputs(ev, check.case, check.seed, check.distribution).items()}
+    request = m.RunRequest(inputs=inputs,
                            poison_bytes=max(poison_bytes, 1 << 20),
                            max_output_bytes=2 * poison_bytes + (16 << 20),
                            contiguous_outputs=ev.task.contiguous_outputs, layout=ev.task.layout)
