@@ -18,7 +18,9 @@
 # and of scale (default: tests/gpu). While a suite runs, $OUT/watch.log records every 30 s the GPU
 # locks (/proc/locks), each python process's state and kernel wait channel, and the GPUs' load.
 # suite: the triton suite alone on every GPU. trust: the device-trace and Landlock probes, then the GPU
-# tests of the trust layers (GPU_TESTS overrides which).
+# tests of the trust layers (GPU_TESTS overrides which). tests: the sandbox probe (every layer on a CUDA
+# worker), then GPU_TESTS (default: tests/gpu). paired: the timing-protocol probe, then the same
+# candidates' speedups from five separate processes (scripts/paired_repeat.py), then EXTRA (a command).
 # Logs land in $OUT (8 files at most come back); every JSON report is merged into $OUT/results.json.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -80,6 +82,19 @@ if [[ $part == trust ]]; then  # the device evidence: probes, then every GPU tes
   timeout "$(cap 120)" python3 scripts/landlock_cuda_probe.py --out $J/landlock_cuda.json > "$OUT/B-landlock.log" 2>&1
   timeout "$(cap 420)" python3 -m pytest -v ${GPU_TESTS:-tests/gpu/test_trust_gpu.py tests/gpu/test_adversarial_gpu.py \
     tests/gpu/test_gpu_core.py} -p no:cacheprovider -rA --timeout 150 > "$OUT/C-trust-tests.log" 2>&1
+fi
+if [[ $part == tests ]]; then  # the sandbox on CUDA workers, then the GPU tests
+  export CUDA_VISIBLE_DEVICES=$(g 0)
+  OUT=$J timeout "$(cap 90)" python3 scripts/sandbox_probe.py > "$OUT/A-sandbox-probe.log" 2>&1
+  timeout "$(cap 480)" python3 -m pytest -q ${GPU_TESTS:-tests/gpu} -p no:cacheprovider -rfEs --timeout 200 \
+    2>&1 | tee "$OUT/B-gpu-tests.log" | tail -40
+fi
+if [[ $part == paired ]]; then  # which timing protocol repeats, and whether a speedup repeats across processes
+  export CUDA_VISIBLE_DEVICES=$(g 0)
+  timeout "$(cap 200)" python3 scripts/paired_timing_probe.py --out $J/paired_timing_probe.json \
+    > "$OUT/A-paired-probe.log" 2>&1
+  timeout "$(cap 300)" python3 scripts/paired_repeat.py --out $J/paired_repeat.json > "$OUT/B-paired-repeat.log" 2>&1
+  [[ -n ${EXTRA:-} ]] && timeout "$(cap 300)" bash -c "$EXTRA" > "$OUT/C-extra.log" 2>&1
 fi
 if [[ $part == streams || $part == all ]]; then
   ( export CUDA_VISIBLE_DEVICES=$(g 0)

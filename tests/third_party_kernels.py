@@ -92,10 +92,7 @@ def geglu(x):
     for row in range(m):  # the kernel steps a, b and c by one shared stride: one row per launch
         _geglu_tanh_forward_kernel[(1,)](x[row], x[row, n:], c[row], 0, n_cols=n, BLOCK_SIZE=block)
     return c
-''', (Mutant("cube-dropped", "(a_row + 0.044715 * a_cubed)", "(a_row)"),),
-         known_issue="the task's fp32 tolerance is tighter than tanh-GELU's own fp32 error on outlier "
-                     "inputs (one element off by about 1e-5 relative); a tolerance derived from the math "
-                     "fixes it"),
+''', (Mutant("cube-dropped", "(a_row + 0.044715 * a_cubed)", "(a_row)"),)),
     Case("normalization/add-rms-norm", "fused_add_rms_norm", ("_fused_add_rms_norm_forward_kernel",), '''
 def add_rms_norm(x, residual, weight, eps=1e-6):
     m, n = x.shape

@@ -18,7 +18,7 @@ import torch
 from warpgym.env.common.device import ceilings_for, release_cached_memory, roofline_ms
 from warpgym.env.common.timing import Calls
 from warpgym.env.judge.baselines import SEEDS, Baselines
-from warpgym.env.judge.channel import ask
+from warpgym.env.judge.channel import ask, stage_inputs
 from warpgym.env.judge.findings import timing_findings
 from warpgym.env.judge.machine import Sampler
 from warpgym.env.judge.paired import PairedOutcome, TimeBlock, run_rounds
@@ -182,6 +182,10 @@ def paired_window(ev: Evaluation, case: dict[str, Any], alone: bool
     from warpgym.env.common.timing import gpu_lock
 
     index = torch.device(ev.device).index or 0
+    staged = stage_inputs(ev, case, list(SEEDS), ev.options.limits.timing)
+    if not staged.ok:
+        raise_if_shared_oom(staged, alone)
+        raise _WindowEnded(staged.error)
     candidate = _candidate_side(ev, case, alone)
     sides = Baselines(ev.task, case, ev.device, alone=alone, out_of_memory=SharedOutOfMemory)
     try:
@@ -200,8 +204,8 @@ def paired_window(ev: Evaluation, case: dict[str, Any], alone: bool
 
 def _candidate_side(ev: Evaluation, case: dict[str, Any], alone: bool) -> TimeBlock:
     def side(calls: int, warmup_calls: int, warmup_seconds: float, start: int) -> tuple[Calls, float | None]:
-        request = m.TimeBlockRequest(task=ev.task.id, case=case, seeds=list(SEEDS), calls=calls,
-                                     warmup_calls=warmup_calls, warmup_seconds=warmup_seconds, start=start)
+        request = m.TimeBlockRequest(calls=calls, warmup_calls=warmup_calls, warmup_seconds=warmup_seconds,
+                                     start=start)
         reply: m.TimeBlockReply = ask(ev.workers.run, request, ev.options.limits.timing)
         if not reply.ok:
             raise_if_shared_oom(reply, alone)
@@ -217,7 +221,7 @@ def _release(ev: Evaluation, case: dict[str, Any]) -> None:
     """The worker drops the window's inputs (a bench case's can take gigabytes)."""
     if not getattr(ev.workers.run, "alive", False):
         return
-    request = m.TimeBlockRequest(task=ev.task.id, case=case, seeds=list(SEEDS), calls=0, release=True)
+    request = m.TimeBlockRequest(calls=0, release=True)
     with contextlib.suppress(WorkerError, m.ProtocolError):
         ask(ev.workers.run, request, ev.options.limits.run)
 

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
+import torch
+from warpgym.env.common.device import release_cached_memory
 from warpgym.env.judge import findings
 from warpgym.env.judge.plan import Check
 from warpgym.env.judge.pool import Worker, WorkerError
 from warpgym.env.judge.references import itemsize
 from warpgym.env.protocol import messages as m
 from warpgym.env.protocol.violations import Violation
-from warpgym.tasks import case_label
+from warpgym.tasks import Sampler, case_label
 
 if TYPE_CHECKING:
     from warpgym.env.judge.evaluation import Evaluation
@@ -85,12 +87,44 @@ def _send_run(ev: Evaluation, request: m.RunRequest) -> m.RunReply:
         return m.RunReply(ok=False, kind=exc.kind, error=str(exc))
 
 
+def call_inputs(ev: Evaluation, case: dict[str, Any], seed: int, distribution: str,
+                device: str | None = None) -> m.Inputs:
+    """One call's arguments, drawn by the judge (on its device, like the references) and sent with the
+    request: the worker never holds a task, its reference, its other cases or its held-out shapes."""
+    return ev.task.make_inputs(case, Sampler(seed, distribution, device or ev.device))
+
+
+def stage_inputs(ev: Evaluation, case: dict[str, Any], seeds: list[int], timeout: float) -> m.StageReply:
+    """One input set per seed kept in the worker for the timing requests that follow; the judge's copies
+    are freed before they start (a bench case's sets take gigabytes)."""
+    sets = [call_inputs(ev, case, seed, "normal") for seed in seeds]
+    stage = m.StageRequest(input_sets=sets)
+    del sets
+    staged: m.StageReply = ask(ev.workers.run, stage, timeout)
+    del stage
+    release_cached_memory(ev.device)
+    return staged
+
+
+def time_case(ev: Evaluation, case: dict[str, Any], seeds: list[int], warmup: int, reps: int,
+              timeout: float) -> m.TimeReply:
+    """Stage one input set per seed in the worker, then time the entrypoint in one loop."""
+    staged = stage_inputs(ev, case, seeds, timeout)
+    if not staged.ok:
+        return m.TimeReply(ok=False, kind=staged.kind, error=staged.error)
+    return ask(ev.workers.run, m.TimeRequest(warmup=warmup, reps=reps), timeout)
+
+
 def run(ev: Evaluation, check: Check) -> m.RunReply | None:
     """Run the candidate on ``check``'s inputs and record what the reply shows beyond its outputs."""
     result, worker = ev.result, ev.workers.run
     _, meta = ev.reference(check)
     poison_bytes = 2 * sum(itemsize(t) for t in meta)
-    request = m.RunRequest(task=ev.task.id, case=check.case, seed=check.seed, distribution=check.distribution,
+    # On the host before the request: the judge's GPU copy is freed while the worker runs (the wire would
+    # copy each tensor to the host anyway).
+    inputs = {k: v.to("cpu") if isinstance(v, torch.Tensor) else v
+              for k, v in call_inputs(ev, check.case, check.seed, check.distribution).items()}
+    request = m.RunRequest(inputs=inputs,
                            poison_bytes=max(poison_bytes, 1 << 20),
                            max_output_bytes=2 * poison_bytes + (16 << 20),
                            contiguous_outputs=ev.task.contiguous_outputs, layout=ev.task.layout)

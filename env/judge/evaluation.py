@@ -173,7 +173,9 @@ class Evaluation:
 
         result.stage = "instructions"
         t0 = time.perf_counter()
-        kernels.compile(self)  # launches seen after the probe (other shapes)
+        if not kernels.compile(self):  # launches seen after the probe (other shapes) must compile too
+            result.correct = False
+            return
         if not device_evidence.judge(self):
             return
         inspection.instructions(self)

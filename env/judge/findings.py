@@ -4,7 +4,7 @@ past the inputs, outputs no kernel wrote)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from warpgym.env.protocol import messages as m
 from warpgym.env.protocol.violations import CODES, Violation, violation
@@ -49,10 +49,33 @@ def run_findings(ev: Evaluation, reply: m.RunReply) -> None:
         result.skipped_checks.append(reply.scrub_error)
     if reply.out_of_bounds:
         ev.flag("out-of-bounds", names=", ".join(reply.out_of_bounds))
+    if reply.refused_launches:
+        ev.flag("uncompiled-kernel", reason=reply.refused_launches[0])
     if reply.background:
         ev.flag("background-work", count=reply.background)
     if ev.task.language == "triton" and reply.unwritten and reply.launches and not reply.loader_launches:
         ev.flag("output-not-written", which=", ".join(f"output {i}" for i in reply.unwritten))
+
+
+def profiled_findings(ev: Evaluation, run: Any) -> bool:
+    """What the policy and the sandbox saw while a profiler ran the candidate (``profile.DriverRun``);
+    False, with the verdict failed, when they caught something: a candidate that behaves differently
+    under a profiler is judged by what it did there too."""
+    if run is None:
+        return True
+    result = ev.result
+    before = len(result.violations)
+    host_compute(ev, run.forbidden_ops)
+    torch_ops(ev, run.forbidden_ops, when="under the profiler, ")
+    if run.tampered:
+        result.violations.append(violation("tampering", names=", ".join(run.tampered)))
+    for code, message in run.incidents:
+        if code in CODES and not any(v.code == code and v.message == message for v in result.violations):
+            result.violations.append(Violation(code, message))
+    if len(result.violations) == before:
+        return True
+    result.correct = False
+    return False
 
 
 def timing_findings(ev: Evaluation, stats: m.TimeReply | m.TimeBlockReply) -> bool:

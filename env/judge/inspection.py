@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+from warpgym.env.judge.findings import profiled_findings
 from warpgym.env.judge.instructions import FAMILIES, FEATURES
 from warpgym.env.protocol.violations import violation
 
@@ -76,6 +77,8 @@ def executed_counts(ev: Evaluation, totals: dict[str, dict[str, int | None]]) ->
         return False
     finally:
         result.seconds["profile"] = time.perf_counter() - t0
+    if not profiled_findings(ev, prof.run):
+        return False
     for fam, n in prof.families().items():
         if fam in totals:
             totals[fam]["executed"] = n
@@ -100,6 +103,8 @@ def memcheck(ev: Evaluation) -> bool:
         return True
     finally:
         result.seconds["memcheck"] = time.perf_counter() - t0
+    if not profiled_findings(ev, report.run):
+        return False
     if report.ok:
         return True
     result.correct = False

@@ -107,9 +107,14 @@ class Worker:
     """One worker process. ``request`` sends a message and waits at most ``timeout`` seconds."""
 
     def __init__(self, device: str = "cpu", mode: str = "run",
-                 sandbox: bool | dict[str, Any] | None = None) -> None:
+                 sandbox: bool | dict[str, Any] | None = None, wrapper: list[str] | None = None,
+                 extra_env: dict[str, str] | None = None) -> None:
         self.device = device
         self.mode = mode
+        self.wrapper = list(wrapper or [])
+        """A tool that runs the worker's command (a profiler: ``ncu ... python confine.py FD``), outside the
+        confinement, which the worker applies to itself."""
+        self.extra_env = dict(extra_env or {})
         if sandbox is None:  # WARPGYM_NO_SANDBOX=1: off, for a machine where it misbehaves (results say so)
             sandbox = os.environ.get("WARPGYM_NO_SANDBOX", "") not in ("1", "true", "yes")
         self.sandbox = sandbox
@@ -122,6 +127,7 @@ class Worker:
         self.workdir: Path | None = None
         self.started_at = 0.0
         self.requests = 0
+        self.command: list[str] = []
         self._dir_fd: int | None = None
 
     def _close_dir(self) -> None:
@@ -141,6 +147,7 @@ class Worker:
         parent_sock, child_sock = socket.socketpair()
         log = open(self.workdir / "output.log", "wb")  # noqa: SIM115 - the child owns it
         env = clean_environment(self.device, self.mode, self.workdir)
+        env.update(self.extra_env)
         command = [sys.executable, "-m", "warpgym.env.worker.main", str(child_sock.fileno())]
         if self.sandbox is not False:
             _create_gpu_locks(env)
@@ -148,8 +155,9 @@ class Worker:
             env = sandbox_mod.configure(env, str(self.workdir), self.device, self.mode, removed,
                                         self.sandbox if isinstance(self.sandbox, dict) else None)
             command = sandbox_mod.launch_command(child_sock.fileno())
+        self.command = [*self.wrapper, *command]
         self.proc = subprocess.Popen(
-            command, cwd=self.workdir, env=env, stdin=subprocess.DEVNULL, stdout=log,
+            self.command, cwd=self.workdir, env=env, stdin=subprocess.DEVNULL, stdout=log,
             stderr=subprocess.STDOUT,
             pass_fds=(child_sock.fileno(),), start_new_session=True,
         )
@@ -254,6 +262,21 @@ class Worker:
         finally:
             os.close(fd)
         return text.strip()
+
+    def finish(self, timeout: float) -> int | None:
+        """Close the channel so the worker returns from its loop and exits on its own (a profiler that runs
+        it writes its report then), wait at most ``timeout`` seconds, then stop it; the exit status."""
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+        code = None
+        if self.proc is not None:
+            try:
+                code = self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                code = None
+        self.stop()
+        return code
 
     def kill(self) -> None:
         """Kill the whole process group: kernels' helper processes and threads go with it."""

@@ -47,12 +47,13 @@ def defaults(device: str, mode: str) -> dict[str, Any]:
 
 
 def hidden_from_workers() -> list[str]:
-    """Folders a worker never needs and a candidate must not read: the reference solutions and the
-    judge's own code. Each is covered by an empty tmpfs in the worker's mount namespace (so also where
-    Landlock is off) and closed by Landlock where it is on."""
+    """Folders a worker never needs and a candidate must not read: the tasks (their references, cases,
+    held-out shapes and reference solutions) and the judge's own code. Each is covered by an empty tmpfs
+    in the worker's mount namespace (so also where Landlock is off), and the audit hook refuses reading
+    anything in them; the worker's finder refuses importing them (``env/worker/audit.py``)."""
     from warpgym.tasks.spec import SOLUTIONS_DIR
 
-    return [str(SOLUTIONS_DIR.resolve()), str(Path(__file__).resolve().parent)]
+    return [str(SOLUTIONS_DIR.resolve().parent), str(Path(__file__).resolve().parent)]  # solutions: in tasks/
 
 
 def _default_memory() -> int:

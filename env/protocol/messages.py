@@ -39,12 +39,14 @@ class LoadRequest(Message):
     """File name -> text, installed (``toolchain.attachments``) before the module is imported."""
 
 
+Inputs = dict[str, Any]
+"""One call's arguments by name: tensors (sent as bytes) and plain values. The judge builds them from the
+task; the worker never holds a task, its reference, its other cases or its held-out shapes."""
+
+
 class RunRequest(Message):
     op: Literal["run"] = "run"
-    task: str
-    case: dict[str, Any]
-    seed: int
-    distribution: str
+    inputs: Inputs
     poison_bytes: int = 1 << 24
     max_output_bytes: int | None = None
     contiguous_outputs: bool = True
@@ -73,17 +75,22 @@ class ModulesRequest(Message):
 
 class DryRunRequest(Message):
     op: Literal["dry_run"] = "dry_run"
-    task: str
-    case: dict[str, Any]
-    seed: int
-    distribution: str
+    inputs: Inputs
+    """On the CPU, whatever the worker's device: the call runs only up to its first launch."""
+
+
+class StageRequest(Message):
+    """Input sets kept in the worker for the next ``time`` request, sent on their own so the judge's copies
+    are gone before the timing starts (bench-sized sets are gigabytes)."""
+
+    op: Literal["stage"] = "stage"
+    input_sets: list[Inputs]
 
 
 class TimeRequest(Message):
+    """Time the entrypoint on the input sets staged last (``stage``); they are dropped afterwards."""
+
     op: Literal["time"] = "time"
-    task: str
-    case: dict[str, Any]
-    seeds: list[int]
     warmup: int
     reps: int
 
@@ -91,13 +98,10 @@ class TimeRequest(Message):
 class TimeBlockRequest(Message):
     """One side of a paired timing round: ``calls`` timed calls of the entrypoint (after ``warmup_calls``,
     and more warm-up until ``warmup_seconds`` have passed). The judge holds the GPU alone around the whole
-    window (it times the baselines between these blocks), so the worker takes no GPU lock. The inputs
-    are built by the first block of a window and kept for the next ones until ``release``."""
+    window (it times the baselines between these blocks), so the worker takes no GPU lock. The inputs are
+    the sets staged last (``stage``), kept for the window's blocks until ``release``."""
 
     op: Literal["time_block"] = "time_block"
-    task: str
-    case: dict[str, Any]
-    seeds: list[int]
     calls: int = Field(ge=0)
     warmup_calls: int = Field(default=0, ge=0)
     warmup_seconds: float = Field(default=0.0, ge=0.0)
@@ -111,7 +115,7 @@ class PingRequest(Message):
 
 
 Request = (LoadRequest | RunRequest | SpecsRequest | JitKernelsRequest | CompileRequest | ModulesRequest
-           | DryRunRequest | TimeRequest | TimeBlockRequest | PingRequest)
+           | DryRunRequest | StageRequest | TimeRequest | TimeBlockRequest | PingRequest)
 
 
 # ----------------------------------------------------------------------------------------- replies
@@ -157,6 +161,8 @@ class RunReply(Reply):
     """What the GPU ran during the call (env/worker/device_trace.py); None without a GPU."""
     interpreter_notes: list[str] = Field(default_factory=list)
     """Workarounds for Triton's interpreter that this call needed (env/worker/interpreter_compat.py)."""
+    refused_launches: list[str] = Field(default_factory=list)
+    """Kernel launches refused because the target's compile could not reproduce them."""
 
     needed_when_ok = ("outputs",)
 
@@ -178,6 +184,8 @@ class CompiledKernel(BaseModel):
 class SpecsReply(Reply):
     specs: list[dict[str, Any]] = Field(default_factory=list)
     errors: list[str] = Field(default_factory=list)
+    refused: list[str] = Field(default_factory=list)
+    """Launched kernels the compile for the target would not find (``worker/launch_rules.py``)."""
 
 
 class KernelsReply(Reply):
@@ -250,6 +258,10 @@ class TimeBlockReply(Reply):
         return self
 
 
+class StageReply(Reply):
+    sets: int = 0
+
+
 class PingReply(Reply):
     pid: int | None = None
     tampered: list[str] = Field(default_factory=list)
@@ -258,12 +270,12 @@ class PingReply(Reply):
 REPLIES: dict[str, type[Reply]] = {
     "load": LoadReply, "run": RunReply, "specs": SpecsReply, "jit_kernels": KernelsReply,
     "compile": KernelsReply, "modules": ModulesReply, "dry_run": DryRunReply, "time": TimeReply,
-    "time_block": TimeBlockReply, "ping": PingReply,
+    "time_block": TimeBlockReply, "ping": PingReply, "stage": StageReply,
 }
 REQUESTS: dict[str, type[Message]] = {
     "load": LoadRequest, "run": RunRequest, "specs": SpecsRequest, "jit_kernels": JitKernelsRequest,
     "compile": CompileRequest, "modules": ModulesRequest, "dry_run": DryRunRequest, "time": TimeRequest,
-    "time_block": TimeBlockRequest, "ping": PingRequest,
+    "time_block": TimeBlockRequest, "ping": PingRequest, "stage": StageRequest,
 }
 
 

@@ -3,8 +3,9 @@
 Started by ``pool.Worker`` as ``python -m warpgym.env.worker.main FD`` in a fresh session (its
 own process group), a private temporary directory and an environment without secrets. It
 answers requests on the socket FD; the candidate's stdout and stderr go to a log file the
-parent reads. It never sees reference outputs: it builds inputs from the task and a seed,
-runs the candidate, and sends the outputs back.
+parent reads. It never sees reference outputs, nor tasks at all: each request carries the inputs of
+one call, built by the judge; the worker runs the candidate on them and sends the outputs back.
+``warpgym.tasks`` and the judge are neither loaded here nor importable (``audit.py``).
 """
 
 from __future__ import annotations
@@ -40,11 +41,10 @@ from warpgym.env.worker import (  # noqa: E402
     interpreter_compat,
     interpreter_constexpr,
     interpreter_grid,
+    launch_rules,
     policy,
 )
 from warpgym.env.worker import triton_launches as triton_support  # noqa: E402
-from warpgym.tasks import Sampler, get_task  # noqa: E402
-from warpgym.tasks.spec import sequence  # noqa: E402
 
 # Captured before any candidate runs, so a candidate that patches them is caught and
 # the harness's own timing keeps working.
@@ -88,8 +88,23 @@ class State:
         self.entry: Any = None
         self.loads = 0
         self.device = os.environ.get("WARPGYM_DEVICE", "cpu")
-        self.timing_inputs: tuple[Any, list[dict[str, Any]]] | None = None
-        """The inputs of the paired timing window in progress, by (load, task, case, seeds)."""
+        self.kernels: dict[str, Any] = {}
+        """The module's Triton kernels by name as imported: the ones the target's compile finds."""
+        self.staged: list[dict[str, Any]] = []
+        """Input sets for the next timing request (``op_stage``)."""
+
+
+def _on_device(inputs: dict[str, Any], device: str) -> dict[str, Any]:
+    """A call's inputs as the judge sent them, each tensor in memory of its own on the worker's device."""
+    return {k: v.to(device, copy=True) if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
+
+
+def _outputs(result: Any) -> list[Any]:
+    """Exactly a tuple, a list or a tensor, unpacked (inside the watch): anything else is one output, whose
+    type is then refused without its iteration ever running."""
+    if type(result) in (tuple, list):
+        return list(result)
+    return [result]
 
 
 def _trim_traceback(exc: BaseException, candidate: Path | None) -> str:
@@ -156,6 +171,7 @@ def op_load(state: State, msg: m.LoadRequest) -> m.LoadReply:
             return m.LoadReply(ok=False, kind="import", error=_trim_traceback(exc, path))
     forbidden = mode.forbidden()
     state.module = module
+    state.kernels = launch_rules.kernels_of(module)
     entry = getattr(module, msg.entrypoint, None)
     if msg.mode == "compile":
         return m.LoadReply(ok=True)
@@ -172,6 +188,7 @@ def op_load(state: State, msg: m.LoadRequest) -> m.LoadReply:
     state.entry = entry
     triton_support.RECORDER.launches.clear()
     triton_support.RECORDER.jit_kernels.clear()
+    triton_support.RECORDER.keys.clear()
     triton_support.RECORDER.count = 0
     return m.LoadReply(ok=True, tampered=tampered(), forbidden_ops=forbidden)
 
@@ -213,15 +230,16 @@ def _synchronize(device: str) -> None:
 
 
 def op_run(state: State, msg: m.RunRequest) -> m.RunReply:
-    task = get_task(msg.task)
     device = state.device
-    inputs = task.make_inputs(msg.case, Sampler(msg.seed, msg.distribution, device))
+    inputs = _on_device(msg.inputs, device)
+    msg.inputs = {}  # the received copy: only the worker's own, guarded one stays
     inputs, guards = _guarded(inputs)
     before = _snapshot(inputs)
     poison(device, msg.poison_bytes)
     launches_before = triton_support.RECORDER.count
     loader_before = loader.REGISTRY.launch_count
     triton_support.RECORDER.storages.clear()
+    triton_support.RECORDER.refused.clear()
     threads_before = _python_threads()
     tracer = device_trace.traced(str(Path.cwd())) if device.startswith("cuda") else contextlib.nullcontext()
     interpreter_compat.NOTES.clear()
@@ -231,9 +249,7 @@ def op_run(state: State, msg: m.RunRequest) -> m.RunReply:
             result = state.entry(**inputs)
             _synchronize(device)
             lingering = len(_python_threads() - threads_before)
-            # Exactly a tuple, a list or a tensor, unpacked inside the watch: a sequence subclass whose
-            # iteration computes is refused as an output type without being iterated.
-            outputs = list(sequence(result)) if type(result) in (tuple, list, torch.Tensor) else [result]
+            outputs = _outputs(result)
         except BaseException as exc:  # noqa: BLE001
             kind = "compile" if _is_compile_error(exc) else "runtime"
             text = _trim_traceback(exc, state.module_path)
@@ -241,7 +257,8 @@ def op_run(state: State, msg: m.RunRequest) -> m.RunReply:
             if gap is not None:
                 kind, text = "interpreter", gap
             return m.RunReply(ok=False, kind=kind, error=text, forbidden_ops=mode.forbidden(msg.layout),
-                              cuda_error="CUDA" in text or "cuda" in type(exc).__name__.lower())
+                              cuda_error="CUDA" in text or "cuda" in type(exc).__name__.lower(),
+                              refused_launches=list(triton_support.RECORDER.refused))
     seconds = time.perf_counter() - started
     trace = tracer.trace.to_wire() if isinstance(tracer, device_trace.traced) else None
     mutated = [k for k, v in before.items() if not same_bits(v, inputs[k])]
@@ -274,6 +291,7 @@ def op_run(state: State, msg: m.RunRequest) -> m.RunReply:
         out_of_bounds=[name for name, (buf, lo, hi) in guards.items() if not _guard_intact(buf, lo, hi)],
         scrub_error=_scrub_error(device),
         interpreter_notes=list(interpreter_compat.NOTES),
+        refused_launches=list(triton_support.RECORDER.refused),
     )
 
 
@@ -329,8 +347,10 @@ def _unwritten(outputs: Any) -> list[int]:
 
 
 def op_specs(state: State, msg: m.SpecsRequest) -> m.SpecsReply:
-    specs, errors = triton_support.unique_specs(triton_support.RECORDER.launches, msg.targets)
-    return m.SpecsReply(ok=True, specs=specs, errors=errors)
+    launches = triton_support.RECORDER.launches
+    specs, errors = triton_support.unique_specs(launches, msg.targets)
+    refused = launch_rules.not_compiled([launch.fn for launch in launches], state.kernels)
+    return m.SpecsReply(ok=True, specs=specs, errors=errors, refused=refused)
 
 
 def op_jit_kernels(state: State, msg: m.JitKernelsRequest) -> m.KernelsReply:
@@ -357,8 +377,7 @@ def op_dry_run(state: State, msg: m.DryRunRequest) -> m.DryRunReply:
     Modules the candidate builds lazily get compiled and reported, and that launch is checked
     (arguments, block, shared memory, cluster) before the loader refuses it (NoDeviceError).
     """
-    task = get_task(msg.task)
-    inputs = task.make_inputs(msg.case, Sampler(msg.seed, msg.distribution, "cpu"))
+    inputs = _on_device(msg.inputs, "cpu")
     with policy.watching() as mode:
         try:
             state.entry(**inputs)
@@ -374,11 +393,18 @@ def op_dry_run(state: State, msg: m.DryRunRequest) -> m.DryRunReply:
     return m.DryRunReply(ok=True, reached_launch=False, forbidden_ops=mode.forbidden())
 
 
+def op_stage(state: State, msg: m.StageRequest) -> m.StageReply:
+    state.staged = [_on_device(inputs, state.device) for inputs in msg.input_sets]
+    msg.input_sets = []
+    return m.StageReply(ok=True, sets=len(state.staged))
+
+
 def op_time(state: State, msg: m.TimeRequest) -> m.TimeReply:
     from warpgym.env.common.timing import time_callable
 
-    task = get_task(msg.task)
-    input_sets = [task.make_inputs(msg.case, Sampler(seed, "normal", state.device)) for seed in msg.seeds]
+    input_sets, state.staged = state.staged, []
+    if not input_sets:
+        return m.TimeReply(ok=False, kind="internal", error="no input sets were staged for timing")
     with triton_support.RECORDER.unrecorded(), policy.watching() as mode:
         stats = time_callable(state.entry, input_sets, warmup=msg.warmup, reps=msg.reps,
                               event_cls=_PRISTINE["torch.cuda.Event"],
@@ -391,15 +417,11 @@ def op_time_block(state: State, msg: m.TimeBlockRequest) -> m.TimeBlockReply:
     from warpgym.env.common import timing
 
     if msg.release and not (msg.calls or msg.warmup_calls or msg.warmup_seconds):
-        state.timing_inputs = None  # the end of a window: only drop its inputs
+        state.staged = []  # the end of a window: only drop its inputs
         return m.TimeBlockReply(ok=True, tampered=tampered())
-    key = (state.loads, msg.task, repr(sorted(msg.case.items())), tuple(msg.seeds))
-    if state.timing_inputs is None or state.timing_inputs[0] != key:
-        task = get_task(msg.task)
-        state.timing_inputs = None  # the last window's inputs go before this one's are built
-        state.timing_inputs = key, [task.make_inputs(msg.case, Sampler(seed, "normal", state.device))
-                                    for seed in msg.seeds]
-    input_sets, entry = state.timing_inputs[1], state.entry
+    if not state.staged:
+        return m.TimeBlockReply(ok=False, kind="internal", error="no input sets were staged for timing")
+    input_sets, entry = state.staged, state.entry
     event_cls = _PRISTINE["torch.cuda.Event"]
 
     def synchronize() -> None:
@@ -418,7 +440,7 @@ def op_time_block(state: State, msg: m.TimeBlockRequest) -> m.TimeBlockReply:
                 del flush
     finally:
         if msg.release:
-            state.timing_inputs = None
+            state.staged = []
     return m.TimeBlockReply(ok=True, event_ms=calls.event_ms, wall_ms=calls.wall_ms, issue_ms=calls.issue_ms,
                             warmup_call_ms=warmup_ms, forbidden_ops=mode.forbidden(), tampered=tampered())
 
@@ -430,7 +452,7 @@ def op_ping(state: State, msg: m.PingRequest) -> m.PingReply:
 HANDLERS: dict[str, Callable[[State, Any], m.Reply]] = {
     "jit_kernels": op_jit_kernels, "load": op_load, "run": op_run, "specs": op_specs, "compile": op_compile,
     "time": op_time, "time_block": op_time_block, "modules": op_modules, "dry_run": op_dry_run,
-    "ping": op_ping}
+    "ping": op_ping, "stage": op_stage}
 
 
 def main() -> None:
@@ -454,11 +476,13 @@ def main() -> None:
             return
         try:
             request = m.parse_request(msg)
+            msg = {"id": msg.get("id")}  # the request holds the inputs now; the raw copy goes
             reply = HANDLERS[request.op](state, request).wire()
         except BaseException as exc:  # noqa: BLE001 - never let one request kill the loop silently
             reply = {"ok": False, "kind": "internal", "error": _trim_traceback(exc, state.module_path)}
         if not isinstance(msg, dict):
             msg = {}
+        request = None
         sys.stdout.flush()
         sys.stderr.flush()
         try:
@@ -478,7 +502,6 @@ def _guarded_namespaces() -> dict[str, Any]:
     from multiprocessing import connection
 
     from warpgym.env.common import timing
-    from warpgym.tasks import sampling
 
     spaces: dict[str, Any] = {
         "builtins": builtins, "time": time, "statistics": statistics, "json": json, "math": math, "os": os,
@@ -494,7 +517,6 @@ def _guarded_namespaces() -> dict[str, Any]:
         "warpgym.env.common.timing": timing,
         "warpgym.env.worker.triton_launches": triton_support, "warpgym.env.worker.sandbox": sandbox_layer,
         "LaunchRecorder": triton_support.LaunchRecorder, "PolicyMode": policy.PolicyMode,
-        "Sampler": sampling.Sampler,
     }
     return spaces
 
