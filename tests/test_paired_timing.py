@@ -260,6 +260,8 @@ class FakeWorker:
         self.gpu, self.ms, self.requests = gpu, ms, []
 
     def request(self, msg, timeout):
+        if msg["op"] == "stage":  # the window's input sets, before its blocks
+            return {"ok": True, "sets": len(msg["input_sets"])}
         assert msg["op"] == "time_block", msg
         self.requests.append(msg)
         if msg["release"] and not msg["calls"]:
@@ -366,7 +368,7 @@ def test_a_candidate_within_noise_is_faster_by_the_point_estimate_only():
 def test_the_worker_times_blocks_on_inputs_it_keeps_until_released_and_reports_host_compute():
     """The real worker on the CPU (no CUDA events here, so warm-up blocks only): a block's calls run under
     the run-time policy, like the timing loop's, and the window's inputs outlive a block until released."""
-    from warpgym.env.judge.channel import ask
+    from warpgym.env.judge.channel import ask, stage_inputs
 
     task = get_task("math/add")
     case = task.cases("dev")[0]
@@ -376,11 +378,14 @@ def test_the_worker_times_blocks_on_inputs_it_keeps_until_released_and_reports_h
         for source, forbidden in ((honest, False), (host, True)):
             evaluation = evaluator.evaluation(task, source, EvalOptions(device="cpu"))
             assert evaluation.load(), evaluation.result.compile_errors
-            request = m.TimeBlockRequest(task=task.id, case=case, seeds=[0, 1, 2], calls=0, warmup_calls=3)
+            staged = stage_inputs(evaluation, case, [0, 1, 2], 120)
+            assert staged.ok and staged.sets == 3, staged.error
+            request = m.TimeBlockRequest(calls=0, warmup_calls=3)
             reply = ask(evaluation.workers.run, request, 120)
             assert reply.ok, reply.error
             assert reply.warmup_call_ms is not None and reply.warmup_call_ms > 0 and reply.event_ms == []
             assert bool(reply.forbidden_ops) is forbidden, reply.forbidden_ops
-            released = ask(evaluation.workers.run, m.TimeBlockRequest(task=task.id, case=case, seeds=[0],
-                                                                      calls=0, release=True), 60)
+            released = ask(evaluation.workers.run, m.TimeBlockRequest(calls=0, release=True), 60)
             assert released.ok and released.warmup_call_ms is None
+            unstaged = ask(evaluation.workers.run, m.TimeBlockRequest(calls=0, warmup_calls=1), 60)
+            assert not unstaged.ok and "no input sets were staged" in unstaged.error
