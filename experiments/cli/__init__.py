@@ -16,7 +16,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-COMMANDS = ("tasks", "eval", "suite", "run", "report", "compare", "export", "fixit", "bench")
+COMMANDS = ("tasks", "eval", "suite", "run", "report", "compare", "export", "fixit", "bench", "serve")
 
 
 class UsageError(Exception):
