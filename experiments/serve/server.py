@@ -85,10 +85,13 @@ def where(executor: Executor) -> str:
 
 def build(settings: Settings, executor: Executor) -> tuple[EvalService, Any]:
     """The service (its queue resumed from the journal, dispatch started) and the ASGI app over it."""
+    from warpgym.tasks import all_tasks
+
     from .app import create_app
     from .journal import Journal
     from .service import EvalService
 
+    all_tasks()  # the registry, loaded before the first request rather than by it
     journal = Journal(settings.journal)
     try:
         service = EvalService(executor, journal, settings, where=where(executor))

@@ -174,3 +174,30 @@ def test_completions_are_read_as_text_or_as_a_conversation():
     assert completion_text(parts) == "ab"
     with pytest.raises(TypeError):
         completion_text(42)
+
+
+RACE = """
+import threading
+from warpgym.tasks import get_task
+errors, barrier = [], threading.Barrier(8)
+def ask():
+    barrier.wait()
+    try:
+        get_task("normalization/softmax")
+    except Exception as exc:
+        errors.append(repr(exc))
+threads = [threading.Thread(target=ask) for _ in range(8)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+print(errors)
+"""
+
+
+def test_threads_asking_for_a_task_at_once_all_get_it():
+    """A server's first requests arrive together: none may see a registry still loading."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", RACE], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
