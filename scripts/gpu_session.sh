@@ -17,7 +17,8 @@
 # GPU_TESTS="path or node id ..." picks the tests of stream B (default: tests/gpu tests/test_sandbox.py)
 # and of scale (default: tests/gpu). While a suite runs, $OUT/watch.log records every 30 s the GPU
 # locks (/proc/locks), each python process's state and kernel wait channel, and the GPUs' load.
-# suite: the triton suite alone on every GPU. trust: the device-trace and Landlock probes, then the GPU
+# serve: scripts/serve_throughput.py (8 clients through `warpgym serve` against in-process; .whl must
+# hold fastapi, uvicorn, starlette, httpx and their dependencies). suite: the triton suite alone on every GPU. trust: the device-trace and Landlock probes, then the GPU
 # tests of the trust layers (GPU_TESTS overrides which).
 # Logs land in $OUT (8 files at most come back); every JSON report is merged into $OUT/results.json.
 set -uo pipefail
@@ -80,6 +81,10 @@ if [[ $part == trust ]]; then  # the device evidence: probes, then every GPU tes
   timeout "$(cap 120)" python3 scripts/landlock_cuda_probe.py --out $J/landlock_cuda.json > "$OUT/B-landlock.log" 2>&1
   timeout "$(cap 420)" python3 -m pytest -v ${GPU_TESTS:-tests/gpu/test_trust_gpu.py tests/gpu/test_adversarial_gpu.py \
     tests/gpu/test_gpu_core.py} -p no:cacheprovider -rA --timeout 150 > "$OUT/C-trust-tests.log" 2>&1
+fi
+if [[ $part == serve ]]; then  # `warpgym serve` from 8 clients against in-process (carry the serve wheels)
+  timeout "$(cap 540)" python3 scripts/serve_throughput.py --clients "${CLIENTS:-8}" --rounds "${ROUNDS:-2}" \
+    --workers-per-gpu "${WORKERS_PER_GPU:-1}" --out $J/serve_throughput.json > "$OUT/serve.log" 2>&1
 fi
 if [[ $part == streams || $part == all ]]; then
   ( export CUDA_VISIBLE_DEVICES=$(g 0)

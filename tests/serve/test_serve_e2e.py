@@ -143,7 +143,7 @@ def test_the_grpo_reward_is_what_env_step_gives(served, cpu_evaluator):
     again = asyncio.run(AsyncKernelReward(served.url)(**kwargs))
 
     env = KernelEnv(TASK, device="cpu", evaluator=cpu_evaluator, max_turns=8)
-    env.reset(seed=0)
+    env.reset(seed=0, options={"continue_after_solved": True})
     stepped = [env.step(good)[1], env.step(wrong)[1]]
     assert rewards == again == [stepped[0], stepped[1], 0.0, stepped[0]]
     assert stepped == [1.0, 0.0]

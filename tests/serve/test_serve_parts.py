@@ -201,3 +201,24 @@ def test_threads_asking_for_a_task_at_once_all_get_it():
     proc = subprocess.run([sys.executable, "-c", RACE], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
+
+
+def test_serve_help_loads_no_heavy_library():
+    import json
+    import subprocess
+    import sys
+
+    probe = "\n".join([
+        "import json, sys",
+        "from warpgym.experiments.cli import main",
+        "try:",
+        "    main(['serve', '--help'])",
+        "except SystemExit:",
+        "    pass",
+        "heavy = ('torch', 'fastapi', 'uvicorn', 'pydantic', 'httpx', 'warpgym.tasks')",
+        "print(json.dumps([m for m in heavy if m in sys.modules]), file=sys.stderr)",
+    ])
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "untrusted code" in proc.stdout and "--drain-timeout" in proc.stdout
+    assert json.loads(proc.stderr.strip().splitlines()[-1]) == []
