@@ -157,9 +157,13 @@ class Journal:
         return out
 
     def states(self, ids: list[str]) -> dict[str, str]:
+        out: dict[str, str] = {}
         with self.lock:
-            marks = ",".join("?" * len(ids))
-            return dict(self.db.execute(f"SELECT id, state FROM submissions WHERE id IN ({marks})", ids))
+            for i in range(0, len(ids), 500):  # older SQLite builds take at most 999 parameters
+                chunk = ids[i:i + 500]
+                marks = ",".join("?" * len(chunk))
+                out.update(self.db.execute(f"SELECT id, state FROM submissions WHERE id IN ({marks})", chunk))
+        return out
 
     def unanswered(self) -> list[Row]:
         """Submissions accepted and not yet answered (a running one was cut off), oldest first."""
