@@ -21,6 +21,8 @@
 # tests of the trust layers (GPU_TESTS overrides which). tests: the sandbox probe (every layer on a CUDA
 # worker), then GPU_TESTS (default: tests/gpu). paired: the timing-protocol probe, then the same
 # candidates' speedups from five separate processes (scripts/paired_repeat.py), then EXTRA (a command).
+# serve: scripts/serve_throughput.py (8 clients through `warpgym serve` against in-process; .whl must
+# hold fastapi, uvicorn, starlette, httpx and their dependencies).
 # Logs land in $OUT (8 files at most come back); every JSON report is merged into $OUT/results.json.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -95,6 +97,10 @@ if [[ $part == paired ]]; then  # which timing protocol repeats, and whether a s
     > "$OUT/A-paired-probe.log" 2>&1
   timeout "$(cap 300)" python3 scripts/paired_repeat.py --out $J/paired_repeat.json > "$OUT/B-paired-repeat.log" 2>&1
   [[ -n ${EXTRA:-} ]] && timeout "$(cap 300)" bash -c "$EXTRA" > "$OUT/C-extra.log" 2>&1
+fi
+if [[ $part == serve ]]; then  # `warpgym serve` from 8 clients against in-process (carry the serve wheels)
+  timeout "$(cap 540)" python3 scripts/serve_throughput.py --clients "${CLIENTS:-8}" --rounds "${ROUNDS:-2}" \
+    --workers-per-gpu "${WORKERS_PER_GPU:-1}" --out $J/serve_throughput.json > "$OUT/serve.log" 2>&1
 fi
 if [[ $part == streams || $part == all ]]; then
   ( export CUDA_VISIBLE_DEVICES=$(g 0)

@@ -8,6 +8,7 @@ process, since the damage may be an earlier candidate's.
 
 from __future__ import annotations
 
+import signal
 from typing import TYPE_CHECKING, Any, Literal
 
 import torch
@@ -62,6 +63,7 @@ def load(ev: Evaluation) -> bool:
         result.compile_errors.append(f"importing the module: {exc}")
         return False
     result.stdout = worker.log_tail(clear=True)
+    ev.loaded = worker_pid(worker)
     if not reply.ok:
         if reply.kind in ("missing-entrypoint", "signature"):
             result.violations.append(Violation(reply.kind, reply.error or ""))
@@ -78,8 +80,28 @@ def load(ev: Evaluation) -> bool:
     return len(result.violations) == found
 
 
+def _died_between_calls(ev: Evaluation) -> str | None:
+    """Why the run worker holding the candidate is gone, if it went while idle (killed from outside, or
+    stopped after an earlier failure): the next request would start a fresh worker that holds nothing."""
+    worker = ev.workers.run
+    if ev.loaded is None or worker_pid(worker) == ev.loaded:
+        return None
+    proc = getattr(worker, "proc", None)
+    code = proc.poll() if proc is not None else None
+    if proc is None:
+        return "the worker holding the candidate was stopped after an earlier failure"
+    if code is None:
+        return "the worker holding the candidate was replaced between calls"
+    worker.kill()
+    how = f"killed by signal {-code} ({signal.Signals(-code).name})" if code < 0 else f"exit {code}"
+    return f"the worker process died between calls ({how})"
+
+
 def _send_run(ev: Evaluation, request: m.RunRequest) -> m.RunReply:
     """One run request; a dead or overrunning worker becomes a failed reply of that kind."""
+    gone = _died_between_calls(ev)
+    if gone is not None:
+        return m.RunReply(ok=False, kind="crash", error=gone)
     try:
         with ev.gpu_shared():
             return ask(ev.workers.run, request, ev.options.limits.run)
@@ -128,7 +150,7 @@ def run(ev: Evaluation, check: Check) -> m.RunReply | None:
                            poison_bytes=max(poison_bytes, 1 << 20),
                            max_output_bytes=2 * poison_bytes + (16 << 20),
                            contiguous_outputs=ev.task.contiguous_outputs, layout=ev.task.layout)
-    pid = worker_pid(worker)
+    pid = ev.loaded
     reply = _send_run(ev, request)
     if reply.kind == "crash" and pid is not None and pid == ev.inherited:
         ev.inherited = None  # once: a crash in a worker of its own is the candidate's

@@ -64,6 +64,9 @@ class Evaluation:
     inherited: int | None = None
     """The run worker's pid when it was kept from an earlier evaluation: a crash there may be an
     earlier candidate's doing (see ``channel.run``)."""
+    loaded: int | None = None
+    """The pid of the run worker the candidate was loaded into: a call finding another one there (the
+    worker died between calls, and a fresh one holds no candidate) is a crash of that worker."""
 
     def __post_init__(self) -> None:
         self.result = EvalResult(task=self.task.id, target=self.options.target,

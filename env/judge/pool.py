@@ -19,6 +19,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -106,6 +107,10 @@ def _create_gpu_locks(env: dict[str, str]) -> None:
 class Worker:
     """One worker process. ``request`` sends a message and waits at most ``timeout`` seconds."""
 
+    restarts = 0
+    """Processes started in place of an earlier one, by every worker in this process (a server's metric)."""
+    _restarts_lock = threading.Lock()
+
     def __init__(self, device: str = "cpu", mode: str = "run",
                  sandbox: bool | dict[str, Any] | None = None, wrapper: list[str] | None = None,
                  extra_env: dict[str, str] | None = None) -> None:
@@ -141,6 +146,9 @@ class Worker:
         return self.proc is not None and self.proc.poll() is None
 
     def start(self) -> None:
+        if self.started_at:
+            with Worker._restarts_lock:
+                Worker.restarts += 1
         self.workdir = Path(tempfile.mkdtemp(prefix="warpgym-worker-"))
         self._close_dir()
         self._dir_fd = os.open(self.workdir, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
