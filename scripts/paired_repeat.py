@@ -32,7 +32,8 @@ with Evaluator("cuda") as evaluator:
     for task_id, baseline in pairs:
         task = get_task(task_id)
         started = time.perf_counter()
-        result = evaluator.evaluate(task, task.solution_candidate(), EvalOptions(device="cuda"))
+        options = EvalOptions(device="cuda", profile=False)
+        result = evaluator.evaluate(task, task.solution_candidate(), options)
         cases = []
         for t in result.timing or []:
             r = t.ratios.get(baseline)
