@@ -21,6 +21,8 @@ from typing import Any
 
 PAIRS = (("matmul/matmul", "vendor"), ("normalization/softmax", "eager"), ("math/add", "eager"),
          ("ptx/attention-fwd", "vendor"))
+if "--pairs" in sys.argv:  # e.g. --pairs math/add=eager,normalization/softmax=eager
+    PAIRS = tuple(tuple(p.split("=")) for p in sys.argv[sys.argv.index("--pairs") + 1].split(","))
 
 CHILD = r"""
 import json, sys, time
@@ -40,7 +42,9 @@ with Evaluator("cuda") as evaluator:
             cases.append({"case": t.case, "median_ms": t.median_ms, "rounds": t.rounds,
                           "block_calls": t.block_calls, "ended_by": t.ended_by,
                           "ratio": None if r is None else {"median": r.median, "low": r.low, "high": r.high}})
+        detail = [dict(vars(t), machine=str(t.machine)) for t in result.timing or []]
         out.append({"task": task_id, "baseline": baseline, "correct": result.correct,
+                    "suspicious": result.suspicious, "timing_detail": detail,
                     "seconds": time.perf_counter() - started, "stage_seconds": result.seconds,
                     "speedup": (result.speedup or {}).get(baseline), "cases": cases,
                     "feedback": result.feedback[-600:] if not result.correct else ""})
@@ -72,6 +76,7 @@ def main() -> None:
     parser.add_argument("--out", default="paired_repeat.json")
     parser.add_argument("--processes", type=int, default=5)
     parser.add_argument("--timeout", type=float, default=300)
+    parser.add_argument("--pairs", help="task=baseline,... (default: the four above)")
     args = parser.parse_args()
     runs, errors = [], []
     started = time.perf_counter()
@@ -84,6 +89,7 @@ def main() -> None:
             continue
         runs.append(json.loads(line[len("RESULT "):]))
         print(f"process {i}: " + ", ".join(f"{r['task']} {r['speedup']}" for r in runs[-1]), flush=True)
+        Path(args.out).write_text(json.dumps({"runs": runs, "errors": errors}, indent=1, default=str))
     summary = _summary(runs)
     for row in summary:
         spread = row["max_over_min"] and round(row["max_over_min"], 4)
