@@ -389,3 +389,12 @@ def test_the_worker_times_blocks_on_inputs_it_keeps_until_released_and_reports_h
             assert released.ok and released.warmup_call_ms is None
             unstaged = ask(evaluation.workers.run, m.TimeBlockRequest(calls=0, warmup_calls=1), 60)
             assert not unstaged.ok and "no input sets were staged" in unstaged.error
+
+
+def test_the_preroll_covers_the_median_issue_time_and_is_bounded():
+    from warpgym.env.common import timing
+
+    assert timing.preroll_ms([]) == 0.0
+    assert timing.preroll_ms([0.3, 0.31, 5.0]) == pytest.approx(0.31 + timing.PREROLL_MARGIN_MS)
+    assert timing.preroll_ms([50.0]) == timing.MAX_PREROLL_MS
+    assert timing.spin_cycles(0.0) == 0

@@ -91,6 +91,8 @@ class State:
         self.kernels: dict[str, Any] = {}
         """The module's Triton kernels by name as imported: the ones the target's compile finds."""
         self.staged: list[dict[str, Any]] = []
+        self.preroll_ms = 0.0
+        """The GPU spin queued before each timed call of the window in progress (see op_time_block)."""
         """Input sets for the next timing request (``op_stage``)."""
 
 
@@ -394,6 +396,7 @@ def op_dry_run(state: State, msg: m.DryRunRequest) -> m.DryRunReply:
 
 
 def op_stage(state: State, msg: m.StageRequest) -> m.StageReply:
+    state.preroll_ms = 0.0
     state.staged = [_on_device(inputs, state.device) for inputs in msg.input_sets]
     msg.input_sets = []
     return m.StageReply(ok=True, sets=len(state.staged))
@@ -434,13 +437,18 @@ def op_time_block(state: State, msg: m.TimeBlockRequest) -> m.TimeBlockReply:
             warmup_ms = (time.perf_counter() - started) * 1e3 / warmed if warmed else None
             calls = timing.Calls()
             if msg.calls:
+                if not state.preroll_ms:
+                    state.preroll_ms = timing.preroll_ms([timing.issue_ms(entry, input_sets[0], synchronize)])
                 flush = torch.empty(timing.L2_FLUSH_BYTES, dtype=torch.uint8, device=state.device)
                 calls = timing.time_calls(entry, input_sets, msg.calls, event_cls=event_cls,
-                                          synchronize=synchronize, flush=flush, start=msg.start)
+                                          synchronize=synchronize, flush=flush, start=msg.start,
+                                          spin_cycles=timing.spin_cycles(state.preroll_ms))
                 del flush
+                state.preroll_ms = timing.preroll_ms(calls.issue_ms)
     finally:
         if msg.release:
             state.staged = []
+            state.preroll_ms = 0.0
     return m.TimeBlockReply(ok=True, event_ms=calls.event_ms, wall_ms=calls.wall_ms, issue_ms=calls.issue_ms,
                             warmup_call_ms=warmup_ms, forbidden_ops=mode.forbidden(), tampered=tampered())
 
