@@ -93,7 +93,23 @@ def compare(run_dirs: list[Path], plot_dir: Path | None = None) -> Doc:
         _against_first(doc, runs, spec, plot_dir)
     _by_turn(doc, runs, spec, plot_dir)
     _per_configuration(doc, runs)
+    _context_levels(doc, runs)
     return doc
+
+
+def _context_levels(doc: Doc, runs: list[Run]) -> None:
+    """For each run that played several context levels, what each level changed against its base."""
+    from . import report_levels
+    from .rundir import STORE_NAME
+
+    for r in runs:
+        if len(r.config.get("contexts") or []) < 2:
+            continue
+        with Store(r.dir / STORE_NAME, readonly=True) as store:
+            effects = report_levels.compute(store, r.dir, r.config, [float(p) for p in r.metrics["fast_p"]],
+                                            bool(r.metrics["overall"].get("timed")))
+        doc.h(f"What each context level changed in {r.name}")
+        report_levels.section(doc, effects, None)
 
 
 def _model_calls(doc: Doc, calls: list[tuple[str, accounts.Accounts]]) -> None:
