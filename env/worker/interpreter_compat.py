@@ -266,14 +266,16 @@ def limitation(exc: BaseException) -> str | None:
     kernel body (the compiled kernel raises nothing there); None for any other failure.
 
     Only errors the interpreter wrapped itself count (``InterpreterError`` raised from its own frame
-    with the kernel's error as the cause), and never a failed ``tl.device_assert`` (an AssertionError: a
-    real failure on a GPU too). A candidate can reach this on purpose; the judge never counts a case it
-    covers as passed.
+    with the kernel's error as the cause), and never a failed ``tl.device_assert`` (an AssertionError) or
+    an access outside every tensor of the launch (``interpreter_grid.OutOfBounds``): real failures on a
+    GPU too. A candidate can reach this on purpose; the judge never counts a case it covers as passed.
     """
     try:
         from triton.runtime.errors import InterpreterError
     except ImportError:  # pragma: no cover - Triton without an interpreter
         return None
+    from warpgym.env.worker.interpreter_grid import OutOfBounds
+
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
@@ -282,7 +284,7 @@ def limitation(exc: BaseException) -> str | None:
             return str(current)
         if type(current) is InterpreterError and _raised_by_interpreter(current):
             cause = current.__cause__
-            if cause is None or isinstance(cause, AssertionError):
+            if cause is None or isinstance(cause, AssertionError | OutOfBounds):
                 return None
             inner = limitation(cause) if cause is not current else None
             return inner or f"{type(cause).__name__}: {str(cause)[:300]}"
