@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every GPU test and measurement of warpgym, in one device call (10 minutes at most there):
 #
-#   bash scripts/gpu_session.sh [streams|scale|all|suite]   # carry .whl (gymnasium, pydantic), .kb, .sweep
+#   bash scripts/gpu_session.sh [streams|scale|all|suite|trust|refsweep]   # carry .whl (gymnasium, pydantic), .kb, .sweep
 #
 # streams (the default): four streams at once, one GPU each where there are four (timing holds its
 # GPU alone, so streams never disturb each other's timings): A the timing probes, `warpgym bench`,
@@ -22,7 +22,8 @@
 # worker), then GPU_TESTS (default: tests/gpu). paired: the timing-protocol probe, then the same
 # candidates' speedups from five separate processes (scripts/paired_repeat.py), then EXTRA (a command).
 # serve: scripts/serve_throughput.py (8 clients through `warpgym serve` against in-process; .whl must
-# hold fastapi, uvicorn, starlette, httpx and their dependencies).
+# hold fastapi, uvicorn, starlette, httpx and their dependencies). refsweep: scripts/triton_ref_sweep.py (the rewritten
+# Triton references, old and new and a few tile configs, against their baselines; < 5 minutes).
 # Logs land in $OUT (8 files at most come back); every JSON report is merged into $OUT/results.json.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -76,6 +77,10 @@ fi
 if [[ $part == suite ]]; then  # the triton suite alone, on every GPU, SUITE_JOBS evaluators each
   suite "$(seq -s, 0 $(( gpus > 0 ? gpus - 1 : 0 )))" $(( ${SUITE_JOBS:-4} * (gpus > 0 ? gpus : 1) )) \
     > "$OUT/D-suite.log" 2>&1
+fi
+if [[ $part == refsweep ]]; then  # Triton references old and new, a few tile configs, against their baselines
+  CUDA_VISIBLE_DEVICES=$(g 0) timeout "$(cap 420)" python3 scripts/triton_ref_sweep.py \
+    --out $J/triton_ref_sweep.json > "$OUT/A-refsweep.log" 2>&1
 fi
 if [[ $part == trust ]]; then  # the device evidence: probes, then every GPU test of the trust layers
   export CUDA_VISIBLE_DEVICES=$(g 0)

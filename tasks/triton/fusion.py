@@ -357,7 +357,7 @@ prologue kernel), accumulate in float32 and return a new contiguous (M, N) tenso
     make_inputs=lambda case, s: _norm_linear_inputs(case, s, rms=False),
     shapes={
         "dev": _GEMM_SHAPES["dev"],
-        "heldout": _GEMM_SHAPES["heldout"],
+        "heldout": [*_GEMM_SHAPES["heldout"], _gemm_case(128, 128, 96, "float16")],
         "bench": [_gemm_case(8192, 8192, 4096, "bfloat16"), _gemm_case(4096, 12288, 4096, "float16")],
     },
     dtypes=_HALF,
