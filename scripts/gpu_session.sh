@@ -20,7 +20,8 @@
 # suite: the triton suite alone on every GPU. trust: the device-trace and Landlock probes, then the GPU
 # tests of the trust layers (GPU_TESTS overrides which). tests: the sandbox probe (every layer on a CUDA
 # worker), then GPU_TESTS (default: tests/gpu). paired: the timing-protocol probe, then the same
-# candidates' speedups from five separate processes (scripts/paired_repeat.py), then EXTRA (a command).
+# candidates' speedups from five separate processes (scripts/paired_repeat.py; PARALLEL=N at once),
+# then EXTRA (a command). SKIP=timing leaves the probe out.
 # serve: scripts/serve_throughput.py (8 clients through `warpgym serve` against in-process; .whl must
 # hold fastapi, uvicorn, starlette, httpx and their dependencies). refsweep: scripts/triton_ref_sweep.py (the rewritten
 # Triton references, old and new and a few tile configs, against their baselines; < 5 minutes).
@@ -98,9 +99,10 @@ if [[ $part == tests ]]; then  # the sandbox on CUDA workers, then the GPU tests
 fi
 if [[ $part == paired ]]; then  # which timing protocol repeats, and whether a speedup repeats across processes
   export CUDA_VISIBLE_DEVICES=$(g 0)
-  timeout "$(cap 200)" python3 scripts/paired_timing_probe.py --out $J/paired_timing_probe.json \
+  on timing && timeout "$(cap 200)" python3 scripts/paired_timing_probe.py --out $J/paired_timing_probe.json \
     > "$OUT/A-paired-probe.log" 2>&1
-  timeout "$(cap 300)" python3 scripts/paired_repeat.py --out $J/paired_repeat.json > "$OUT/B-paired-repeat.log" 2>&1
+  timeout "$(cap 320)" python3 scripts/paired_repeat.py --out $J/paired_repeat.json --parallel "${PARALLEL:-1}" \
+    --timeout "$(cap 310)" > "$OUT/B-paired-repeat.log" 2>&1
   [[ -n ${EXTRA:-} ]] && timeout "$(cap 300)" bash -c "$EXTRA" > "$OUT/C-extra.log" 2>&1
 fi
 if [[ $part == serve ]]; then  # `warpgym serve` from 8 clients against in-process (carry the serve wheels)

@@ -52,6 +52,8 @@ _PRISTINE = {
     "torch.cuda.Event": getattr(torch.cuda, "Event", None),
     "torch.cuda.synchronize": getattr(torch.cuda, "synchronize", None),
     "torch.cuda.Event.elapsed_time": getattr(getattr(torch.cuda, "Event", None), "elapsed_time", None),
+    "torch.cuda.Event.query": getattr(getattr(torch.cuda, "Event", None), "query", None),
+    "torch.cuda._sleep": getattr(torch.cuda, "_sleep", None),
     "time.perf_counter": time.perf_counter,
     "torch.Tensor.__eq__": torch.Tensor.__eq__,
 }
@@ -91,7 +93,8 @@ class State:
         self.kernels: dict[str, Any] = {}
         """The module's Triton kernels by name as imported: the ones the target's compile finds."""
         self.staged: list[dict[str, Any]] = []
-        self.preroll_ms = 0.0
+        self.spin_cycles = 0
+        """The GPU spin queued before each timed call (common/timing.time_calls), kept from block to block."""
         """The GPU spin queued before each timed call of the window in progress (see op_time_block)."""
         """Input sets for the next timing request (``op_stage``)."""
 
@@ -396,7 +399,7 @@ def op_dry_run(state: State, msg: m.DryRunRequest) -> m.DryRunReply:
 
 
 def op_stage(state: State, msg: m.StageRequest) -> m.StageReply:
-    state.preroll_ms = 0.0
+    state.spin_cycles = 0
     state.staged = [_on_device(inputs, state.device) for inputs in msg.input_sets]
     msg.input_sets = []
     return m.StageReply(ok=True, sets=len(state.staged))
@@ -437,19 +440,21 @@ def op_time_block(state: State, msg: m.TimeBlockRequest) -> m.TimeBlockReply:
             warmup_ms = (time.perf_counter() - started) * 1e3 / warmed if warmed else None
             calls = timing.Calls()
             if msg.calls:
-                if not state.preroll_ms:
-                    state.preroll_ms = timing.preroll_ms([timing.issue_ms(entry, input_sets[0], synchronize)])
+                if not state.spin_cycles:
+                    first = timing.issue_ms(entry, input_sets[0], synchronize)
+                    state.spin_cycles = timing.spin_cycles(timing.preroll_ms([first]))
                 flush = torch.empty(timing.L2_FLUSH_BYTES, dtype=torch.uint8, device=state.device)
                 calls = timing.time_calls(entry, input_sets, msg.calls, event_cls=event_cls,
                                           synchronize=synchronize, flush=flush, start=msg.start,
-                                          spin_cycles=timing.spin_cycles(state.preroll_ms))
+                                          spin_cycles=state.spin_cycles, sleep=_PRISTINE["torch.cuda._sleep"])
                 del flush
-                state.preroll_ms = timing.preroll_ms(calls.issue_ms)
+                state.spin_cycles = calls.spin_cycles
     finally:
         if msg.release:
             state.staged = []
-            state.preroll_ms = 0.0
+            state.spin_cycles = 0
     return m.TimeBlockReply(ok=True, event_ms=calls.event_ms, wall_ms=calls.wall_ms, issue_ms=calls.issue_ms,
+                            starved=calls.starved, retimed=calls.retimed,
                             warmup_call_ms=warmup_ms, forbidden_ops=mode.forbidden(), tampered=tampered())
 
 

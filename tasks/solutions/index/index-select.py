@@ -12,7 +12,7 @@ import triton.language as tl
 
 Tiles = tuple[int, int, int]
 """(ROWS, BLOCK_K, num_warps); scripts/triton_ref_sweep.py times the alternatives."""
-TILES: Tiles = (4, 1024, 4)
+TILES: Tiles = (1, 2048, 8)
 
 
 @triton.jit
