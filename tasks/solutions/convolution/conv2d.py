@@ -17,7 +17,7 @@ Tiles = tuple[int, int, int, int, int]
 """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages)."""
 TAPS_LARGE: Tiles = (128, 256, 64, 8, 3)
 """C_in a multiple of 16 and a large problem; scripts/triton_ref_sweep.py times the alternatives."""
-FLAT_LARGE: Tiles = (128, 64, 32, 4, 3)
+FLAT_LARGE: Tiles = (128, 64, 16, 4, 4)
 """C_in not a multiple of 16 (the stem) and a large problem."""
 SMALL: Tiles = (64, 32, 32, 4, 2)
 
