@@ -326,6 +326,7 @@ attention_fwd_tcgen05(const __grid_constant__ TensorMap q_map, const __grid_cons
                 for (int kb = 0; kb < n_kv; ++kb) {
                     const uint32_t y = x + kb;
                     mbar_wait(s_full0 + 8 * (y % 2), (y / 2) & 1);
+                    __syncwarp();   // converged for the warp-collective tcgen05.ld
                     tc_fence_after();
                     uint32_t r[BN];
                     tmem_load_128(lane_addr + S_COL + (y % 2) * BN, r);
@@ -350,6 +351,7 @@ attention_fwd_tcgen05(const __grid_constant__ TensorMap q_map, const __grid_cons
                     if (kb > 0) {
                         // O holds P(y-1) V(y-1) and the P buffer is free; rescale O where a row's max moved.
                         mbar_wait(pv_done, (y - 1) & 1);
+                        __syncwarp();
                         tc_fence_after();
                         if (__any_sync(0xffffffffu, alpha != 1.f)) {
 #pragma unroll 1
@@ -375,6 +377,7 @@ attention_fwd_tcgen05(const __grid_constant__ TensorMap q_map, const __grid_cons
                 }
                 // The item's last O += P V is done: O / l as bf16, and the LSE.
                 mbar_wait(pv_done, (x + n_kv - 1) & 1);
+                __syncwarp();
                 tc_fence_after();
                 const float inv = 1.f / l;
                 const size_t out_row = (size_t)bh * seq_len + (size_t)mb * BM + row;

@@ -374,6 +374,7 @@ attention_fwd_wgmma(const __grid_constant__ TensorMap q_map, const __grid_consta
                 wgmma_wait<0>();
                 pin(s, BN / 2);
                 if (n_kv == 1 && lane == 0) mbar_arrive(q_empty);
+                __syncwarp();
                 if (CAUSAL && mb == 0) mask_diagonal(s, row, lane);
                 softmax_tile(s, st, scale, alpha);
                 pack_p(p, s);
@@ -391,6 +392,7 @@ attention_fwd_wgmma(const __grid_constant__ TensorMap q_map, const __grid_consta
                 wgmma_wait<1>();   // S is done; O += P V may still run
                 pin(s, BN / 2);
                 if (kb == n_kv - 1 && lane == 0) mbar_arrive(q_empty);
+                __syncwarp();
                 if (CAUSAL && kb == mb) mask_diagonal(s, row, lane);
                 softmax_tile(s, st, scale, alpha);
                 pin(s, BN / 2);    // the softmax is done before the wait, while O += P V runs
@@ -399,6 +401,7 @@ attention_fwd_wgmma(const __grid_constant__ TensorMap q_map, const __grid_consta
                 pin(o, HEAD_DIM / 2);
                 pin(p, BN / 4);
                 if (lane == 0) mbar_arrive(empty0 + 8 * prev);
+                __syncwarp();
                 rescale(o, alpha);
                 pack_p(p, s);
             }
@@ -423,6 +426,7 @@ attention_fwd_wgmma(const __grid_constant__ TensorMap q_map, const __grid_consta
                 wgmma_wait<0>();
                 pin(s, BN / 2);
                 if (kb == n_kv - 1 && lane == 0) mbar_arrive(q_empty);
+                __syncwarp();
                 if (CAUSAL && kb == mb) mask_diagonal(s, row, lane);
                 softmax_tile(s, st, scale, alpha);
                 rescale(o, alpha);
@@ -435,6 +439,7 @@ attention_fwd_wgmma(const __grid_constant__ TensorMap q_map, const __grid_consta
                 pin(o, HEAD_DIM / 2);
                 pin(p, BN / 4);
                 if (lane == 0) mbar_arrive(empty0 + 8 * cur);
+                __syncwarp();
             }
 #endif
             __syncwarp();
