@@ -384,3 +384,67 @@ def test_suite_check_checks_both_references_of_the_causal_task(tmp_path, capsys)
         ("ptx/attention-fwd-causal", None, True, True),
         ("ptx/attention-fwd-causal", "ptx/attention-fwd-causal-cuda", True, True)]
     assert "2 of 2 reference solutions pass" in out
+
+
+# ---- the arithmetic ------------------------------------------------------------------------------------
+
+def emulate(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, scale: float, ln2: float,
+            overlap: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """The kernels' online softmax over key blocks of 128, in torch: S in fp32, the running max in base 2
+    with the scale folded in, P rounded to bf16 for P V, O rescaled by 2^(m_old - m_new) (after the previous
+    block's P V with OVERLAP, as the loop orders it), then O / l as bf16 and lse = (m + log2 l) ln 2."""
+    b, h, s, d = q.shape
+    qf, kf, vf = (x.float().reshape(b * h, s, d) for x in (q, k, v))
+    o_out, lse_out = torch.empty(b * h, s, d), torch.empty(b * h, s)
+    rows = torch.arange(128)
+    for mb in range(s // 128):
+        qs = qf[:, 128 * mb:128 * (mb + 1)]
+        m = torch.full((b * h, 128), float("-inf"))
+        total, o = torch.zeros(b * h, 128), torch.zeros(b * h, 128, d)
+        pending = None
+        for kb in range(mb + 1 if causal else s // 128):
+            sc = qs @ kf[:, 128 * kb:128 * (kb + 1)].transpose(1, 2)
+            if causal and kb == mb:
+                sc = sc.masked_fill(rows[None, :] > rows[:, None], float("-inf"))
+            m_new = torch.maximum(m, sc.amax(-1) * scale)
+            alpha = torch.exp2(m - m_new)
+            p = torch.exp2(sc * scale - m_new[..., None])
+            total = total * alpha + p.sum(-1)
+            pv = p.bfloat16().float() @ vf[:, 128 * kb:128 * (kb + 1)]
+            if overlap:
+                if pending is not None:
+                    o = o + pending
+                o, pending = o * alpha[..., None], pv
+            else:
+                o = o * alpha[..., None] + pv
+            m = m_new
+        if overlap:
+            o = o + pending
+        o_out[:, 128 * mb:128 * (mb + 1)] = o / total[..., None]
+        lse_out[:, 128 * mb:128 * (mb + 1)] = (m + torch.log2(total)) * ln2
+    return o_out.bfloat16().reshape(b, h, s, d), lse_out.reshape(b, h, s)
+
+
+@pytest.mark.parametrize("task_id", list(TASKS))
+@pytest.mark.parametrize("overlap", [True, False])
+def test_the_kernels_arithmetic_meets_the_tasks_tolerances(solution, task_id, overlap):
+    from warpgym.tasks.ptx.attention import attention_forward
+
+    namespace = solution(task_id, "sm_90a")
+    source = source_of("sm_90a")
+    ln2 = float(re.search(r"constexpr float LN2 = ([\d.]+)f;", source).group(1))
+    assert f"constexpr float LN2 = {ln2!r}f;" in source_of("sm_100a") and ln2 == pytest.approx(0.6931472)
+    causal = task_id.endswith("causal")
+    task = get_task(task_id)
+    for case in task.cases("dev") + task.cases("heldout")[:1]:
+        g = torch.Generator().manual_seed(case["s"])
+        shape = (case["b"], case["h"], case["s"], 128)
+        q, k, v = (torch.randn(shape, generator=g).bfloat16() for _ in range(3))
+        o, lse = emulate(q, k, v, causal, namespace["LOG2E"] / 128 ** 0.5, ln2, overlap)
+        ref_o, ref_lse = attention_forward(q.double(), k.double(), v.double(), causal)
+        tol_o, tol_lse = task.tolerance("bfloat16"), task.tolerance("float32")
+        torch.testing.assert_close(o.double(), ref_o, atol=tol_o.atol, rtol=tol_o.rtol)
+        torch.testing.assert_close(lse.double(), ref_lse, atol=tol_lse.atol, rtol=tol_lse.rtol)
+    # The check can fail: natural exp with the base-2 scale is another softmax.
+    wrong, _ = emulate(q, k, v, causal, 1 / 128 ** 0.5, ln2, overlap)
+    assert not torch.allclose(wrong.double(), ref_o, atol=tol_o.atol, rtol=tol_o.rtol)
