@@ -12,9 +12,11 @@
 //   S = Q K^T with wgmma m64n128k16 (both operands in shared memory), the online softmax of S in registers
 //   (base 2, scale folded into the exponent), then O += P V with wgmma m64n128k16 taking P from registers
 //   (the bf16 pairs of the S accumulator are exactly wgmma's A fragments) and V from shared memory in its
-//   N-major (transposed) layout. With OVERLAP, S for the next K tile is issued before O += P V of the
-//   current one, so the tensor cores run while the softmax works; with PINGPONG the two consumers take
-//   turns to issue their GEMMs (named barriers 1 and 2), so one's softmax overlaps the other's GEMMs.
+//   N-major (transposed) layout. With OVERLAP, S for the next K tile is issued with O += P V of the
+//   current one, so both queue on the tensor cores and the row maxima are taken while P V runs (ptxas
+//   keeps MUFU.EX2 out of the window of a wgmma that reads registers, so the exponentials wait for it);
+//   with PINGPONG the two consumers take turns to issue their GEMMs (named barriers 1 and 2), so one's
+//   exponentials overlap the other's GEMMs.
 //   O leaves straight from registers as bf16, divided by the row sums; lse = ln(sum exp(s)).
 // All tiles use the 128-byte swizzle that TMA writes and the wgmma descriptors name (1024-byte atoms).
 //
@@ -380,8 +382,8 @@ attention_fwd_wgmma(const __grid_constant__ TensorMap q_map, const __grid_consta
                 pack_p(p, s);
             }
             for (int kb = 1; kb < n_kv; ++kb) {
-                // S of block kb is issued before O += P V of block kb - 1, and the softmax of kb runs while
-                // the latter is in flight.
+                // S of block kb is issued before O += P V of block kb - 1; the softmax of kb starts while the
+                // latter is in flight.
                 const uint32_t prev = (it + kb - 1) % STAGES, cur = (it + kb) % STAGES;
                 mbar_wait(k_full0 + 8 * cur, ((it + kb) / STAGES) & 1);
                 mbar_wait(v_full0 + 8 * prev, ((it + kb - 1) / STAGES) & 1);
@@ -395,7 +397,7 @@ attention_fwd_wgmma(const __grid_constant__ TensorMap q_map, const __grid_consta
                 __syncwarp();
                 if (CAUSAL && kb == mb) mask_diagonal(s, row, lane);
                 softmax_tile(s, st, scale, alpha);
-                pin(s, BN / 2);    // the softmax is done before the wait, while O += P V runs
+                pin(s, BN / 2);    // the softmax is ordered before the wait (ptxas may still hoist it)
                 pin(alpha, 2);
                 wgmma_wait<0>();
                 pin(o, HEAD_DIM / 2);
