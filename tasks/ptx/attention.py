@@ -225,6 +225,7 @@ cuDNN's fused attention through PyTorch.
             vendor_name="cuDNN attention (torch SDPA)",
             reference_precision="float64",
             notes=_NOTES,
+            extra_solutions=(f"ptx/attention-fwd{_suffix}-cuda",),
         )
     )
     register(

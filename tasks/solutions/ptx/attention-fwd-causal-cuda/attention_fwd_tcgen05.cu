@@ -1,0 +1,1 @@
+../attention-fwd-cuda/attention_fwd_tcgen05.cu
