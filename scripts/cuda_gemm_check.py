@@ -29,8 +29,8 @@ FOLDER = ROOT / "tasks" / "solutions" / "ptx" / "gemm-bf16-cuda"
 BENCH = (8192, 7168, 5120)
 ODD = [(272, 208, 336), (1040, 528, 1104), (16, 1024, 2048), (144, 272, 80), (128, 256, 64),
        (4096, 4096, 4096), (8192 - 16, 7168 + 16, 5120 - 48)]
-VARIANTS = [{}, {"INFLIGHT": 0}, {"BN": 128, "STAGES": 6}, {"GROUP_M": 16}]
-"""Defines over the shipped ones (sm_90a: BN 256, STAGES 4, INFLIGHT 1, GROUP_M 8); {} is the shipped
+VARIANTS = [{}, {"GROUP_M": 8}, {"GROUP_M": 32}, {"BN": 128, "STAGES": 6, "GROUP_M": 16}]
+"""Defines over the shipped ones (sm_90a: BN 256, STAGES 4, INFLIGHT 1, GROUP_M 16); {} is the shipped
 kernel."""
 ATOL = RTOL = 2e-2
 REL_L2 = 1e-2

@@ -15,7 +15,7 @@ from warpgym import loader
 BM, BK = 128, 64
 CONFIGS = {
     "sm_90a": {"source": "gemm_bf16_wgmma.cu", "kernel": "gemm_bf16_wgmma", "threads": 384,
-               "barriers": 0, "defines": {"BN": 256, "STAGES": 4, "INFLIGHT": 1, "GROUP_M": 8}},
+               "barriers": 0, "defines": {"BN": 256, "STAGES": 4, "INFLIGHT": 1, "GROUP_M": 16}},
     "sm_100a": {"source": "gemm_bf16_tcgen05.cu", "kernel": "gemm_bf16_tcgen05", "threads": 256,
                 "barriers": 4, "defines": {"BN": 256, "STAGES": 4, "GROUP_M": 8}},
 }
