@@ -208,14 +208,18 @@ class Calls:
 
 
 def time_calls(fn: Callable[..., Any], input_sets: Sequence[dict[str, Any]], count: int, *, event_cls: Any,
-               synchronize: Callable[[], None], flush: torch.Tensor, start: int = 0, spin_cycles: int = 0
-               ) -> Calls:
+               synchronize: Callable[[], None], flush: torch.Tensor, start: int = 0, spin_cycles: int = 0,
+               before: Callable[[], None] | None = None) -> Calls:
     """``count`` calls of ``fn``, rotating over ``input_sets`` from position ``start``, each after an L2
-    flush and timed by both clocks: the one loop behind every timing, the harness's and the worker's."""
+    flush and timed by both clocks: the one loop behind every timing, the harness's and the worker's.
+    ``before`` runs ahead of each call's synchronise, outside both clocks (the worker poisons memory there,
+    as before a checked call)."""
     calls = Calls()
     for i in range(start, start + count):
         inputs = input_sets[i % len(input_sets)]
         begin, end = event_cls(enable_timing=True), event_cls(enable_timing=True)
+        if before is not None:
+            before()
         synchronize()
         # The flush is queued before the start event, with no synchronise between: the call's own
         # launch (host) work overlaps the flush, as it overlaps earlier work in a real program, so

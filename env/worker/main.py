@@ -91,9 +91,13 @@ class State:
         self.kernels: dict[str, Any] = {}
         """The module's Triton kernels by name as imported: the ones the target's compile finds."""
         self.staged: list[dict[str, Any]] = []
+        """Input sets for the next timing requests (``op_stage``), each guarded as a checked call's is."""
+        self.guards: list[dict[str, Any]] = []
+        """The guard buffers around each staged set's inputs (``_guarded``)."""
+        self.poison_bytes = 0
+        """Memory poisoned before each timed call, as much as before a checked call of the case."""
         self.preroll_ms = 0.0
         """The GPU spin queued before each timed call of the window in progress (see op_time_block)."""
-        """Input sets for the next timing request (``op_stage``)."""
 
 
 def _on_device(inputs: dict[str, Any], device: str) -> dict[str, Any]:
@@ -231,12 +235,25 @@ def _synchronize(device: str) -> None:
         _PRISTINE["torch.cuda.synchronize"]()
 
 
+def _l2_flush(device: str) -> torch.Tensor | None:
+    """The buffer whose zeroing, queued just before a call, empties the L2 cache: a checked call gets it
+    as every timed call does (common/timing.time_calls), so the cache's state and a busy stream at the
+    call's start tell neither apart. Allocated before the poison, so the poisoned memory is what the
+    call's outputs get."""
+    if not device.startswith("cuda"):
+        return None
+    from warpgym.env.common.timing import L2_FLUSH_BYTES
+
+    return torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device=device)
+
+
 def op_run(state: State, msg: m.RunRequest) -> m.RunReply:
     device = state.device
     inputs = _on_device(msg.inputs, device)
     msg.inputs = {}  # the received copy: only the worker's own, guarded one stays
     inputs, guards = _guarded(inputs)
     before = _snapshot(inputs)
+    flush = _l2_flush(device)
     poison(device, msg.poison_bytes)
     launches_before = triton_support.RECORDER.count
     loader_before = loader.REGISTRY.launch_count
@@ -246,21 +263,25 @@ def op_run(state: State, msg: m.RunRequest) -> m.RunReply:
     tracer = device_trace.traced(str(Path.cwd())) if device.startswith("cuda") else contextlib.nullcontext()
     interpreter_compat.NOTES.clear()
     started = time.perf_counter()
-    with tracer, policy.watching() as mode:
-        try:
-            result = state.entry(**inputs)
-            _synchronize(device)
-            lingering = len(_python_threads() - threads_before)
-            outputs = _outputs(result)
-        except BaseException as exc:  # noqa: BLE001
-            kind = "compile" if _is_compile_error(exc) else "runtime"
-            text = _trim_traceback(exc, state.module_path)
-            gap = interpreter_compat.limitation(exc) if state.device == "cpu" else None
-            if gap is not None:
-                kind, text = "interpreter", gap
-            return m.RunReply(ok=False, kind=kind, error=text, forbidden_ops=mode.forbidden(msg.layout),
-                              cuda_error="CUDA" in text or "cuda" in type(exc).__name__.lower(),
-                              refused_launches=list(triton_support.RECORDER.refused))
+    with tracer:
+        if flush is not None:
+            flush.zero_()
+        with policy.watching() as mode:
+            try:
+                result = state.entry(**inputs)
+                _synchronize(device)
+                lingering = len(_python_threads() - threads_before)
+                outputs = _outputs(result)
+            except BaseException as exc:  # noqa: BLE001
+                kind = "compile" if _is_compile_error(exc) else "runtime"
+                text = _trim_traceback(exc, state.module_path)
+                gap = interpreter_compat.limitation(exc) if state.device == "cpu" else None
+                if gap is not None:
+                    kind, text = "interpreter", gap
+                return m.RunReply(ok=False, kind=kind, error=text, forbidden_ops=mode.forbidden(msg.layout),
+                                  cuda_error="CUDA" in text or "cuda" in type(exc).__name__.lower(),
+                                  refused_launches=list(triton_support.RECORDER.refused))
+    del flush
     seconds = time.perf_counter() - started
     trace = tracer.trace.to_wire() if isinstance(tracer, device_trace.traced) else None
     mutated = [k for k, v in before.items() if not same_bits(v, inputs[k])]
@@ -396,10 +417,23 @@ def op_dry_run(state: State, msg: m.DryRunRequest) -> m.DryRunReply:
 
 
 def op_stage(state: State, msg: m.StageRequest) -> m.StageReply:
-    state.preroll_ms = 0.0
-    state.staged = [_on_device(inputs, state.device) for inputs in msg.input_sets]
+    """The window's input sets, laid out as a checked call's inputs are (each floating input inside its
+    NaN guards), so an input's storage, offset and neighbours tell a timed call from a checked one no more
+    than its values do."""
+    state.preroll_ms, state.poison_bytes = 0.0, msg.poison_bytes
+    state.staged, state.guards = [], []
+    for inputs in msg.input_sets:
+        guarded, guards = _guarded(_on_device(inputs, state.device))
+        state.staged.append(guarded)
+        state.guards.append(guards)
     msg.input_sets = []
     return m.StageReply(ok=True, sets=len(state.staged))
+
+
+def _overrun_inputs(state: State) -> list[str]:
+    """Staged inputs whose guards no longer hold NaN: a timed call wrote past an input."""
+    return sorted({name for guards in state.guards for name, (buf, lo, hi) in guards.items()
+                   if not _guard_intact(buf, lo, hi)})
 
 
 def op_time(state: State, msg: m.TimeRequest) -> m.TimeReply:
@@ -420,15 +454,20 @@ def op_time_block(state: State, msg: m.TimeBlockRequest) -> m.TimeBlockReply:
     from warpgym.env.common import timing
 
     if msg.release and not (msg.calls or msg.warmup_calls or msg.warmup_seconds):
-        state.staged = []  # the end of a window: only drop its inputs
+        state.staged, state.guards = [], []  # the end of a window: only drop its inputs
         return m.TimeBlockReply(ok=True, tampered=tampered())
     if not state.staged:
         return m.TimeBlockReply(ok=False, kind="internal", error="no input sets were staged for timing")
-    input_sets, entry = state.staged, state.entry
+    input_sets, entry, device = state.staged, state.entry, state.device
     event_cls = _PRISTINE["torch.cuda.Event"]
+    traced = msg.trace and device.startswith("cuda")
+    tracer = device_trace.traced(str(Path.cwd())) if traced else contextlib.nullcontext()
 
     def synchronize() -> None:
-        _synchronize(state.device)
+        _synchronize(device)
+
+    def prepare() -> None:
+        poison(device, state.poison_bytes)
 
     try:
         with triton_support.RECORDER.unrecorded(), policy.watching() as mode:
@@ -439,18 +478,28 @@ def op_time_block(state: State, msg: m.TimeBlockRequest) -> m.TimeBlockReply:
             if msg.calls:
                 if not state.preroll_ms:
                     state.preroll_ms = timing.preroll_ms([timing.issue_ms(entry, input_sets[0], synchronize)])
-                flush = torch.empty(timing.L2_FLUSH_BYTES, dtype=torch.uint8, device=state.device)
-                calls = timing.time_calls(entry, input_sets, msg.calls, event_cls=event_cls,
-                                          synchronize=synchronize, flush=flush, start=msg.start,
-                                          spin_cycles=timing.spin_cycles(state.preroll_ms))
+                flush = torch.empty(timing.L2_FLUSH_BYTES, dtype=torch.uint8, device=device)
+                # One trace over the block: its calls follow each other as untraced ones do. No preroll spin
+                # there (its times are not kept): the trace's only spin kernels are its two sentinels.
+                spin = 0 if traced else timing.spin_cycles(state.preroll_ms)
+                with tracer:
+                    calls = timing.time_calls(entry, input_sets, msg.calls, event_cls=event_cls,
+                                              synchronize=synchronize, flush=flush, start=msg.start,
+                                              spin_cycles=spin, before=prepare)
                 del flush
-                state.preroll_ms = timing.preroll_ms(calls.issue_ms)
+                if not msg.trace:  # a traced call's issue time carries the tracer's overhead
+                    state.preroll_ms = timing.preroll_ms(calls.issue_ms)
+        overrun = _overrun_inputs(state) if msg.calls else []
     finally:
         if msg.release:
-            state.staged = []
+            state.staged, state.guards = [], []
             state.preroll_ms = 0.0
+    trace = None
+    if isinstance(tracer, device_trace.traced):
+        trace = {**tracer.trace.to_wire(), "calls": msg.calls}
     return m.TimeBlockReply(ok=True, event_ms=calls.event_ms, wall_ms=calls.wall_ms, issue_ms=calls.issue_ms,
-                            warmup_call_ms=warmup_ms, forbidden_ops=mode.forbidden(), tampered=tampered())
+                            warmup_call_ms=warmup_ms, forbidden_ops=mode.forbidden(), tampered=tampered(),
+                            out_of_bounds=overrun, device_trace=trace)
 
 
 def op_ping(state: State, msg: m.PingRequest) -> m.PingReply:
