@@ -489,7 +489,7 @@ def op_time_block(state: State, msg: m.TimeBlockRequest) -> m.TimeBlockReply:
                 del flush
                 if not msg.trace:  # a traced call's issue time carries the tracer's overhead
                     state.preroll_ms = timing.preroll_ms(calls.issue_ms)
-        overrun = _overrun_inputs(state) if msg.calls else []
+        overrun = _overrun_inputs(state) if msg.calls or warmed else []
     finally:
         if msg.release:
             state.staged, state.guards = [], []
