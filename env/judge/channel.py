@@ -128,7 +128,9 @@ def stage_inputs(ev: Evaluation, case: dict[str, Any], seeds: list[int], timeout
     from warpgym.env.judge.references import output_meta
 
     sets = [call_inputs(ev, case, seed, "normal") for seed in seeds]
-    stage = m.StageRequest(input_sets=sets, poison_bytes=poison_bytes(output_meta(ev.task, sets[0])))
+    meta = output_meta(ev.task, sets[0])
+    stage = m.StageRequest(input_sets=sets, poison_bytes=poison_bytes(meta),
+                           output_bytes=[itemsize(t) for t in meta])
     del sets
     staged: m.StageReply = ask(ev.workers.run, stage, timeout)
     del stage
@@ -154,7 +156,7 @@ def run(ev: Evaluation, check: Check) -> m.RunReply | None:
     # copy each tensor to the host anyway).
     inputs = {k: v.to("cpu") if isinstance(v, torch.Tensor) else v
               for k, v in call_inputs(ev, check.case, check.seed, check.distribution).items()}
-    request = m.RunRequest(inputs=inputs, poison_bytes=poisoned,
+    request = m.RunRequest(inputs=inputs, poison_bytes=poisoned, output_bytes=[itemsize(t) for t in meta],
                            max_output_bytes=4 * sum(itemsize(t) for t in meta) + (16 << 20),
                            contiguous_outputs=ev.task.contiguous_outputs, layout=ev.task.layout)
     pid = ev.loaded

@@ -48,6 +48,8 @@ class RunRequest(Message):
     op: Literal["run"] = "run"
     inputs: Inputs
     poison_bytes: int = 1 << 24
+    output_bytes: list[int] = Field(default_factory=list)
+    """The size of each output of the reference: a block of each is poisoned too (worker ``poison``)."""
     max_output_bytes: int | None = None
     contiguous_outputs: bool = True
     """The statement promises contiguous outputs (every task unless its declaration says otherwise)."""
@@ -87,6 +89,7 @@ class StageRequest(Message):
     input_sets: list[Inputs]
     poison_bytes: int = Field(default=1 << 20, ge=0)
     """Memory poisoned with NaN before each timed call, as before a checked call of the case (``run``)."""
+    output_bytes: list[int] = Field(default_factory=list)
 
 
 class TimeRequest(Message):

@@ -19,7 +19,7 @@ import os
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -96,6 +96,8 @@ class State:
         """The guard buffers around each staged set's inputs (``_guarded``)."""
         self.poison_bytes = 0
         """Memory poisoned before each timed call, as much as before a checked call of the case."""
+        self.output_bytes: list[int] = []
+        """The sizes of the case's outputs, each poisoned on its own too (``poison``)."""
         self.preroll_ms = 0.0
         """The GPU spin queued before each timed call of the window in progress (see op_time_block)."""
 
@@ -203,12 +205,19 @@ def _snapshot(inputs: dict[str, Any]) -> dict[str, torch.Tensor]:
     return {k: v.detach().clone() for k, v in inputs.items() if isinstance(v, torch.Tensor)}
 
 
-def poison(device: str, nbytes: int) -> None:
-    """Fill memory the allocator will hand out next with NaN, so reading an output never
-    written gives NaN rather than a stale answer."""
-    count = max(1, min(nbytes, 1 << 30) // 4)
-    block = torch.full((count,), math.nan, dtype=torch.float32, device=device)
-    del block
+POISON_WORD = -1
+"""Every bit set: NaN in each floating dtype (float64, float32, and float16 and bfloat16 in each half)."""
+
+
+def poison(device: str, nbytes: int, outputs: Sequence[int] = ()) -> None:
+    """Fill memory the allocator will hand out next with NaN, so reading an output never written gives NaN
+    rather than a stale answer. A block of each of ``outputs``' sizes comes first: the caching allocator
+    hands out the best-fitting free block, which, between calls with no cache release (the timing loop's),
+    is the previous call's output of that size, holding its answer; these take it and leave it NaN."""
+    sizes = [*outputs, nbytes]
+    blocks = [torch.full((max(1, -(-min(n, 1 << 30) // 4)),), POISON_WORD, dtype=torch.int32, device=device)
+              for n in sizes]
+    del blocks
     if device.startswith("cuda"):
         _scrub_shared_memory()
 
@@ -254,7 +263,7 @@ def op_run(state: State, msg: m.RunRequest) -> m.RunReply:
     inputs, guards = _guarded(inputs)
     before = _snapshot(inputs)
     flush = _l2_flush(device)
-    poison(device, msg.poison_bytes)
+    poison(device, msg.poison_bytes, msg.output_bytes)
     launches_before = triton_support.RECORDER.count
     loader_before = loader.REGISTRY.launch_count
     triton_support.RECORDER.storages.clear()
@@ -420,7 +429,7 @@ def op_stage(state: State, msg: m.StageRequest) -> m.StageReply:
     """The window's input sets, laid out as a checked call's inputs are (each floating input inside its
     NaN guards), so an input's storage, offset and neighbours tell a timed call from a checked one no more
     than its values do."""
-    state.preroll_ms, state.poison_bytes = 0.0, msg.poison_bytes
+    state.preroll_ms, state.poison_bytes, state.output_bytes = 0.0, msg.poison_bytes, list(msg.output_bytes)
     state.staged, state.guards = [], []
     for inputs in msg.input_sets:
         guarded, guards = _guarded(_on_device(inputs, state.device))
@@ -467,7 +476,7 @@ def op_time_block(state: State, msg: m.TimeBlockRequest) -> m.TimeBlockReply:
         _synchronize(device)
 
     def prepare() -> None:
-        poison(device, state.poison_bytes)
+        poison(device, state.poison_bytes, state.output_bytes)
 
     try:
         with triton_support.RECORDER.unrecorded(), policy.watching() as mode:
