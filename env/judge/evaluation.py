@@ -208,10 +208,11 @@ class Evaluation:
         if options.timing:
             t0 = time.perf_counter()
             bench.timing(self)
-            # Kernels first launched at a bench size are the candidate's too: known before the verdict.
+            # Kernels first launched at a bench size are the candidate's too (and must compile, as those of
+            # any other case): known before the device's verdict on the timed calls.
             if self.timed_traces or len(self.device_traces) > self.traces_judged:
-                if channel.worker_pid(self.workers.run) == self.loaded:
-                    kernels.compile(self)
+                if channel.worker_pid(self.workers.run) == self.loaded and not kernels.compile(self):
+                    result.correct = False
                 timed_evidence.judge_after_timing(self)
             result.seconds["timing"] = time.perf_counter() - t0
         else:

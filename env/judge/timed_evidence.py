@@ -98,7 +98,8 @@ def _record(ev: Evaluation) -> None:
         "traced_blocks": len(traces),
         "traced_calls": sum(int(t.get("calls") or 0) for t in traces),
         "timed_calls": sum(t.runs for t in result.timing or []),
-        "kernels": dict(kernels_seen(ev.timed_traces).most_common(20)),
+        "kernels": {name: n for name, n in kernels_seen(ev.timed_traces).most_common(20)
+                    if base_name(name) not in HARNESS_KERNELS},
         "seconds": round(sum(float(t.get("seconds") or 0) for t in traces), 3),
     }
     result.device_activity = activity

@@ -245,10 +245,9 @@ def _synchronize(device: str) -> None:
 
 
 def _l2_flush(device: str) -> torch.Tensor | None:
-    """The buffer whose zeroing, queued just before a call, empties the L2 cache: a checked call gets it
-    as every timed call does (common/timing.time_calls), so the cache's state and a busy stream at the
-    call's start tell neither apart. Allocated before the poison, so the poisoned memory is what the
-    call's outputs get."""
+    """The buffer whose zeroing before a call empties the L2 cache: a checked call starts on a cold cache,
+    as every timed call does (common/timing.time_calls), not on its inputs just copied in. Allocated before
+    the poison, so the poisoned memory is what the call's outputs get."""
     if not device.startswith("cuda"):
         return None
     from warpgym.env.common.timing import L2_FLUSH_BYTES
@@ -272,24 +271,23 @@ def op_run(state: State, msg: m.RunRequest) -> m.RunReply:
     tracer = device_trace.traced(str(Path.cwd())) if device.startswith("cuda") else contextlib.nullcontext()
     interpreter_compat.NOTES.clear()
     started = time.perf_counter()
-    with tracer:
-        if flush is not None:
-            flush.zero_()
-        with policy.watching() as mode:
-            try:
-                result = state.entry(**inputs)
-                _synchronize(device)
-                lingering = len(_python_threads() - threads_before)
-                outputs = _outputs(result)
-            except BaseException as exc:  # noqa: BLE001
-                kind = "compile" if _is_compile_error(exc) else "runtime"
-                text = _trim_traceback(exc, state.module_path)
-                gap = interpreter_compat.limitation(exc) if state.device == "cpu" else None
-                if gap is not None:
-                    kind, text = "interpreter", gap
-                return m.RunReply(ok=False, kind=kind, error=text, forbidden_ops=mode.forbidden(msg.layout),
-                                  cuda_error="CUDA" in text or "cuda" in type(exc).__name__.lower(),
-                                  refused_launches=list(triton_support.RECORDER.refused))
+    if flush is not None:
+        flush.zero_()  # outside the trace (the tracer waits for it): what the trace shows is the call's
+    with tracer, policy.watching() as mode:
+        try:
+            result = state.entry(**inputs)
+            _synchronize(device)
+            lingering = len(_python_threads() - threads_before)
+            outputs = _outputs(result)
+        except BaseException as exc:  # noqa: BLE001
+            kind = "compile" if _is_compile_error(exc) else "runtime"
+            text = _trim_traceback(exc, state.module_path)
+            gap = interpreter_compat.limitation(exc) if state.device == "cpu" else None
+            if gap is not None:
+                kind, text = "interpreter", gap
+            return m.RunReply(ok=False, kind=kind, error=text, forbidden_ops=mode.forbidden(msg.layout),
+                              cuda_error="CUDA" in text or "cuda" in type(exc).__name__.lower(),
+                              refused_launches=list(triton_support.RECORDER.refused))
     del flush
     seconds = time.perf_counter() - started
     trace = tracer.trace.to_wire() if isinstance(tracer, device_trace.traced) else None
