@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every GPU test and measurement of warpgym, in one device call (10 minutes at most there):
 #
-#   bash scripts/gpu_session.sh [streams|scale|all|suite]   # carry .whl (gymnasium, pydantic), .kb, .sweep
+#   bash scripts/gpu_session.sh [streams|scale|all|suite|trust|refsweep]   # carry .whl (gymnasium, pydantic), .kb, .sweep
 #
 # streams (the default): four streams at once, one GPU each where there are four (timing holds its
 # GPU alone, so streams never disturb each other's timings): A the timing probes, `warpgym bench`,
@@ -20,9 +20,11 @@
 # suite: the triton suite alone on every GPU. trust: the device-trace and Landlock probes, then the GPU
 # tests of the trust layers (GPU_TESTS overrides which). tests: the sandbox probe (every layer on a CUDA
 # worker), then GPU_TESTS (default: tests/gpu). paired: the timing-protocol probe, then the same
-# candidates' speedups from five separate processes (scripts/paired_repeat.py), then EXTRA (a command).
+# candidates' speedups from five separate processes (scripts/paired_repeat.py; PARALLEL=N at once),
+# then EXTRA (a command). SKIP=timing leaves the probe out.
 # serve: scripts/serve_throughput.py (8 clients through `warpgym serve` against in-process; .whl must
-# hold fastapi, uvicorn, starlette, httpx and their dependencies).
+# hold fastapi, uvicorn, starlette, httpx and their dependencies). refsweep: scripts/triton_ref_sweep.py (the rewritten
+# Triton references, old and new and a few tile configs, against their baselines; < 5 minutes).
 # Logs land in $OUT (8 files at most come back); every JSON report is merged into $OUT/results.json.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -77,6 +79,10 @@ if [[ $part == suite ]]; then  # the triton suite alone, on every GPU, SUITE_JOB
   suite "$(seq -s, 0 $(( gpus > 0 ? gpus - 1 : 0 )))" $(( ${SUITE_JOBS:-4} * (gpus > 0 ? gpus : 1) )) \
     > "$OUT/D-suite.log" 2>&1
 fi
+if [[ $part == refsweep ]]; then  # Triton references old and new, a few tile configs, against their baselines
+  CUDA_VISIBLE_DEVICES=$(g 0) timeout "$(cap 420)" python3 scripts/triton_ref_sweep.py \
+    --out $J/triton_ref_sweep.json > "$OUT/A-refsweep.log" 2>&1
+fi
 if [[ $part == trust ]]; then  # the device evidence: probes, then every GPU test of the trust layers
   export CUDA_VISIBLE_DEVICES=$(g 0)
   timeout "$(cap 120)" python3 scripts/device_trace_probe.py --out $J/device_trace_probe.json \
@@ -94,9 +100,10 @@ if [[ $part == tests ]]; then  # the sandbox on CUDA workers, then the GPU tests
 fi
 if [[ $part == paired ]]; then  # which timing protocol repeats, and whether a speedup repeats across processes
   export CUDA_VISIBLE_DEVICES=$(g 0)
-  timeout "$(cap 200)" python3 scripts/paired_timing_probe.py --out $J/paired_timing_probe.json \
+  on timing && timeout "$(cap 200)" python3 scripts/paired_timing_probe.py --out $J/paired_timing_probe.json \
     > "$OUT/A-paired-probe.log" 2>&1
-  timeout "$(cap 300)" python3 scripts/paired_repeat.py --out $J/paired_repeat.json > "$OUT/B-paired-repeat.log" 2>&1
+  timeout "$(cap 320)" python3 scripts/paired_repeat.py --out $J/paired_repeat.json --parallel "${PARALLEL:-1}" \
+    --timeout "$(cap 310)" > "$OUT/B-paired-repeat.log" 2>&1
   [[ -n ${EXTRA:-} ]] && timeout "$(cap 300)" bash -c "$EXTRA" > "$OUT/C-extra.log" 2>&1
 fi
 if [[ $part == serve ]]; then  # `warpgym serve` from 8 clients against in-process (carry the serve wheels)

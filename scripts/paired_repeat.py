@@ -75,21 +75,32 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default="paired_repeat.json")
     parser.add_argument("--processes", type=int, default=5)
-    parser.add_argument("--timeout", type=float, default=300)
+    parser.add_argument("--timeout", type=float, default=300, help="seconds for all processes together")
+    parser.add_argument("--parallel", type=int, default=1,
+                        help="processes at once (timing still holds the GPU alone: common/timing.gpu_lock)")
     parser.add_argument("--pairs", help="task=baseline,... (default: the four above)")
     args = parser.parse_args()
     runs, errors = [], []
     started = time.perf_counter()
-    for i in range(args.processes):
-        proc = subprocess.run([sys.executable, "-c", CHILD, json.dumps(PAIRS)], capture_output=True,
-                              text=True, timeout=args.timeout)
-        line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
-        if line is None:
-            errors.append({"process": i, "rc": proc.returncode, "stderr": proc.stderr[-2000:]})
-            continue
-        runs.append(json.loads(line[len("RESULT "):]))
-        print(f"process {i}: " + ", ".join(f"{r['task']} {r['speedup']}" for r in runs[-1]), flush=True)
-        Path(args.out).write_text(json.dumps({"runs": runs, "errors": errors}, indent=1, default=str))
+    pending = list(range(args.processes))
+    while pending:  # --parallel processes at once: they compile side by side, their timing waits for the GPU
+        batch, pending = pending[:args.parallel], pending[args.parallel:]
+        procs = {i: subprocess.Popen([sys.executable, "-c", CHILD, json.dumps(PAIRS)], stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True) for i in batch}
+        for i, proc in procs.items():
+            try:
+                left = args.timeout - (time.perf_counter() - started)
+                stdout, stderr = proc.communicate(timeout=max(1.0, left))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                stdout, stderr = proc.communicate()
+            line = next((x for x in stdout.splitlines() if x.startswith("RESULT ")), None)
+            if line is None:
+                errors.append({"process": i, "rc": proc.returncode, "stderr": stderr[-2000:]})
+                continue
+            runs.append(json.loads(line[len("RESULT "):]))
+            print(f"process {i}: " + ", ".join(f"{r['task']} {r['speedup']}" for r in runs[-1]), flush=True)
+            Path(args.out).write_text(json.dumps({"runs": runs, "errors": errors}, indent=1, default=str))
     summary = _summary(runs)
     for row in summary:
         spread = row["max_over_min"] and round(row["max_over_min"], 4)

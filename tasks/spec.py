@@ -110,6 +110,10 @@ class Task:
     """The answer is the inputs' data rearranged (transpose, pad, permute, concatenate, roll, ...): host
     code that copies data (clone, contiguous, copy_, fill_) would produce it, so host copies count as
     computing here, not only PyTorch's arithmetic."""
+    performance_note: str = ""
+    """Why the reference solution stays below 0.8x of its best baseline on the H200, with the measured
+    figure (scripts/triton_ref_sweep.py): shown by ``tasks show`` and in docs/suite.md, never to a model.
+    Empty where the reference reaches it."""
     solution: str | None = None
     """Path of the reference solution, relative to ``tasks/solutions``: a module, or a folder holding one
     module and its attachments (``.ptx``, ``.cu``, ``.cuh``). Defaults to the folder ``<id>/`` where it

@@ -7,7 +7,7 @@ only warm-up blocks (no CUDA events); what a timed block does on a GPU is tests/
 from __future__ import annotations
 
 import torch
-from warpgym.env.common.timing import time_calls
+from warpgym.env.common.timing import HOST_BOUND, time_calls
 from warpgym.env.judge import findings
 from warpgym.env.judge.channel import ask, stage_inputs
 from warpgym.env.judge.options import EvalOptions
@@ -78,25 +78,48 @@ def test_a_timed_call_that_writes_past_an_input_is_out_of_bounds(cpu_evaluator):
 
 
 class FakeEvent:
+    """Every call starved (its start event already reached as it returns) when ``starved`` is set."""
+
+    starved = False
+
     def __init__(self, enable_timing: bool = False) -> None:
-        self.at = 0.0
+        pass
 
     def record(self) -> None:
         pass
 
+    def query(self) -> bool:
+        return self.starved
+
     def elapsed_time(self, other: FakeEvent) -> float:
         return 0.5
+
+
+def _loop(log: list[str], count: int, **kw) -> object:
+    sets = [{"x": torch.zeros(1)}, {"x": torch.ones(1)}]
+    return time_calls(lambda x: log.append(f"call {int(x.item())}"), sets, count, event_cls=FakeEvent,
+                      synchronize=lambda: log.append("sync"), flush=torch.empty(16, dtype=torch.uint8),
+                      sleep=lambda cycles: log.append("spin"), cycles_per_ms=1000.0,
+                      before=lambda: log.append("before"), **kw)
 
 
 def test_the_timing_loop_prepares_each_call_before_its_clocks_start():
     """``before`` (the worker's poison) runs ahead of each call's synchronise and flush, never between the
     clocks and the call: the times are the call's alone."""
     log: list[str] = []
-    flush = torch.empty(16, dtype=torch.uint8)
-    sets = [{"x": torch.zeros(1)}, {"x": torch.ones(1)}]
-    calls = time_calls(lambda x: log.append(f"call {int(x.item())}"), sets, 3, event_cls=FakeEvent,
-                       synchronize=lambda: log.append("sync"), flush=flush, start=1,
-                       before=lambda: log.append("before"))
+    calls = _loop(log, 3, start=1)
     assert log == ["before", "sync", "call 1", "sync"] + ["before", "sync", "call 0", "sync"] \
         + ["before", "sync", "call 1", "sync"]
     assert calls.event_ms == [0.5, 0.5, 0.5] and len(calls.wall_ms) == 3
+
+
+def test_a_traced_block_s_calls_run_once_each_with_no_spin(monkeypatch):
+    """A traced block passes HOST_BOUND: however starved, no call is retimed after a spin (a spin kernel in
+    the trace would count as its sentinel), and each is prepared as a timed call is."""
+    monkeypatch.setattr(FakeEvent, "starved", True)
+    log: list[str] = []
+    calls = _loop(log, 2, spin_cycles=HOST_BOUND)
+    assert log == ["before", "sync", "call 0", "sync", "before", "sync", "call 1", "sync"], log
+    assert calls.retimed == 0 and "spin" not in log
+    retried: list[str] = []
+    assert _loop(retried, 1, spin_cycles=100).retimed > 0 and retried.count("before") > 1, retried

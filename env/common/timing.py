@@ -161,9 +161,8 @@ def _time_callable(fn: Callable[..., Any], input_sets: Sequence[dict[str, Any]],
     synchronize()
     warmup, reps = calls_within_budget(time.perf_counter() - started, warmup, reps)
     warm_up(fn, input_sets, warmup, WARMUP_SECONDS - (time.perf_counter() - started), synchronize, done=1)
-    spin_cycles = int(preroll_ms * _spin_cycles_per_ms()) if preroll_ms > 0 else 0
     calls = time_calls(fn, input_sets, reps, event_cls=event_cls, synchronize=synchronize, flush=flush,
-                       spin_cycles=spin_cycles)
+                       spin_cycles=spin_cycles_of(preroll_ms))
     del flush
     median_event = statistics.median(calls.event_ms)
     median_wall = statistics.median(calls.wall_ms)
@@ -205,36 +204,74 @@ class Calls:
     event_ms: list[float] = field(default_factory=list)
     wall_ms: list[float] = field(default_factory=list)
     issue_ms: list[float] = field(default_factory=list)
+    starved: int = 0
+    """Calls kept although the GPU reached their start event before the host had issued them (after
+    MAX_STARVED_RETRIES longer spins, or with the longest spin: a call that waits for the GPU itself)."""
+    retimed: int = 0
+    """Calls timed again, after a longer spin, because the GPU had reached their start event too soon."""
+    spin_cycles: int = 0
+    """The spin the last call ran after: the next block starts from it (HOST_BOUND: no spin, no retry)."""
+
+
+MAX_STARVED_RETRIES = 3
+HOST_BOUND = -1
+"""``spin_cycles`` once a call stayed starved after the longest spin: it waits for the GPU itself (a
+``.item()``, a synchronise), so no spin can queue it ahead, and its later calls run with none."""
 
 
 def time_calls(fn: Callable[..., Any], input_sets: Sequence[dict[str, Any]], count: int, *, event_cls: Any,
                synchronize: Callable[[], None], flush: torch.Tensor, start: int = 0, spin_cycles: int = 0,
+               sleep: Callable[[int], None] | None = None, cycles_per_ms: float | None = None,
                before: Callable[[], None] | None = None) -> Calls:
     """``count`` calls of ``fn``, rotating over ``input_sets`` from position ``start``, each after an L2
     flush and timed by both clocks: the one loop behind every timing, the harness's and the worker's.
-    ``before`` runs ahead of each call's synchronise, outside both clocks (the worker poisons memory there,
-    as before a checked call)."""
-    calls = Calls()
+
+    The events measure the call's GPU work only if its launches are queued before the GPU reaches the
+    start event; otherwise they count the GPU waiting for the host (a worker under the run-time policy
+    takes about 0.3 ms to issue a call, longer than a short kernel runs). So a GPU spin of
+    ``spin_cycles`` is queued before the start event, and a call is *starved* when its start event is
+    already complete as ``fn`` returns: it is timed again after a longer spin (its issue time plus
+    PREROLL_MARGIN_MS, at least twice the last spin, at most MAX_PREROLL_MS), up to
+    MAX_STARVED_RETRIES times (HOST_BOUND: a call that waits for the GPU itself). The spin's GPU time
+    (an event before it) is taken off the wall clock, so a spin never reads as hidden work; work on a
+    side stream that runs under the spin is what the device trace of sampled timed calls looks for.
+    ``before`` runs ahead of each attempt's synchronise, outside both clocks (the worker poisons memory
+    there, as before a checked call); HOST_BOUND as ``spin_cycles`` times every call once, with no spin
+    (a traced block: the trace's only spin kernels are its sentinels)."""
+    sleep = sleep or torch.cuda._sleep
+    calls = Calls(spin_cycles=spin_cycles)
     for i in range(start, start + count):
         inputs = input_sets[i % len(input_sets)]
-        begin, end = event_cls(enable_timing=True), event_cls(enable_timing=True)
-        if before is not None:
-            before()
-        synchronize()
-        # The flush is queued before the start event, with no synchronise between: the call's own
-        # launch (host) work overlaps the flush, as it overlaps earlier work in a real program, so
-        # the events measure the kernels rather than an idle GPU waiting for the host.
-        flush.zero_()
-        if spin_cycles:
-            torch.cuda._sleep(spin_cycles)
-        wall_start = time.perf_counter()
-        begin.record()
-        fn(**inputs)
-        calls.issue_ms.append((time.perf_counter() - wall_start) * 1e3)
-        end.record()
-        synchronize()
-        calls.wall_ms.append((time.perf_counter() - wall_start) * 1e3)
-        calls.event_ms.append(begin.elapsed_time(end))
+        for attempt in range(MAX_STARVED_RETRIES + 1):
+            spun, begin, end = (event_cls(enable_timing=True) for _ in range(3))
+            if before is not None:
+                before()
+            synchronize()
+            flush.zero_()
+            spun.record()
+            if calls.spin_cycles > 0:
+                sleep(calls.spin_cycles)
+            wall_start = time.perf_counter()
+            begin.record()
+            fn(**inputs)
+            issued = (time.perf_counter() - wall_start) * 1e3
+            starved = bool(begin.query())
+            end.record()
+            synchronize()
+            wall = (time.perf_counter() - wall_start) * 1e3
+            longest = spin_cycles_of(MAX_PREROLL_MS, cycles_per_ms)
+            if starved and calls.spin_cycles >= longest:
+                calls.spin_cycles = HOST_BOUND
+            if not starved or attempt == MAX_STARVED_RETRIES or calls.spin_cycles == HOST_BOUND:
+                break
+            calls.retimed += 1
+            calls.spin_cycles = min(longest, max(2 * calls.spin_cycles,
+                                                 spin_cycles_of(issued + PREROLL_MARGIN_MS, cycles_per_ms)))
+        calls.starved += starved
+        event_ms = begin.elapsed_time(end)
+        calls.issue_ms.append(issued)
+        calls.event_ms.append(event_ms)
+        calls.wall_ms.append(max(event_ms, wall - spun.elapsed_time(begin)))
     return calls
 
 
@@ -284,7 +321,12 @@ def preroll_ms(issue: Sequence[float]) -> float:
 
 
 def spin_cycles(ms: float) -> int:
-    return int(ms * _spin_cycles_per_ms()) if ms > 0 else 0
+    return spin_cycles_of(ms)
+
+
+def spin_cycles_of(ms: float, cycles_per_ms: float | None = None) -> int:
+    """Cycles of ``torch.cuda._sleep`` that last ``ms`` (at the rate measured here unless given)."""
+    return int(ms * (cycles_per_ms or _spin_cycles_per_ms())) if ms > 0 else 0
 
 
 def _spin_cycles_per_ms() -> float:

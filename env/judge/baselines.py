@@ -47,6 +47,8 @@ class Baselines:
         self.out_of_memory = out_of_memory
         self.errors: dict[str, str] = {}
         self.flush: torch.Tensor | None = None
+        self.spins: dict[int, int] = {}
+        """Per baseline callable, the spin its last block ended with (common/timing.time_calls)."""
 
     def prepare(self) -> None:
         """The baselines and their inputs (made only now, after the candidate's first call, which may
@@ -91,7 +93,9 @@ class Baselines:
         if self.flush is None:
             self.flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device=self.device)
         timed = time_calls(fn, self.inputs, calls, event_cls=torch.cuda.Event,
-                           synchronize=torch.cuda.synchronize, flush=self.flush, start=start)
+                           synchronize=torch.cuda.synchronize, flush=self.flush, start=start,
+                           spin_cycles=self.spins.get(id(fn), 0))
+        self.spins[id(fn)] = timed.spin_cycles
         return timed, call_ms
 
     def _failed(self, name: str, exc: Exception) -> None:

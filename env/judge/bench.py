@@ -228,7 +228,9 @@ def _candidate_side(ev: Evaluation, case: dict[str, Any], alone: bool) -> TimeBl
     def side(calls: int, warmup_calls: int, warmup_seconds: float, start: int) -> tuple[Calls, float | None]:
         reply = _block(ev, m.TimeBlockRequest(calls=calls, warmup_calls=warmup_calls,
                                               warmup_seconds=warmup_seconds, start=start), alone)
-        return Calls(reply.event_ms, reply.wall_ms, reply.issue_ms), reply.warmup_call_ms
+        calls = Calls(reply.event_ms, reply.wall_ms, reply.issue_ms, starved=reply.starved,
+                      retimed=reply.retimed)
+        return calls, reply.warmup_call_ms
 
     return side
 
@@ -268,7 +270,8 @@ def timing_of(case: dict[str, Any], outcome: PairedOutcome, machine: MachineStat
         case=case, median_ms=statistics.median(calls), min_ms=min(calls), max_ms=max(calls), runs=len(calls),
         baselines_ms={name: statistics.median([ms for b in blocks for ms in b.event_ms])
                       for name, blocks in outcome.baselines.items()},
-        host_issue_ms=statistics.median(issue), ratios=ratios, rounds=outcome.rounds,
+        host_issue_ms=statistics.median(issue), starved_calls=sum(b.starved for b in outcome.candidate),
+        retimed_calls=sum(b.retimed for b in outcome.candidate), ratios=ratios, rounds=outcome.rounds,
         block_calls=outcome.block_calls, ended_by=outcome.ended_by, baseline_errors=baseline_errors,
         machine=machine, traced_blocks=len(outcome.traced), traced_calls=sum(b.calls for b in outcome.traced),
         trace_seconds=round(sum(b.seconds for b in outcome.traced), 4))

@@ -95,6 +95,11 @@ class Timing:
     baselines_ms: dict[str, float] = field(default_factory=dict)
     host_issue_ms: float | None = None
     """Median host time to issue one call (until ``fn`` returns); near ``median_ms``: host-bound."""
+    starved_calls: int = 0
+    """Timed calls the GPU may have waited in for the host (their start event was reached before the
+    call was issued, even after the longest spin): near ``runs``, the figure is the host's, not the GPU's."""
+    retimed_calls: int = 0
+    """Calls timed again after a longer spin because the GPU reached them before the host had issued them."""
     tflops: float | None = None
     gbps: float | None = None
     roofline_fraction: float | None = None

@@ -252,6 +252,8 @@ class TimeBlockReply(Reply):
     event_ms: list[float] = Field(default_factory=list)
     wall_ms: list[float] = Field(default_factory=list)
     issue_ms: list[float] = Field(default_factory=list)
+    starved: int = Field(default=0, ge=0)
+    retimed: int = Field(default=0, ge=0)
     warmup_call_ms: float | None = None
     """Mean wall-clock milliseconds of one warm-up call (what sizes the blocks of a slow kernel)."""
     forbidden_ops: dict[str, int] = Field(default_factory=dict)

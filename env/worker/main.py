@@ -52,6 +52,8 @@ _PRISTINE = {
     "torch.cuda.Event": getattr(torch.cuda, "Event", None),
     "torch.cuda.synchronize": getattr(torch.cuda, "synchronize", None),
     "torch.cuda.Event.elapsed_time": getattr(getattr(torch.cuda, "Event", None), "elapsed_time", None),
+    "torch.cuda.Event.query": getattr(getattr(torch.cuda, "Event", None), "query", None),
+    "torch.cuda._sleep": getattr(torch.cuda, "_sleep", None),
     "time.perf_counter": time.perf_counter,
     "torch.Tensor.__eq__": torch.Tensor.__eq__,
 }
@@ -98,8 +100,8 @@ class State:
         """Memory poisoned before each timed call, as much as before a checked call of the case."""
         self.output_bytes: list[int] = []
         """The sizes of the case's outputs, each poisoned on its own too (``poison``)."""
-        self.preroll_ms = 0.0
-        """The GPU spin queued before each timed call of the window in progress (see op_time_block)."""
+        self.spin_cycles = 0
+        """The GPU spin queued before each timed call (common/timing.time_calls), kept from block to block."""
 
 
 def _on_device(inputs: dict[str, Any], device: str) -> dict[str, Any]:
@@ -427,7 +429,7 @@ def op_stage(state: State, msg: m.StageRequest) -> m.StageReply:
     """The window's input sets, laid out as a checked call's inputs are (each floating input inside its
     NaN guards), so an input's storage, offset and neighbours tell a timed call from a checked one no more
     than its values do."""
-    state.preroll_ms, state.poison_bytes, state.output_bytes = 0.0, msg.poison_bytes, list(msg.output_bytes)
+    state.spin_cycles, state.poison_bytes, state.output_bytes = 0, msg.poison_bytes, list(msg.output_bytes)
     state.staged, state.guards = [], []
     for inputs in msg.input_sets:
         guarded, guards = _guarded(_on_device(inputs, state.device))
@@ -483,30 +485,33 @@ def op_time_block(state: State, msg: m.TimeBlockRequest) -> m.TimeBlockReply:
             warmup_ms = (time.perf_counter() - started) * 1e3 / warmed if warmed else None
             calls = timing.Calls()
             if msg.calls:
-                if not state.preroll_ms:
-                    state.preroll_ms = timing.preroll_ms([timing.issue_ms(entry, input_sets[0], synchronize)])
+                if not state.spin_cycles:
+                    first = timing.issue_ms(entry, input_sets[0], synchronize)
+                    state.spin_cycles = timing.spin_cycles(timing.preroll_ms([first]))
                 flush = torch.empty(timing.L2_FLUSH_BYTES, dtype=torch.uint8, device=device)
-                # One trace over the block: its calls follow each other as untraced ones do. No preroll spin
-                # there (its times are not kept): the trace's only spin kernels are its two sentinels.
-                spin = 0 if traced else timing.spin_cycles(state.preroll_ms)
+                # One trace over the block: its calls follow each other as untraced ones do. No spin and no
+                # retry there (its times are not kept): the trace's only spin kernels are its sentinels.
+                spin = timing.HOST_BOUND if traced else state.spin_cycles
                 with tracer:
                     calls = timing.time_calls(entry, input_sets, msg.calls, event_cls=event_cls,
                                               synchronize=synchronize, flush=flush, start=msg.start,
-                                              spin_cycles=spin, before=prepare)
+                                              spin_cycles=spin, sleep=_PRISTINE["torch.cuda._sleep"],
+                                              before=prepare)
                 del flush
-                if not msg.trace:  # a traced call's issue time carries the tracer's overhead
-                    state.preroll_ms = timing.preroll_ms(calls.issue_ms)
+                if not msg.trace:  # a traced call's times carry the tracer's overhead
+                    state.spin_cycles = calls.spin_cycles
         overrun = _overrun_inputs(state) if msg.calls or warmed else []
     finally:
         if msg.release:
             state.staged, state.guards = [], []
-            state.preroll_ms = 0.0
+            state.spin_cycles = 0
     trace = None
     if isinstance(tracer, device_trace.traced):
         trace = {**tracer.trace.to_wire(), "calls": msg.calls}
     return m.TimeBlockReply(ok=True, event_ms=calls.event_ms, wall_ms=calls.wall_ms, issue_ms=calls.issue_ms,
-                            warmup_call_ms=warmup_ms, forbidden_ops=mode.forbidden(), tampered=tampered(),
-                            out_of_bounds=overrun, device_trace=trace)
+                            starved=calls.starved, retimed=calls.retimed, warmup_call_ms=warmup_ms,
+                            forbidden_ops=mode.forbidden(), tampered=tampered(), out_of_bounds=overrun,
+                            device_trace=trace)
 
 
 def op_ping(state: State, msg: m.PingRequest) -> m.PingReply:

@@ -273,7 +273,27 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
         mark = "yes" if r["correct"] else ("n/a" if r["correct"] is None else "NO")
         ms = ", ".join(f"{m:.4g}" for m in r.get("candidate_ms") or []) or "-"
         out.append(f"| {label(r)}{flag} | {mark} | {' | '.join(cells)} | {ms} |")
+    notes = performance_notes([r["task"] for r in rows])
+    if notes:
+        out += ["", "Why these references stay below 0.8x of their best baseline (each task's "
+                "`performance_note`):"]
+        out += [f"- `{task_id}`: {note}" for task_id, note in notes]
     return "\n".join(out) + "\n"
+
+
+def performance_notes(task_ids: list[str]) -> list[tuple[str, str]]:
+    """(task id, note) for each known task whose declaration says why its reference is slow."""
+    from warpgym.tasks import UnknownTaskError, get_task
+
+    notes = []
+    for task_id in task_ids:
+        try:
+            note = get_task(task_id).performance_note.strip()
+        except UnknownTaskError:
+            continue
+        if note:
+            notes.append((task_id, " ".join(note.split())))
+    return notes
 
 
 def _print_table(rows: list[dict[str, Any]], device: str) -> None:

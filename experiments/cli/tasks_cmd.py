@@ -49,6 +49,8 @@ def show_task(args: argparse.Namespace) -> int:
     except UnknownTaskError as exc:
         raise UsageError(str(exc)) from None
     print(task.statement())
+    if task.performance_note:
+        print(f"Reference performance (not shown to a model): {task.performance_note.strip()}\n")
     if args.all_shapes:
         for name in ("heldout", "bench"):
             print(f"{name} shapes (never shown to a model):")
