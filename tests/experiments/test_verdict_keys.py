@@ -91,7 +91,8 @@ def test_the_server_s_key_covers_the_judge_settings_it_chooses_itself():
     judged = eval_options(sub.options.model_dump(mode="json"), "cuda")
     base = serve_key(sub, "cuda:H200:1", judged)
     assert serve_key(sub, "cuda:H200:1", eval_options(sub.options.model_dump(mode="json"), "cuda")) == base
-    for paired in (PairedTiming(traced_blocks=0), PairedTiming(budget_seconds=2.0), PairedTiming(max_rounds=30)):
+    for paired in (PairedTiming(traced_blocks=0), PairedTiming(budget_seconds=2.0),
+                   PairedTiming(max_rounds=30)):
         assert serve_key(sub, "cuda:H200:1", dataclasses.replace(judged, paired=paired)) != base
     timed_off = _sub(timing=False)
     assert serve_key(timed_off, "cuda:H200:1", eval_options(timed_off.options.model_dump(mode="json"),

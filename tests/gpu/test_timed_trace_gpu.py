@@ -71,8 +71,7 @@ HONEST = [
 
 
 @pytest.mark.parametrize(("task_id", "path"), HONEST, ids=["add", "softmax", "add-callable-object"])
-def test_honest_triton_candidates_pass_with_timing_and_the_traced_sample_in_the_verdict(gpu_evaluator, task_id,
-                                                                                        path):
+def test_honest_triton_candidates_pass_timed_with_the_sample_in_the_verdict(gpu_evaluator, task_id, path):
     task = get_task(task_id)
     result = judge(gpu_evaluator, task_id, path.read_text() if path else task.solution_source())
     print("\n" + explain(result))
@@ -81,8 +80,8 @@ def test_honest_triton_candidates_pass_with_timing_and_the_traced_sample_in_the_
     for t in result.timing:
         assert t.traced_blocks >= TIMED.paired.traced_blocks, explain(result)
         assert t.traced_calls == t.traced_blocks * t.block_calls and t.runs == t.rounds * t.block_calls
-        print(f"{task_id} {t.case}: {t.runs} timed calls, {t.traced_calls} traced in {t.traced_blocks} blocks, "
-              f"{t.trace_seconds:.3f} s of tracing")
+        print(f"{task_id} {t.case}: {t.runs} timed calls, {t.traced_calls} traced in {t.traced_blocks} "
+              f"blocks, {t.trace_seconds:.3f} s of tracing")
     timed = result.device_activity["timed"]
     assert timed["traced_calls"] == sum(t.traced_calls for t in result.timing), timed
     own = {base_name(k.name) for k in result.kernels} | set(HARNESS_KERNELS)
