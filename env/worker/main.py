@@ -215,10 +215,10 @@ def poison(device: str, nbytes: int, outputs: Sequence[int] = ()) -> None:
     """Fill memory the allocator will hand out next with NaN, so reading an output never written gives NaN
     rather than a stale answer. A block of each of ``outputs``' sizes comes first: the caching allocator
     hands out the best-fitting free block, which, between calls with no cache release (the timing loop's),
-    is the previous call's output of that size, holding its answer; these take it and leave it NaN."""
-    sizes = [*outputs, nbytes]
-    blocks = [torch.full((max(1, -(-min(n, 1 << 30) // 4)),), POISON_WORD, dtype=torch.int32, device=device)
-              for n in sizes]
+    is the previous call's output of that size, holding its answer; these take it and leave it NaN (whole:
+    the call's outputs take that memory anyway). The block after them is at most a GiB."""
+    sizes = [*outputs, min(nbytes, 1 << 30)]
+    blocks = [torch.full((max(1, -(-n // 4)),), POISON_WORD, dtype=torch.int32, device=device) for n in sizes]
     del blocks
     if device.startswith("cuda"):
         _scrub_shared_memory()
