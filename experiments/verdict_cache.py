@@ -8,6 +8,7 @@ edits its verdict cannot change another's.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import threading
@@ -21,14 +22,15 @@ if TYPE_CHECKING:
 
 
 def verdict_key(task: Task, candidate: str | Candidate, options: EvalOptions) -> str:
-    """What the verdict depends on: the task, the module and its attachments, and the options."""
+    """What the verdict depends on: the task, the module and its attachments, and every option (target,
+    device, shape sets, timing and its warm-up and repetitions, the paired timing with its traced sample,
+    limits, profiling, memcheck, what feedback reveals). The reward is not: the environment computes it
+    from the verdict, outside this cache, so episodes with different reward settings share a verdict."""
     if isinstance(candidate, str):
         judged: object = candidate
     else:
         judged = [candidate.source, sorted(candidate.attachments.items())]
-    blob = json.dumps(
-        [task.id, judged, options.target, list(options.shape_sets), options.timing, options.reveal_shapes]
-    )
+    blob = json.dumps([task.id, judged, dataclasses.asdict(options)], sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 

@@ -89,7 +89,8 @@ if [[ $part == trust ]]; then  # the device evidence: probes, then every GPU tes
     > "$OUT/A-trace-probe.log" 2>&1
   timeout "$(cap 120)" python3 scripts/landlock_cuda_probe.py --out $J/landlock_cuda.json > "$OUT/B-landlock.log" 2>&1
   timeout "$(cap 420)" python3 -m pytest -v ${GPU_TESTS:-tests/gpu/test_trust_gpu.py tests/gpu/test_adversarial_gpu.py \
-    tests/gpu/test_gpu_core.py} -p no:cacheprovider -rA --timeout 150 > "$OUT/C-trust-tests.log" 2>&1
+    tests/gpu/test_timed_trace_gpu.py tests/gpu/test_gpu_core.py} -p no:cacheprovider -rA --timeout 150 \
+    > "$OUT/C-trust-tests.log" 2>&1
 fi
 if [[ $part == tests ]]; then  # the sandbox on CUDA workers, then the GPU tests
   export CUDA_VISIBLE_DEVICES=$(g 0)

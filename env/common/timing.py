@@ -221,7 +221,8 @@ HOST_BOUND = -1
 
 def time_calls(fn: Callable[..., Any], input_sets: Sequence[dict[str, Any]], count: int, *, event_cls: Any,
                synchronize: Callable[[], None], flush: torch.Tensor, start: int = 0, spin_cycles: int = 0,
-               sleep: Callable[[int], None] | None = None, cycles_per_ms: float | None = None) -> Calls:
+               sleep: Callable[[int], None] | None = None, cycles_per_ms: float | None = None,
+               before: Callable[[], None] | None = None) -> Calls:
     """``count`` calls of ``fn``, rotating over ``input_sets`` from position ``start``, each after an L2
     flush and timed by both clocks: the one loop behind every timing, the harness's and the worker's.
 
@@ -233,13 +234,18 @@ def time_calls(fn: Callable[..., Any], input_sets: Sequence[dict[str, Any]], cou
     PREROLL_MARGIN_MS, at least twice the last spin, at most MAX_PREROLL_MS), up to
     MAX_STARVED_RETRIES times (HOST_BOUND: a call that waits for the GPU itself). The spin's GPU time
     (an event before it) is taken off the wall clock, so a spin never reads as hidden work; work on a
-    side stream that runs under the spin is what the device trace of sampled timed calls looks for."""
+    side stream that runs under the spin is what the device trace of sampled timed calls looks for.
+    ``before`` runs ahead of each attempt's synchronise, outside both clocks (the worker poisons memory
+    there, as before a checked call); HOST_BOUND as ``spin_cycles`` times every call once, with no spin
+    (a traced block: the trace's only spin kernels are its sentinels)."""
     sleep = sleep or torch.cuda._sleep
     calls = Calls(spin_cycles=spin_cycles)
     for i in range(start, start + count):
         inputs = input_sets[i % len(input_sets)]
         for attempt in range(MAX_STARVED_RETRIES + 1):
             spun, begin, end = (event_cls(enable_timing=True) for _ in range(3))
+            if before is not None:
+                before()
             synchronize()
             flush.zero_()
             spun.record()

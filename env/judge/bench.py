@@ -25,8 +25,10 @@ from warpgym.env.judge.paired import PairedOutcome, TimeBlock, run_rounds
 from warpgym.env.judge.plan import BENCH_DISTRIBUTION, Check
 from warpgym.env.judge.pool import WorkerError
 from warpgym.env.judge.result import CaseResult, MachineState, Ratio, Timing
+from warpgym.env.judge.timed_trace import TraceBlock
 from warpgym.env.protocol import messages as m
 from warpgym.env.protocol.violations import violation
+from warpgym.tasks import case_label
 
 if TYPE_CHECKING:
     from warpgym.env.judge.evaluation import Evaluation
@@ -89,8 +91,11 @@ def timing(ev: Evaluation) -> None:
     result = ev.result
     marks = len(result.cases), len(result.violations), len(result.suspicious), result.correct
 
+    traced = len(ev.timed_traces)
+
     def undo() -> None:
         del result.cases[marks[0]:], result.violations[marks[1]:], result.suspicious[marks[2]:]
+        del ev.timed_traces[traced:]
         result.runtime_error, result.correct = None, marks[3]
 
     in_bench_slot(ev, lambda alone: bench_cases(ev, alone), undo)
@@ -165,6 +170,9 @@ def bench_cases(ev: Evaluation, alone: bool) -> None:
             result.throttled += [r for r in timing.machine.flagged if r not in result.throttled]
         timings.append(timing)
     result.timing = timings
+    if timings and not ev.options.paired.traced_blocks:
+        result.skipped_checks.append("timing: no timed call was traced on the device (paired.traced_blocks "
+                                     "is 0); the timed calls answered to the run-time policy only")
     names = set.intersection(*(set(t.ratios) for t in timings)) if timings else set()
     result.speedup = {n: _geomean([t.ratios[n].median for t in timings]) for n in sorted(names)}
     result.speedup_low = {n: _geomean([t.ratios[n].low for t in timings]) for n in sorted(names)}
@@ -186,7 +194,7 @@ def paired_window(ev: Evaluation, case: dict[str, Any], alone: bool
     if not staged.ok:
         raise_if_shared_oom(staged, alone)
         raise _WindowEnded(staged.error)
-    candidate = _candidate_side(ev, case, alone)
+    candidate, traced = _candidate_side(ev, case, alone), _traced_side(ev, case, alone)
     sides = Baselines(ev.task, case, ev.device, alone=alone, out_of_memory=SharedOutOfMemory)
     try:
         with ev.gpu_shared():  # first calls compile (CPU work): the GPU is not held alone for them
@@ -195,26 +203,46 @@ def paired_window(ev: Evaluation, case: dict[str, Any], alone: bool
         sampler = Sampler(index)
         with gpu_lock(index), sampler.running():
             outcome = run_rounds(candidate, sides.sides(), ev.options.paired, warmup_calls=ev.options.warmup,
-                                 max_rounds=ev.options.max_rounds())
+                                 max_rounds=ev.options.max_rounds(), trace=traced)
     finally:
         sides.close()
         _release(ev, case)
     return outcome, sampler.state(), {**sides.errors, **outcome.failed}
 
 
+def _block(ev: Evaluation, request: m.TimeBlockRequest, alone: bool, label: str = "") -> m.TimeBlockReply:
+    """One block of the candidate's calls in the worker, its findings recorded (a traced block's trace
+    under ``label``); a failure or a broken rule ends the window."""
+    reply: m.TimeBlockReply = ask(ev.workers.run, request, ev.options.limits.timing)
+    if not reply.ok:
+        raise_if_shared_oom(reply, alone)
+        raise _WindowEnded(reply.error)
+    if request.trace and reply.device_trace is not None:
+        ev.timed_traces.append((label, reply.device_trace))
+    if timing_findings(ev, reply):
+        raise _WindowEnded
+    return reply
+
+
 def _candidate_side(ev: Evaluation, case: dict[str, Any], alone: bool) -> TimeBlock:
     def side(calls: int, warmup_calls: int, warmup_seconds: float, start: int) -> tuple[Calls, float | None]:
-        request = m.TimeBlockRequest(calls=calls, warmup_calls=warmup_calls, warmup_seconds=warmup_seconds,
-                                     start=start)
-        reply: m.TimeBlockReply = ask(ev.workers.run, request, ev.options.limits.timing)
-        if not reply.ok:
-            raise_if_shared_oom(reply, alone)
-            raise _WindowEnded(reply.error)
-        if timing_findings(ev, reply):
-            raise _WindowEnded
+        reply = _block(ev, m.TimeBlockRequest(calls=calls, warmup_calls=warmup_calls,
+                                              warmup_seconds=warmup_seconds, start=start), alone)
         calls = Calls(reply.event_ms, reply.wall_ms, reply.issue_ms, starved=reply.starved,
                       retimed=reply.retimed)
         return calls, reply.warmup_call_ms
+
+    return side
+
+
+def _traced_side(ev: Evaluation, case: dict[str, Any], alone: bool) -> TraceBlock:
+    """The candidate's block under CUDA activity tracing, asked for only when it runs (judge/timed_trace.py);
+    its times are not kept, and it takes the seconds it returns."""
+    def side(calls: int, start: int, index: int) -> float:
+        started = time.perf_counter()
+        label = f"a traced block of {calls} timed calls on {case_label(case)}, beside round {index + 1}"
+        _block(ev, m.TimeBlockRequest(calls=calls, start=start, trace=True), alone, label)
+        return time.perf_counter() - started
 
     return side
 
@@ -245,7 +273,8 @@ def timing_of(case: dict[str, Any], outcome: PairedOutcome, machine: MachineStat
         host_issue_ms=statistics.median(issue), starved_calls=sum(b.starved for b in outcome.candidate),
         retimed_calls=sum(b.retimed for b in outcome.candidate), ratios=ratios, rounds=outcome.rounds,
         block_calls=outcome.block_calls, ended_by=outcome.ended_by, baseline_errors=baseline_errors,
-        machine=machine)
+        machine=machine, traced_blocks=len(outcome.traced), traced_calls=sum(b.calls for b in outcome.traced),
+        trace_seconds=round(sum(b.seconds for b in outcome.traced), 4))
 
 
 def right_when_cold(ev: Evaluation, check: Check) -> bool:

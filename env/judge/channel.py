@@ -116,11 +116,21 @@ def call_inputs(ev: Evaluation, case: dict[str, Any], seed: int, distribution: s
     return ev.task.make_inputs(case, Sampler(seed, distribution, device or ev.device))
 
 
+def poison_bytes(outputs: list[Any]) -> int:
+    """Memory poisoned before a call whose reference outputs are ``outputs`` (real or meta tensors): twice
+    theirs, so a call's fresh outputs land in NaN, whether the call is checked or timed."""
+    return max(2 * sum(itemsize(t) for t in outputs), 1 << 20)
+
+
 def stage_inputs(ev: Evaluation, case: dict[str, Any], seeds: list[int], timeout: float) -> m.StageReply:
     """One input set per seed kept in the worker for the timing requests that follow; the judge's copies
     are freed before they start (a bench case's sets take gigabytes)."""
+    from warpgym.env.judge.references import output_meta
+
     sets = [call_inputs(ev, case, seed, "normal") for seed in seeds]
-    stage = m.StageRequest(input_sets=sets)
+    meta = output_meta(ev.task, sets[0])
+    stage = m.StageRequest(input_sets=sets, poison_bytes=poison_bytes(meta),
+                           output_bytes=[itemsize(t) for t in meta])
     del sets
     staged: m.StageReply = ask(ev.workers.run, stage, timeout)
     del stage
@@ -141,14 +151,13 @@ def run(ev: Evaluation, check: Check) -> m.RunReply | None:
     """Run the candidate on ``check``'s inputs and record what the reply shows beyond its outputs."""
     result, worker = ev.result, ev.workers.run
     _, meta = ev.reference(check)
-    poison_bytes = 2 * sum(itemsize(t) for t in meta)
+    poisoned = poison_bytes(meta)
     # On the host before the request: the judge's GPU copy is freed while the worker runs (the wire would
     # copy each tensor to the host anyway).
     inputs = {k: v.to("cpu") if isinstance(v, torch.Tensor) else v
               for k, v in call_inputs(ev, check.case, check.seed, check.distribution).items()}
-    request = m.RunRequest(inputs=inputs,
-                           poison_bytes=max(poison_bytes, 1 << 20),
-                           max_output_bytes=2 * poison_bytes + (16 << 20),
+    request = m.RunRequest(inputs=inputs, poison_bytes=poisoned, output_bytes=[itemsize(t) for t in meta],
+                           max_output_bytes=4 * sum(itemsize(t) for t in meta) + (16 << 20),
                            contiguous_outputs=ev.task.contiguous_outputs, layout=ev.task.layout)
     pid = ev.loaded
     reply = _send_run(ev, request)

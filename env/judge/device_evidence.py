@@ -11,6 +11,11 @@ carried data the host computed.
 
 Own kernels may not take a library's name: a Triton function called like a cuBLAS kernel would
 otherwise make every cuBLAS launch look like the candidate's.
+
+A sample of timed calls is traced too (judge/timed_trace.py), and answers to the same rules and two more
+(``timed_violations``): every kernel a timed call ran must have run in a checked call, and every timed call
+must launch a kernel of the candidate's. Their verdict is given after the timing (``judge_after_timing``),
+with the checked calls made since the first verdict (the bench check after each timing window).
 """
 
 from __future__ import annotations
@@ -38,10 +43,15 @@ RESERVED_NAMES = re.compile(
     r"^((at|c10|cutlass|cub|thrust|std|pytorch_flash|cudnn|cublas|cublasLt|gemvx|flash|fmha|"
     r"anonymous_namespace)::|void$|nvjet|sm\d+_|"
     r"cutlass|cudnn|cublas|cutensor|cusparse|cufft|curand|xmma|fmha_|gemv2|gemvx|splitKreduce|"
-    r"triton_(poi|red|per|tem)_|nccl|ampere_|volta_|turing_|spin_kernel)")
+    r"triton_(poi|red|per|tem)_|nccl|ampere_|volta_|turing_|spin_kernel|scrub_kernel$)")
 """Names of library and compiler-generated kernels (PyTorch's namespaces, NVIDIA's libraries, Inductor's
-Triton kernels, NCCL, the worker's own sentinel) that a candidate's own kernel may not take: a trace names
-a kernel only by its qualified name, so an own kernel with a library's name would hide that library."""
+Triton kernels, NCCL, the worker's own sentinel and scrub) that a candidate's own kernel may not take: a
+trace names a kernel only by its qualified name, so an own kernel with a library's name would hide that
+library."""
+
+HARNESS_KERNELS = ("scrub_kernel",)
+"""The worker's own kernel inside a traced timed block: the shared-memory scrub before each call, as before a
+checked call (env/worker/scrub.py), where it runs before the trace starts. Its name is reserved."""
 
 _QUALIFIED = re.compile(r"^(?:void\s+)?([\w:$.~]+)")
 
@@ -100,7 +110,7 @@ def device_violations(traces: Iterable[tuple[str, Mapping[str, Any]]], own_kerne
         if trace.get("sentinels", 0) < 2:
             return [Violation("device-trace", f"the CUDA activity trace of {entrypoint}() on {case} was "
                               "interrupted (the profiler was stopped or replaced during the call)")]
-        host_bytes = 0
+        host_bytes, limit = 0, HOST_TO_DEVICE_BYTES * max(1, int(trace.get("calls") or 1))
         for activity in trace.get("activities", []):
             kind, name = activity.get("kind"), str(activity.get("name", ""))
             if kind == "kernel" and base_name(name) not in own and not _allowed_library(name):
@@ -108,7 +118,7 @@ def device_violations(traces: Iterable[tuple[str, Mapping[str, Any]]], own_kerne
                 first_case.setdefault(name, case)
             elif kind == "memcpy" and activity.get("copy") == "HtoD":
                 host_bytes += int(activity.get("nbytes") or 0)
-        if host_bytes > HOST_TO_DEVICE_BYTES and not any(v.code == "device-host-copy" for v in violations):
+        if host_bytes > limit and not any(v.code == "device-host-copy" for v in violations):
             violations.append(Violation(
                 "device-host-copy",
                 f"{host_bytes} bytes were copied from the host to the GPU inside {entrypoint}() on {case}: "
@@ -138,16 +148,24 @@ def kernels_seen(traces: Iterable[tuple[str, Mapping[str, Any]]]) -> Counter[str
     return seen
 
 
+def own_kernels(ev: Evaluation) -> tuple[list[str], list[Violation]]:
+    """The kernels the candidate built that may stand for its own work, and a violation for those that
+    took a reserved name."""
+    own = [k.name for k in ev.result.kernels]
+    taken = reserved(own)
+    found = [violation("reserved-kernel-name", names=", ".join(taken))] if taken else []
+    return [k for k in own if k not in taken], found
+
+
 def judge(ev: Evaluation) -> bool:
     """The device's evidence on every traced call of an evaluation, once its kernels are known; False
     (and the candidate not accepted) when something that is not the candidate's computed."""
+    ev.traces_judged = len(ev.device_traces)
     if not ev.device_traces:
         return True
     result = ev.result
-    own = [k.name for k in result.kernels]
-    taken = reserved(own)
-    found = [violation("reserved-kernel-name", names=", ".join(taken))] if taken else []
-    found += device_violations(ev.device_traces, [k for k in own if k not in taken], ev.task.entrypoint)
+    own, found = own_kernels(ev)
+    found += device_violations(ev.device_traces, own, ev.task.entrypoint)
     result.device_activity = {"traced_calls": sum(1 for _, t in ev.device_traces if not t.get("error")),
                               "kernels": dict(kernels_seen(ev.device_traces).most_common(20)),
                               "seconds": round(sum(float(t.get("seconds") or 0) for _, t in ev.device_traces),

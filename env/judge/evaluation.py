@@ -19,7 +19,15 @@ from typing import Any
 import torch
 from warpgym.env.candidate import Candidate
 from warpgym.env.common.device import device_name, release_cached_memory
-from warpgym.env.judge import bench, channel, correctness, device_evidence, inspection, kernels
+from warpgym.env.judge import (
+    bench,
+    channel,
+    correctness,
+    device_evidence,
+    inspection,
+    kernels,
+    timed_evidence,
+)
 from warpgym.env.judge import feedback as feedback_mod
 from warpgym.env.judge.options import EvalOptions
 from warpgym.env.judge.plan import Check, params, plan
@@ -61,6 +69,10 @@ class Evaluation:
     params: list[str] = field(init=False)
     device_traces: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     """(case, trace) of every checked call on a GPU: what the device ran (judge/device_evidence.py)."""
+    traces_judged: int = 0
+    """How many of ``device_traces`` a device verdict has read (the bench checks after timing come later)."""
+    timed_traces: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    """(label, trace) of every traced timed block (judge/timed_trace.py, judge/timed_evidence.py)."""
     inherited: int | None = None
     """The run worker's pid when it was kept from an earlier evaluation: a crash there may be an
     earlier candidate's doing (see ``channel.run``)."""
@@ -196,6 +208,12 @@ class Evaluation:
         if options.timing:
             t0 = time.perf_counter()
             bench.timing(self)
+            # Kernels first launched at a bench size are the candidate's too (and must compile, as those of
+            # any other case): known before the device's verdict on the timed calls.
+            if self.timed_traces or len(self.device_traces) > self.traces_judged:
+                if channel.worker_pid(self.workers.run) == self.loaded and not kernels.compile(self):
+                    result.correct = False
+                timed_evidence.judge_after_timing(self)
             result.seconds["timing"] = time.perf_counter() - t0
         else:
             result.skipped_checks.append("timing: turned off for this evaluation")

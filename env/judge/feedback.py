@@ -63,8 +63,10 @@ def _timing_line(t: Timing) -> str:
         if k in t.ratios else f"{k} {ms:.3f} ms" for k, ms in t.baselines_ms.items())
     failed = "".join(f"; {k} not timed ({why})" for k, why in t.baseline_errors.items())
     rounds = f"; {t.rounds} paired rounds of {t.block_calls} calls, ended by {t.ended_by}" if t.rounds else ""
+    traced = (f"; {t.traced_calls} further calls traced on the device, not timed ({t.trace_seconds:.2f} s)"
+              if t.traced_blocks else "")
     return (f"Timing {case_label(t.case)}: {t.median_ms:.3f} ms, {t.tflops or 0:.1f} TFLOP/s, "
-            f"{t.gbps or 0:.0f} GB/s{roof}; baselines: {base or 'none'}{failed}{rounds}")
+            f"{t.gbps or 0:.0f} GB/s{roof}; baselines: {base or 'none'}{failed}{rounds}{traced}")
 
 
 def _machine_lines(result: EvalResult) -> list[str]:

@@ -86,6 +86,9 @@ def timing_findings(ev: Evaluation, stats: m.TimeReply | m.TimeBlockReply) -> bo
         tampered(ev, stats.tampered)
     host_compute(ev, stats.forbidden_ops)
     torch_ops(ev, stats.forbidden_ops, when="during the timing loop, ")
+    overrun = getattr(stats, "out_of_bounds", [])
+    if overrun:
+        ev.flag("out-of-bounds", names=", ".join(overrun))
     if len(ev.result.violations) > found:
         ev.result.correct = False
         return True

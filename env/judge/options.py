@@ -28,6 +28,14 @@ class PairedTiming:
     rounds' wall clock per bench case, the GPU held alone throughout) is spent: the result's
     ``ended_by`` says "precision" or "budget". A slow call gets shorter blocks (down to one call) so that
     ``min_rounds`` rounds fit in the budget; at least two rounds (one of each order) always run.
+
+    ``traced_blocks`` of the candidate's blocks per bench case run under CUDA activity tracing, with the
+    same evidence rules as a checked call (judge/device_evidence.py): each round carries one with
+    probability ``traced_blocks / min_rounds``, drawn in the judge from ``trace_seed`` (a secret one when
+    None; the worker never sees it), and a window that ends with fewer traces the rest after its last
+    round. A traced block is an extra block beside the round's timed one, on the same inputs: its times
+    are not samples, and its seconds do not count against ``budget_seconds``. 0 traces no timed call
+    (the verdict then says so).
     """
 
     block_calls: int = 5
@@ -36,6 +44,8 @@ class PairedTiming:
     max_rounds: int = 60
     budget_seconds: float = 4.0
     precision: float = 0.02
+    traced_blocks: int = 2
+    trace_seed: int | None = None
 
     def __post_init__(self) -> None:
         if self.block_calls < 1 or self.min_rounds < 2 or self.max_rounds < self.min_rounds:
@@ -44,6 +54,9 @@ class PairedTiming:
         if self.max_rounds > 1000 or not self.budget_seconds > 0 or not 0 < self.precision < 1:
             raise ValueError("paired timing needs max_rounds <= 1000, budget_seconds > 0 and "
                              "0 < precision < 1")
+        if not 0 <= self.traced_blocks <= self.max_rounds:
+            raise ValueError("paired timing needs 0 <= traced_blocks <= max_rounds, not "
+                             f"{self.traced_blocks}")
 
 
 @dataclass

@@ -24,6 +24,7 @@ from typing import Literal
 from warpgym.env.common.timing import WARMUP_SECONDS, Calls, hidden_work
 from warpgym.env.judge.options import PairedTiming
 from warpgym.env.judge.ratios import Interval, median_interval
+from warpgym.env.judge.timed_trace import TraceBlock, TracedBlock, TraceSample
 
 TimeBlock = Callable[[int, int, float, int], tuple[Calls, float | None]]
 """``(calls, warmup_calls, warmup_seconds, start) -> (calls timed, mean ms of a warm-up call)``."""
@@ -46,6 +47,8 @@ class PairedOutcome:
     block_calls: int = 0
     failed: dict[str, str] = field(default_factory=dict)
     """Baselines that failed in the window (left out of the ratios), with the reason."""
+    traced: list[TracedBlock] = field(default_factory=list)
+    """The candidate's blocks run under CUDA activity tracing (judge/timed_trace.py): not in ``candidate``."""
 
     @property
     def rounds(self) -> int:
@@ -92,16 +95,20 @@ def block_length(settings: PairedTiming, call_ms: Mapping[str, float | None]) ->
 def run_rounds(candidate: TimeBlock, baselines: Mapping[str, TimeBlock], settings: PairedTiming, *,
                warmup_calls: int, max_rounds: int | None = None,
                clock: Callable[[], float] = time.perf_counter,
-               after_block: Callable[[], None] = lambda: None) -> PairedOutcome:
+               after_block: Callable[[], None] = lambda: None,
+               trace: TraceBlock | None = None) -> PairedOutcome:
     """Warm every side up, then time rounds until the stop rule ends them.
 
     The candidate warms up first, for a time (the GPU's clocks settle), then each baseline for
     ``warmup_calls``. A baseline whose block raises ``BaselineFailed`` is left out from then on, with its
     reason; any other exception, and any from the candidate, ends the window (the caller's verdict).
-    ``after_block`` runs after every block (the machine's state is sampled there).
+    ``after_block`` runs after every block (the machine's state is sampled there). With ``trace``, rounds
+    drawn by ``TraceSample`` (settings.traced_blocks, settings.trace_seed) also run a traced block of the
+    candidate on the round's inputs; its seconds are left out of the budget.
     """
     max_rounds = settings.max_rounds if max_rounds is None else max_rounds
     outcome = PairedOutcome(baselines={name: [] for name in baselines})
+    sample = TraceSample(settings.traced_blocks if trace else 0, settings.min_rounds, settings.trace_seed)
     sides: dict[str, TimeBlock] = dict(baselines)
     call_ms: dict[str, float | None] = {}
     _, call_ms[""] = candidate(0, warmup_calls, WARMUP_SECONDS, 0)
@@ -111,14 +118,26 @@ def run_rounds(candidate: TimeBlock, baselines: Mapping[str, TimeBlock], setting
         except BaselineFailed as exc:
             _drop(outcome, sides, name, exc)
     outcome.block_calls = block = block_length(settings, call_ms)
-    started = clock()
+
+    def traced(index: int) -> float:
+        assert trace is not None
+        seconds = trace(block, index * block, index)
+        outcome.traced.append(TracedBlock(index, block, seconds))
+        return seconds
+
+    started, traced_seconds = clock(), 0.0
     while True:
         index = outcome.rounds
         order = ["", *sides] if index % 2 == 0 else [*reversed(sides), ""]
-        round_started = clock()
+        side_of_trace = sample.draw()
+        round_started, round_traced = clock(), 0.0
         for name in order:
             if name == "":
+                if side_of_trace == "before":
+                    round_traced += traced(index)
                 outcome.candidate.append(candidate(block, 0, 0.0, index * block)[0])
+                if side_of_trace == "after":
+                    round_traced += traced(index)
             elif name in sides:
                 try:
                     outcome.baselines[name].append(sides[name](block, 0, 0.0, index * block)[0])
@@ -126,13 +145,17 @@ def run_rounds(candidate: TimeBlock, baselines: Mapping[str, TimeBlock], setting
                     _drop(outcome, sides, name, exc)
             after_block()
         now = clock()
+        traced_seconds += round_traced
         if outcome.rounds >= settings.min_rounds and outcome.precise(settings.precision):
             outcome.ended_by = "precision"
-            return outcome
-        over_budget = now - started + (now - round_started) > settings.budget_seconds
-        if outcome.rounds >= max_rounds or (outcome.rounds >= MIN_ROUNDS and over_budget):
+            break
+        spent = now - started - traced_seconds + (now - round_started - round_traced)
+        if outcome.rounds >= max_rounds or (outcome.rounds >= MIN_ROUNDS and spent > settings.budget_seconds):
             outcome.ended_by = "budget"
-            return outcome
+            break
+    for extra in range(sample.missing(len(outcome.traced))):
+        traced(outcome.rounds + extra)
+    return outcome
 
 
 def _drop(outcome: PairedOutcome, sides: dict[str, TimeBlock], name: str, exc: BaselineFailed) -> None:

@@ -70,6 +70,16 @@ def itemsize(t: Any) -> int:
     return t.numel() * t.element_size() if isinstance(t, torch.Tensor) else 0
 
 
+def output_meta(task: Task, inputs: dict[str, Any]) -> list[Any]:
+    """The reference's outputs for ``inputs`` as meta tensors (shapes and dtypes, no data)."""
+    try:
+        return list(sequence(task.reference(**{k: v.to("meta") if isinstance(v, torch.Tensor) else v
+                                               for k, v in inputs.items()})))
+    except Exception:  # noqa: BLE001 - some ops have no meta kernel; run at the real dtype instead
+        outputs = sequence(task.reference(**inputs))
+        return [o.to("meta") if isinstance(o, torch.Tensor) else o for o in outputs]
+
+
 class References:
     """The reference answers of one device's evaluations."""
 
@@ -85,12 +95,7 @@ class References:
         if kept is not None:
             return kept
         inputs = task.make_inputs(case, Sampler(seed, dist, self.device))
-        try:
-            meta = list(sequence(task.reference(**{k: v.to("meta") if isinstance(v, torch.Tensor) else v
-                                                   for k, v in inputs.items()})))
-        except Exception:  # noqa: BLE001 - some ops have no meta kernel; run at the real dtype instead
-            meta = [o.to("meta") if isinstance(o, torch.Tensor) else o
-                    for o in sequence(task.reference(**inputs))]
+        meta = output_meta(task, inputs)
         precision = dtype_of(task.reference_precision)
         with torch.no_grad(), gpu_shared():
             expected = list(sequence(task.reference(**{k: _upcast(v, precision) for k, v in inputs.items()})))

@@ -113,6 +113,11 @@ class Timing:
     baseline_errors: dict[str, str] = field(default_factory=dict)
     """Baselines that could not be timed here, and why."""
     machine: MachineState | None = None
+    traced_blocks: int = 0
+    """The candidate's blocks traced on the device in this window (judge/timed_trace.py), beside the timed
+    ones: ``traced_calls`` calls that are not among the ``runs``, taking ``trace_seconds`` in all."""
+    traced_calls: int = 0
+    trace_seconds: float = 0.0
 
 
 @dataclass
@@ -155,7 +160,10 @@ class EvalResult:
     sentence (env/worker/confine.py); None when the evaluation never started a worker."""
     device_activity: dict[str, Any] | None = None
     """What the GPU ran inside the entrypoint, by CUDA activity tracing: ``traced_calls``, ``kernels``
-    (each name seen and how often), ``seconds`` the tracing took; None without a GPU."""
+    (each name seen and how often), ``seconds`` the tracing took; None without a GPU. After a timing,
+    ``timed`` says the same of the timed calls that were traced: ``traced_blocks``, ``traced_calls`` (and
+    ``timed_calls``, the timed samples beside them), ``kernels`` and ``seconds`` (the traced blocks in
+    the worker, their calls included)."""
 
     @property
     def errors(self) -> dict[str, dict[str, Any]]:

@@ -48,6 +48,8 @@ class RunRequest(Message):
     op: Literal["run"] = "run"
     inputs: Inputs
     poison_bytes: int = 1 << 24
+    output_bytes: list[int] = Field(default_factory=list)
+    """The size of each output of the reference: a block of each is poisoned too (worker ``poison``)."""
     max_output_bytes: int | None = None
     contiguous_outputs: bool = True
     """The statement promises contiguous outputs (every task unless its declaration says otherwise)."""
@@ -85,6 +87,9 @@ class StageRequest(Message):
 
     op: Literal["stage"] = "stage"
     input_sets: list[Inputs]
+    poison_bytes: int = Field(default=1 << 20, ge=0)
+    """Memory poisoned with NaN before each timed call, as before a checked call of the case (``run``)."""
+    output_bytes: list[int] = Field(default_factory=list)
 
 
 class TimeRequest(Message):
@@ -108,6 +113,9 @@ class TimeBlockRequest(Message):
     start: int = Field(default=0, ge=0)
     """The position in the rotation over the seeds' input sets of the first timed call."""
     release: bool = False
+    trace: bool = False
+    """Run the block's calls under CUDA activity tracing (judge/timed_trace.py); sent only with the block
+    it asks for, so no earlier request says which blocks will be traced."""
 
 
 class PingRequest(Message):
@@ -250,6 +258,10 @@ class TimeBlockReply(Reply):
     """Mean wall-clock milliseconds of one warm-up call (what sizes the blocks of a slow kernel)."""
     forbidden_ops: dict[str, int] = Field(default_factory=dict)
     tampered: list[str] = Field(default_factory=list)
+    out_of_bounds: list[str] = Field(default_factory=list)
+    """Staged inputs whose guards a timed call wrote over (they are guarded as a checked call's are)."""
+    device_trace: dict[str, Any] | None = None
+    """For a traced block on a GPU: what the device ran over its calls (with ``calls``, their number)."""
 
     @model_validator(mode="after")
     def _one_figure_per_call(self) -> TimeBlockReply:

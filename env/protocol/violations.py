@@ -99,6 +99,8 @@ CODES: dict[str, Code] = {
     "device-library-kernel": Code("a kernel the candidate did not build ran inside the entrypoint"),
     "device-host-copy": Code("the host copied more than a small table to the GPU inside the entrypoint"),
     "device-trace": Code("the GPU's activity during a call could not be traced, or the trace was cut"),
+    "device-timed-unchecked-kernel": Code("a traced timed call ran a kernel that no checked call ran"),
+    "device-timed-no-kernel": Code("a traced timed call launched none of the candidate's kernels"),
     "reserved-kernel-name": Code("a kernel of the candidate's takes a library kernel's name",
                                  "your kernels {names} take the names of library kernels; name your kernels "
                                  "yourself (a device trace names kernels only by name)"),

@@ -19,7 +19,7 @@ import os
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -93,10 +93,15 @@ class State:
         self.kernels: dict[str, Any] = {}
         """The module's Triton kernels by name as imported: the ones the target's compile finds."""
         self.staged: list[dict[str, Any]] = []
+        """Input sets for the next timing requests (``op_stage``), each guarded as a checked call's is."""
+        self.guards: list[dict[str, Any]] = []
+        """The guard buffers around each staged set's inputs (``_guarded``)."""
+        self.poison_bytes = 0
+        """Memory poisoned before each timed call, as much as before a checked call of the case."""
+        self.output_bytes: list[int] = []
+        """The sizes of the case's outputs, each poisoned on its own too (``poison``)."""
         self.spin_cycles = 0
         """The GPU spin queued before each timed call (common/timing.time_calls), kept from block to block."""
-        """The GPU spin queued before each timed call of the window in progress (see op_time_block)."""
-        """Input sets for the next timing request (``op_stage``)."""
 
 
 def _on_device(inputs: dict[str, Any], device: str) -> dict[str, Any]:
@@ -202,12 +207,19 @@ def _snapshot(inputs: dict[str, Any]) -> dict[str, torch.Tensor]:
     return {k: v.detach().clone() for k, v in inputs.items() if isinstance(v, torch.Tensor)}
 
 
-def poison(device: str, nbytes: int) -> None:
-    """Fill memory the allocator will hand out next with NaN, so reading an output never
-    written gives NaN rather than a stale answer."""
-    count = max(1, min(nbytes, 1 << 30) // 4)
-    block = torch.full((count,), math.nan, dtype=torch.float32, device=device)
-    del block
+POISON_WORD = -1
+"""Every bit set: NaN in each floating dtype (float64, float32, and float16 and bfloat16 in each half)."""
+
+
+def poison(device: str, nbytes: int, outputs: Sequence[int] = ()) -> None:
+    """Fill memory the allocator will hand out next with NaN, so reading an output never written gives NaN
+    rather than a stale answer. A block of each of ``outputs``' sizes comes first: the caching allocator
+    hands out the best-fitting free block, which, between calls with no cache release (the timing loop's),
+    is the previous call's output of that size, holding its answer; these take it and leave it NaN (whole:
+    the call's outputs take that memory anyway). The block after them is at most a GiB."""
+    sizes = [*outputs, min(nbytes, 1 << 30)]
+    blocks = [torch.full((max(1, -(-n // 4)),), POISON_WORD, dtype=torch.int32, device=device) for n in sizes]
+    del blocks
     if device.startswith("cuda"):
         _scrub_shared_memory()
 
@@ -234,13 +246,25 @@ def _synchronize(device: str) -> None:
         _PRISTINE["torch.cuda.synchronize"]()
 
 
+def _l2_flush(device: str) -> torch.Tensor | None:
+    """The buffer whose zeroing before a call empties the L2 cache: a checked call starts on a cold cache,
+    as every timed call does (common/timing.time_calls), not on its inputs just copied in. Allocated before
+    the poison, so the poisoned memory is what the call's outputs get."""
+    if not device.startswith("cuda"):
+        return None
+    from warpgym.env.common.timing import L2_FLUSH_BYTES
+
+    return torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device=device)
+
+
 def op_run(state: State, msg: m.RunRequest) -> m.RunReply:
     device = state.device
     inputs = _on_device(msg.inputs, device)
     msg.inputs = {}  # the received copy: only the worker's own, guarded one stays
     inputs, guards = _guarded(inputs)
     before = _snapshot(inputs)
-    poison(device, msg.poison_bytes)
+    flush = _l2_flush(device)
+    poison(device, msg.poison_bytes, msg.output_bytes)
     launches_before = triton_support.RECORDER.count
     loader_before = loader.REGISTRY.launch_count
     triton_support.RECORDER.storages.clear()
@@ -249,6 +273,8 @@ def op_run(state: State, msg: m.RunRequest) -> m.RunReply:
     tracer = device_trace.traced(str(Path.cwd())) if device.startswith("cuda") else contextlib.nullcontext()
     interpreter_compat.NOTES.clear()
     started = time.perf_counter()
+    if flush is not None:
+        flush.zero_()  # outside the trace (the tracer waits for it): what the trace shows is the call's
     with tracer, policy.watching() as mode:
         try:
             result = state.entry(**inputs)
@@ -264,6 +290,7 @@ def op_run(state: State, msg: m.RunRequest) -> m.RunReply:
             return m.RunReply(ok=False, kind=kind, error=text, forbidden_ops=mode.forbidden(msg.layout),
                               cuda_error="CUDA" in text or "cuda" in type(exc).__name__.lower(),
                               refused_launches=list(triton_support.RECORDER.refused))
+    del flush
     seconds = time.perf_counter() - started
     trace = tracer.trace.to_wire() if isinstance(tracer, device_trace.traced) else None
     mutated = [k for k, v in before.items() if not same_bits(v, inputs[k])]
@@ -399,10 +426,23 @@ def op_dry_run(state: State, msg: m.DryRunRequest) -> m.DryRunReply:
 
 
 def op_stage(state: State, msg: m.StageRequest) -> m.StageReply:
-    state.spin_cycles = 0
-    state.staged = [_on_device(inputs, state.device) for inputs in msg.input_sets]
+    """The window's input sets, laid out as a checked call's inputs are (each floating input inside its
+    NaN guards), so an input's storage, offset and neighbours tell a timed call from a checked one no more
+    than its values do."""
+    state.spin_cycles, state.poison_bytes, state.output_bytes = 0, msg.poison_bytes, list(msg.output_bytes)
+    state.staged, state.guards = [], []
+    for inputs in msg.input_sets:
+        guarded, guards = _guarded(_on_device(inputs, state.device))
+        state.staged.append(guarded)
+        state.guards.append(guards)
     msg.input_sets = []
     return m.StageReply(ok=True, sets=len(state.staged))
+
+
+def _overrun_inputs(state: State) -> list[str]:
+    """Staged inputs whose guards no longer hold NaN: a timed call wrote past an input."""
+    return sorted({name for guards in state.guards for name, (buf, lo, hi) in guards.items()
+                   if not _guard_intact(buf, lo, hi)})
 
 
 def op_time(state: State, msg: m.TimeRequest) -> m.TimeReply:
@@ -423,15 +463,20 @@ def op_time_block(state: State, msg: m.TimeBlockRequest) -> m.TimeBlockReply:
     from warpgym.env.common import timing
 
     if msg.release and not (msg.calls or msg.warmup_calls or msg.warmup_seconds):
-        state.staged = []  # the end of a window: only drop its inputs
+        state.staged, state.guards = [], []  # the end of a window: only drop its inputs
         return m.TimeBlockReply(ok=True, tampered=tampered())
     if not state.staged:
         return m.TimeBlockReply(ok=False, kind="internal", error="no input sets were staged for timing")
-    input_sets, entry = state.staged, state.entry
+    input_sets, entry, device = state.staged, state.entry, state.device
     event_cls = _PRISTINE["torch.cuda.Event"]
+    traced = msg.trace and device.startswith("cuda")
+    tracer = device_trace.traced(str(Path.cwd())) if traced else contextlib.nullcontext()
 
     def synchronize() -> None:
-        _synchronize(state.device)
+        _synchronize(device)
+
+    def prepare() -> None:
+        poison(device, state.poison_bytes, state.output_bytes)
 
     try:
         with triton_support.RECORDER.unrecorded(), policy.watching() as mode:
@@ -443,19 +488,30 @@ def op_time_block(state: State, msg: m.TimeBlockRequest) -> m.TimeBlockReply:
                 if not state.spin_cycles:
                     first = timing.issue_ms(entry, input_sets[0], synchronize)
                     state.spin_cycles = timing.spin_cycles(timing.preroll_ms([first]))
-                flush = torch.empty(timing.L2_FLUSH_BYTES, dtype=torch.uint8, device=state.device)
-                calls = timing.time_calls(entry, input_sets, msg.calls, event_cls=event_cls,
-                                          synchronize=synchronize, flush=flush, start=msg.start,
-                                          spin_cycles=state.spin_cycles, sleep=_PRISTINE["torch.cuda._sleep"])
+                flush = torch.empty(timing.L2_FLUSH_BYTES, dtype=torch.uint8, device=device)
+                # One trace over the block: its calls follow each other as untraced ones do. No spin and no
+                # retry there (its times are not kept): the trace's only spin kernels are its sentinels.
+                spin = timing.HOST_BOUND if traced else state.spin_cycles
+                with tracer:
+                    calls = timing.time_calls(entry, input_sets, msg.calls, event_cls=event_cls,
+                                              synchronize=synchronize, flush=flush, start=msg.start,
+                                              spin_cycles=spin, sleep=_PRISTINE["torch.cuda._sleep"],
+                                              before=prepare)
                 del flush
-                state.spin_cycles = calls.spin_cycles
+                if not msg.trace:  # a traced call's times carry the tracer's overhead
+                    state.spin_cycles = calls.spin_cycles
+        overrun = _overrun_inputs(state) if msg.calls or warmed else []
     finally:
         if msg.release:
-            state.staged = []
+            state.staged, state.guards = [], []
             state.spin_cycles = 0
+    trace = None
+    if isinstance(tracer, device_trace.traced):
+        trace = {**tracer.trace.to_wire(), "calls": msg.calls}
     return m.TimeBlockReply(ok=True, event_ms=calls.event_ms, wall_ms=calls.wall_ms, issue_ms=calls.issue_ms,
-                            starved=calls.starved, retimed=calls.retimed,
-                            warmup_call_ms=warmup_ms, forbidden_ops=mode.forbidden(), tampered=tampered())
+                            starved=calls.starved, retimed=calls.retimed, warmup_call_ms=warmup_ms,
+                            forbidden_ops=mode.forbidden(), tampered=tampered(), out_of_bounds=overrun,
+                            device_trace=trace)
 
 
 def op_ping(state: State, msg: m.PingRequest) -> m.PingReply:

@@ -7,6 +7,7 @@ or moved to another machine never answers with a verdict reached elsewhere.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from typing import Any
@@ -22,12 +23,16 @@ def candidate_hash(source: str, attachments: dict[str, str]) -> str:
     return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def verdict_key(submission: Submission, where: str) -> str:
-    """The task, the candidate's hash, the options and ``where`` (the server's device and version)."""
+def verdict_key(submission: Submission, where: str, judged: Any = None) -> str:
+    """The task, the candidate's hash, the options, ``where`` (the server's device and version) and
+    ``judged``: the ``EvalOptions`` the judge is given, with what the server sets itself (the paired
+    timing and its traced sample), so a server whose judge settings changed under one version never
+    answers with a verdict reached under the old ones."""
+    settings = dataclasses.asdict(judged) if dataclasses.is_dataclass(judged) else judged
     blob = json.dumps([
         where, submission.task, candidate_hash(submission.source, submission.attachments),
-        submission.options.model_dump(mode="json"),
-    ], sort_keys=True)
+        submission.options.model_dump(mode="json"), settings,
+    ], sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 

@@ -177,7 +177,7 @@ class EvalService:
         keyed = []
         for i, sub in enumerate(subs):
             self._check(sub, f"items[{i}]: " if many else "")
-            key = verdict_key(sub, self.where)
+            key = verdict_key(sub, self.where, eval_options(sub.options.model_dump(mode="json"), self.kind))
             if not self.settings.cache:
                 key = f"{key}:{secrets.token_hex(8)}"
             keyed.append((sub, key))

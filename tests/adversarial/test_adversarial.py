@@ -232,6 +232,9 @@ def test_every_loophole_in_the_design_has_a_candidate():
         "row_overrun_store",
         "tail_overrun_store",
         "softmax_rows_interleaved",
+        # tests/adversarial/test_timed_switch.py, and on a GPU tests/gpu/test_timed_trace_gpu.py
+        "timed_torch_switch",
+        "timed_cached_answer",
         # GPU-only: tests/gpu/test_adversarial_gpu.py
         "side_stream",
         "patch_timer_late",

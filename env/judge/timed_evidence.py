@@ -1,0 +1,105 @@
+"""What the device ran in the timed calls that were traced, judged after the timing.
+
+A traced timed block (judge/timed_trace.py) answers to the rules of a checked call (device_evidence.py:
+only the candidate's kernels compute, no large host-to-device copy, the trace whole) and to two that only
+a comparison with the checked calls can make:
+- every kernel a timed call ran ran in a checked call too: a kernel kept for the timing loop was never
+  checked, whatever it computes;
+- every timed call launches a kernel of the candidate's: a call that runs none returned an answer it did
+  not compute (kept from an earlier call on the same inputs, which the timing loop reuses).
+The verdict is given once the timing is over, with the checked calls made after the first device verdict
+(the bench check after each window), and it fails the candidate: a speedup measured on work that is not
+the candidate's own is no speedup, so none is reported.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from warpgym.env.judge.device_evidence import (
+    HARNESS_KERNELS,
+    base_name,
+    demangled_base,
+    device_violations,
+    kernels_seen,
+    own_kernels,
+)
+from warpgym.env.protocol.violations import Violation
+
+if TYPE_CHECKING:
+    from warpgym.env.judge.evaluation import Evaluation
+
+Traces = Iterable[tuple[str, Mapping[str, Any]]]
+
+
+def timed_violations(timed: Traces, checked: Traces, own: Iterable[str], entrypoint: str) -> list[Violation]:
+    """Violations in traced timed blocks (label, trace with its ``calls``), against the kernels the
+    checked calls ran and the candidate's own kernels."""
+    timed, own_names = list(timed), {base_name(demangled_base(k)) for k in own}
+    found = device_violations(timed, [*own, *HARNESS_KERNELS], entrypoint)
+    if any(v.code == "device-trace" for v in found):
+        return found  # an untrusted trace says nothing more
+    ran_checked = {base_name(name) for name in kernels_seen(checked)}
+    unchecked: Counter[str] = Counter()
+    first: dict[str, str] = {}
+    for label, trace in timed:
+        calls, launches = max(1, int(trace.get("calls") or 1)), 0
+        for activity in trace.get("activities", []):
+            name = str(activity.get("name", ""))
+            if activity.get("kind") != "kernel" or base_name(name) not in own_names:
+                continue
+            launches += int(activity.get("count") or 1)
+            if base_name(name) not in ran_checked:
+                unchecked[name] += int(activity.get("count") or 1)
+                first.setdefault(name, label)
+        if launches < calls and not any(v.code == "device-timed-no-kernel" for v in found):
+            found.append(Violation(
+                "device-timed-no-kernel",
+                f"{calls} timed calls of {entrypoint}() ({label}) launched {launches} of your kernels: a "
+                "timed call that runs no kernel returns an answer it did not compute (one kept from an "
+                "earlier call on the same inputs?), and every checked call ran one"))
+    for name, count in unchecked.most_common(5):
+        found.append(Violation(
+            "device-timed-unchecked-kernel",
+            f"`{name[:200]}` ran in timed calls of {entrypoint}() ({first[name]}, {count} launches) but in "
+            "none of its checked calls: a kernel that runs only while it is timed was never checked"))
+    return found
+
+
+def judge_after_timing(ev: Evaluation) -> bool:
+    """The device's evidence on the timed calls traced and the checked calls since the first verdict; False
+    (the candidate failed, its speedup withdrawn) when a rule was broken."""
+    result, entrypoint = ev.result, ev.task.entrypoint
+    later = ev.device_traces[ev.traces_judged:]
+    ev.traces_judged = len(ev.device_traces)
+    own, found = own_kernels(ev)
+    found += device_violations(later, own, entrypoint) if later else []
+    if ev.timed_traces:
+        found += timed_violations(ev.timed_traces, ev.device_traces, own, entrypoint)
+        _record(ev)
+    new = [v for v in found if not any((v.code, v.message) == (w.code, w.message) for w in result.violations)]
+    if not new:
+        return True
+    result.violations.extend(new)
+    result.correct = False
+    if any(v.code.startswith("device-") for v in new):
+        result.speedup = result.speedup_low = result.speedup_high = None
+    return False
+
+
+def _record(ev: Evaluation) -> None:
+    """The timed sample's size and cost beside the checked calls' in ``EvalResult.device_activity``."""
+    result = ev.result
+    activity = result.device_activity if result.device_activity is not None else {}
+    traces = [t for _, t in ev.timed_traces]
+    activity["timed"] = {
+        "traced_blocks": len(traces),
+        "traced_calls": sum(int(t.get("calls") or 0) for t in traces),
+        "timed_calls": sum(t.runs for t in result.timing or []),
+        "kernels": {name: n for name, n in kernels_seen(ev.timed_traces).most_common(20)
+                    if base_name(name) not in HARNESS_KERNELS},
+        "seconds": round(sum(float(t.get("seconds") or 0) for t in traces), 3),
+    }
+    result.device_activity = activity
