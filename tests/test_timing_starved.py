@@ -9,7 +9,6 @@ time it again after a longer spin, and must not call the spin hidden work.
 from __future__ import annotations
 
 import pytest
-
 from warpgym.env.common import timing
 
 CYCLES_PER_MS = 1000.0
