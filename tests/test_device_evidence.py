@@ -104,3 +104,32 @@ def test_a_foreign_kernel_is_named_once_over_many_calls_with_its_first_case():
              for i in range(3)]
     (named,) = device_violations(calls, ["k"], "softmax")
     assert named.code == "device-library-kernel" and "on case 0 (3 launches)" in named.message
+
+
+def _timeline(*spans: tuple[str, float, float]) -> dict:
+    """Kernels with their start and duration (microseconds), as CUPTI records them on any stream."""
+    return {"traceEvents": [{"cat": "kernel", "name": name, "ts": ts, "dur": dur} for name, ts, dur in spans]}
+
+
+SPIN = f"void at::native::(anonymous namespace)::{SENTINEL_NAME}(long)"
+
+
+def test_a_kernel_running_beside_a_spin_is_unordered_work():
+    """A side stream's kernel overlapping the spin before a timed call: work the events never bracketed."""
+    trace = _timeline((SPIN, 0, 1), (SPIN, 10, 500), ("add_kernel", 20, 300), (SPIN, 520, 1),
+                      (SPIN, 600, 1))
+    assert read_chrome_trace(trace).unordered == ["add_kernel"]
+    assert "device-unordered-kernel" in _verdict(trace, ["add_kernel"])
+
+
+def test_a_kernel_still_running_at_the_closing_sentinel_is_unordered_work():
+    trace = _timeline((SPIN, 0, 1), ("add_kernel", 5, 300), (SPIN, 100, 1))
+    assert _verdict(trace, ["add_kernel"]) == ["device-unordered-kernel"]
+
+
+def test_kernels_in_stream_order_between_spins_are_not_flagged():
+    """An honest timed block: spin, kernel, spin, kernel, each starting where the last ended."""
+    trace = _timeline((SPIN, 0, 1), (SPIN, 1, 400), ("add_kernel", 401, 300), (FILL, 701, 5),
+                      (SPIN, 706, 400), ("add_kernel", 1106, 300), (SPIN, 1406, 1))
+    assert read_chrome_trace(trace).unordered == []
+    assert _verdict(trace, ["add_kernel"]) == []

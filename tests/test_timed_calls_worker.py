@@ -113,9 +113,9 @@ def test_the_timing_loop_prepares_each_call_before_its_clocks_start():
     assert calls.event_ms == [0.5, 0.5, 0.5] and len(calls.wall_ms) == 3
 
 
-def test_a_traced_block_s_calls_run_once_each_with_no_spin(monkeypatch):
-    """A traced block passes HOST_BOUND: however starved, no call is retimed after a spin (a spin kernel in
-    the trace would count as its sentinel), and each is prepared as a timed call is."""
+def test_a_host_bound_loop_runs_each_call_once_with_no_spin(monkeypatch):
+    """HOST_BOUND: however starved, no call is retimed after a spin, and each is prepared as a timed call
+    is; with a spin, a starved call is timed again."""
     monkeypatch.setattr(FakeEvent, "starved", True)
     log: list[str] = []
     calls = _loop(log, 2, spin_cycles=HOST_BOUND)

@@ -110,6 +110,14 @@ def device_violations(traces: Iterable[tuple[str, Mapping[str, Any]]], own_kerne
         if trace.get("sentinels", 0) < 2:
             return [Violation("device-trace", f"the CUDA activity trace of {entrypoint}() on {case} was "
                               "interrupted (the profiler was stopped or replaced during the call)")]
+        unordered = [str(n) for n in trace.get("unordered") or []]
+        if unordered and not any(v.code == "device-unordered-kernel" for v in violations):
+            violations.append(Violation(
+                "device-unordered-kernel",
+                f"`{unordered[0][:200]}` ran on the GPU at the same time as the harness's own kernel that "
+                f"opens or closes {entrypoint}()'s window on {case}: work on a stream the caller's stream "
+                "does not wait for is neither timed nor checked in order (launch on the current stream, or "
+                "make the streams wait for each other with events)"))
         host_bytes, limit = 0, HOST_TO_DEVICE_BYTES * max(1, int(trace.get("calls") or 1))
         for activity in trace.get("activities", []):
             kind, name = activity.get("kind"), str(activity.get("name", ""))

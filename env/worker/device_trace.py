@@ -25,6 +25,9 @@ import torch
 SENTINEL_CYCLES = 1000
 """Length of each sentinel (``torch.cuda._sleep``, ATen's spin kernel): about a microsecond."""
 SENTINEL_NAME = "spin_kernel"
+MAX_UNORDERED = 8
+OVERLAP_SLACK_US = 2.0
+"""Overlap with a spin below this is the clocks' jitter, not two streams (CUPTI stamps in nanoseconds)."""
 MAX_ACTIVITIES = 4096
 """Distinct activities (kind, name, direction) one call may record; a call past it is not traced (an
 error the judge refuses), so nothing can hide behind a long list."""
@@ -56,13 +59,17 @@ class Trace:
     activities: list[Activity] = field(default_factory=list)
     """One entry per distinct (kind, name, direction), with how often it ran, in order of first run."""
     sentinels: int = 0
-    """Sentinel kernels seen: 2 when the whole window was traced."""
+    """Sentinel kernels seen: 2 when the whole window was traced (with a timed block's spins, more)."""
+    unordered: list[str] = field(default_factory=list)
+    """Kernels that ran, at least in part, while one of the worker's spin kernels ran (a sentinel, or
+    the spin before a timed call): work the call's stream did not order after its start, or still
+    running at its end, on another stream. Distinct names, at most MAX_UNORDERED."""
     error: str | None = None
     seconds: float = 0.0
 
     def to_wire(self) -> dict[str, Any]:
         return {"activities": [a.to_wire() for a in self.activities], "sentinels": self.sentinels,
-                "error": self.error, "seconds": self.seconds}
+                "unordered": [n[:400] for n in self.unordered], "error": self.error, "seconds": self.seconds}
 
 
 _CATEGORIES = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
@@ -77,16 +84,24 @@ def _copy_direction(name: str) -> str:
 
 def read_chrome_trace(data: dict[str, Any]) -> Trace:
     """The device activities of a profiler's Chrome trace (``traceEvents``), in the order recorded:
-    kernels, memory copies (with their bytes and direction) and memsets."""
+    kernels, memory copies (with their bytes and direction) and memsets; and the kernels that overlapped
+    one of the worker's spins in time (``Trace.unordered``)."""
     trace = Trace()
     seen: dict[tuple[str, str, str], Activity] = {}
     events = [e for e in data.get("traceEvents", []) if isinstance(e, dict) and e.get("cat") in _CATEGORIES]
     events.sort(key=lambda e: float(e.get("ts") or 0))
+    spins: list[tuple[float, float]] = []
+    others: list[tuple[float, float, str]] = []
     for event in events:
         kind, name = _CATEGORIES[event["cat"]], str(event.get("name", ""))
+        start = float(event.get("ts") or 0)
+        span = (start, start + float(event.get("dur") or 0))
         if kind == "kernel" and SENTINEL_NAME in name:
             trace.sentinels += 1
+            spins.append(span)
             continue
+        if kind == "kernel":
+            others.append((*span, name))
         key = (kind, name, _copy_direction(name) if kind == "memcpy" else "")
         nbytes = int((event.get("args") or {}).get("bytes") or 0)
         if key in seen:
@@ -97,7 +112,23 @@ def read_chrome_trace(data: dict[str, Any]) -> Trace:
         else:
             trace.error = f"the call ran more than {MAX_ACTIVITIES} distinct kernels and copies"
     trace.activities = list(seen.values())
+    trace.unordered = overlapping(others, spins)
     return trace
+
+
+def overlapping(kernels: list[tuple[float, float, str]], spins: list[tuple[float, float]]) -> list[str]:
+    """Names of the kernels whose [start, end) meets a spin's: on one stream a kernel runs strictly before
+    or after the spin, so an overlap is a kernel on a stream the call's did not wait for."""
+    names: list[str] = []
+    spins = sorted(spins)
+    for start, end, name in kernels:
+        if name in names:
+            continue
+        if any(min(end, s_end) - max(start, s_start) > OVERLAP_SLACK_US for s_start, s_end in spins):
+            names.append(name)
+            if len(names) >= MAX_UNORDERED:
+                break
+    return names
 
 
 class traced:

@@ -489,14 +489,14 @@ def op_time_block(state: State, msg: m.TimeBlockRequest) -> m.TimeBlockReply:
                     first = timing.issue_ms(entry, input_sets[0], synchronize)
                     state.spin_cycles = timing.spin_cycles(timing.preroll_ms([first]))
                 flush = torch.empty(timing.L2_FLUSH_BYTES, dtype=torch.uint8, device=device)
-                # One trace over the block: its calls follow each other as untraced ones do. No spin and no
-                # retry there (its times are not kept): the trace's only spin kernels are its sentinels.
-                spin = timing.HOST_BOUND if traced else state.spin_cycles
+                # One trace over the block: its calls follow each other as untraced ones do, each after
+                # the same spin, so work a call leaves unordered on another stream (which would run under
+                # the spin and escape the events) shows in the trace as a kernel beside a spin.
                 with tracer:
                     calls = timing.time_calls(entry, input_sets, msg.calls, event_cls=event_cls,
                                               synchronize=synchronize, flush=flush, start=msg.start,
-                                              spin_cycles=spin, sleep=_PRISTINE["torch.cuda._sleep"],
-                                              before=prepare)
+                                              spin_cycles=state.spin_cycles,
+                                              sleep=_PRISTINE["torch.cuda._sleep"], before=prepare)
                 del flush
                 if not msg.trace:  # a traced call's times carry the tracer's overhead
                     state.spin_cycles = calls.spin_cycles

@@ -237,6 +237,7 @@ def test_every_loophole_in_the_design_has_a_candidate():
         "timed_cached_answer",
         # GPU-only: tests/gpu/test_adversarial_gpu.py
         "side_stream",
+        "side_stream_under_spin",
         "patch_timer_late",
         "uninitialised_shared",
     }
