@@ -27,7 +27,8 @@ SENTINEL_CYCLES = 1000
 SENTINEL_NAME = "spin_kernel"
 MAX_UNORDERED = 8
 OVERLAP_SLACK_US = 2.0
-"""Overlap with a spin below this is the clocks' jitter, not two streams (CUPTI stamps in nanoseconds)."""
+"""Overlap with a spin below this (or below half a spin as short as a sentinel) is the clocks' jitter,
+not two streams."""
 MAX_ACTIVITIES = 4096
 """Distinct activities (kind, name, direction) one call may record; a call past it is not traced (an
 error the judge refuses), so nothing can hide behind a long list."""
@@ -124,7 +125,8 @@ def overlapping(kernels: list[tuple[float, float, str]], spins: list[tuple[float
     for start, end, name in kernels:
         if name in names:
             continue
-        if any(min(end, s_end) - max(start, s_start) > OVERLAP_SLACK_US for s_start, s_end in spins):
+        if any(min(end, s_end) - max(start, s_start) > min(OVERLAP_SLACK_US, (s_end - s_start) / 2)
+               for s_start, s_end in spins):
             names.append(name)
             if len(names) >= MAX_UNORDERED:
                 break
