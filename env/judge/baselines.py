@@ -24,7 +24,8 @@ def times(ev: Evaluation, case: dict[str, Any], alone: bool = True) -> dict[str,
     kept = caches.baselines.get(key)
     if kept is not None:
         return kept
-    disk_key = fingerprint(task.id, code_fingerprint(task.reference, task.vendor, task.make_inputs), case,
+    disk_key = fingerprint(task.id, code_fingerprint(task.reference, task.vendor, task.make_inputs),
+                           task.model.source if task.model is not None else None, case,
                            task.baselines, environment_fingerprint(ev.device), options.warmup, options.reps)
     cached = caches.baseline_disk.get(disk_key)
     if cached is not None:
@@ -33,9 +34,9 @@ def times(ev: Evaluation, case: dict[str, Any], alone: bool = True) -> dict[str,
     inputs = [task.make_inputs(case, Sampler(seed, "normal", ev.device)) for seed in (0, 1, 2)]
     fns: dict[str, Any] = {}
     if "eager" in task.baselines:
-        fns["eager"] = task.reference
+        fns["eager"] = task.reference_of(case)
     if "torch.compile" in task.baselines:
-        fns["torch.compile"] = torch.compile(own_code(task.reference))
+        fns["torch.compile"] = torch.compile(own_code(task.reference_of(case)))
     if task.vendor is not None:
         fns["vendor"] = task.vendor
     measured = {}

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import torch
 from warpgym.env.common.device import ceilings_for, release_cached_memory, roofline_ms
+from warpgym.env.judge import shipped
 from warpgym.env.judge.channel import ask
 from warpgym.env.judge.findings import timing_findings
 from warpgym.env.judge.plan import BENCH_DISTRIBUTION, Check
@@ -110,7 +111,7 @@ def bench_cases(ev: Evaluation, alone: bool) -> None:
         # check before it too would move every output out of the worker twice (a gigabyte for
         # the largest elementwise tasks), and a wrong result is thrown away with its timing.
         request = m.TimeRequest(task=task.id, case=case, seeds=[0, 1, 2], warmup=options.warmup,
-                                reps=options.reps)
+                                reps=options.reps, **shipped.time_fields(ev, case, [0, 1, 2]))
         try:
             started = time.perf_counter()
             stats: m.TimeReply = ask(ev.workers.run, request, options.limits.timing)

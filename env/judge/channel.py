@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
-from warpgym.env.judge import findings
+from warpgym.env.judge import findings, shipped
 from warpgym.env.judge.plan import Check
 from warpgym.env.judge.pool import Worker, WorkerError
 from warpgym.env.judge.references import itemsize
@@ -44,7 +44,8 @@ def load_request(ev: Evaluation, mode: Literal["run", "compile"] = "run") -> m.L
     run = mode == "run"
     return m.LoadRequest(source=ev.candidate.source, entrypoint=ev.task.entrypoint,
                          params=ev.params if run else [], target=ev.options.target if run else None,
-                         mode=mode, attachments=dict(ev.candidate.attachments))
+                         mode=mode, attachments=dict(ev.candidate.attachments),
+                         model=run and ev.task.model is not None)
 
 
 def load(ev: Evaluation) -> bool:
@@ -90,7 +91,8 @@ def run(ev: Evaluation, check: Check) -> m.RunReply | None:
     request = m.RunRequest(task=ev.task.id, case=check.case, seed=check.seed, distribution=check.distribution,
                            poison_bytes=max(poison_bytes, 1 << 20),
                            max_output_bytes=2 * poison_bytes + (16 << 20),
-                           contiguous_outputs=ev.task.contiguous_outputs, layout=ev.task.layout)
+                           contiguous_outputs=ev.task.contiguous_outputs, layout=ev.task.layout,
+                           **shipped.run_fields(ev, check.case, check.seed, check.distribution))
     pid = worker_pid(worker)
     reply = _send_run(ev, request)
     if reply.kind == "crash" and pid is not None and pid == ev.inherited:
@@ -107,7 +109,8 @@ def run(ev: Evaluation, check: Check) -> m.RunReply | None:
     findings.run_findings(ev, reply)
     if reply.device_trace is not None:
         ev.device_traces.append((case_label(check.case), reply.device_trace))
-    findings.torch_ops(ev, reply.forbidden_ops)
+    if not ev.options.allow_torch:
+        findings.torch_ops(ev, reply.forbidden_ops)
     if reply.mutated:
         ev.flag("mutated-input", names=", ".join(reply.mutated))
     return reply

@@ -28,6 +28,7 @@ from warpgym.env.judge.pool import Worker
 from warpgym.env.judge.references import Memo, Reference, References
 from warpgym.env.judge.result import CaseResult, EvalResult
 from warpgym.env.judge.static import check_source
+from warpgym.env.judge.static_models import check_model_source
 from warpgym.env.protocol.messages import RunReply
 from warpgym.env.protocol.violations import violation
 from warpgym.tasks import Task
@@ -132,7 +133,12 @@ class Evaluation:
 
     def _stages(self) -> None:
         task, options, result = self.task, self.options, self.result
-        report = check_source(self.candidate.source, task.entrypoint, self.params, task.language)
+        result.mode = "allow-torch" if options.allow_torch else ("strict" if task.model is not None else None)
+        if task.model is not None:
+            report = check_model_source(self.candidate.source, task.entrypoint, self.params,
+                                        options.allow_torch)
+        else:
+            report = check_source(self.candidate.source, task.entrypoint, self.params, task.language)
         result.violations.extend(report.violations)
         if not report.ok:
             return

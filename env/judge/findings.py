@@ -51,7 +51,9 @@ def run_findings(ev: Evaluation, reply: m.RunReply) -> None:
         ev.flag("out-of-bounds", names=", ".join(reply.out_of_bounds))
     if reply.background:
         ev.flag("background-work", count=reply.background)
-    if ev.task.language == "triton" and reply.unwritten and reply.launches and not reply.loader_launches:
+    # With PyTorch calls allowed, the last op writing an output may be PyTorch's.
+    if ev.task.language == "triton" and reply.unwritten and reply.launches and not reply.loader_launches \
+            and not ev.options.allow_torch:
         ev.flag("output-not-written", which=", ".join(f"output {i}" for i in reply.unwritten))
 
 
@@ -62,7 +64,8 @@ def timing_findings(ev: Evaluation, stats: m.TimeReply) -> bool:
     if stats.tampered:
         tampered(ev, stats.tampered)
     host_compute(ev, stats.forbidden_ops)
-    torch_ops(ev, stats.forbidden_ops, when="during the timing loop, ")
+    if not ev.options.allow_torch:
+        torch_ops(ev, stats.forbidden_ops, when="during the timing loop, ")
     if len(ev.result.violations) > found:
         ev.result.correct = False
         return True

@@ -85,15 +85,16 @@ class References:
         if kept is not None:
             return kept
         inputs = task.make_inputs(case, Sampler(seed, dist, self.device))
+        reference = task.reference_of(case)
         try:
-            meta = list(sequence(task.reference(**{k: v.to("meta") if isinstance(v, torch.Tensor) else v
+            meta = list(sequence(reference(**{k: v.to("meta") if isinstance(v, torch.Tensor) else v
                                                    for k, v in inputs.items()})))
         except Exception:  # noqa: BLE001 - some ops have no meta kernel; run at the real dtype instead
             meta = [o.to("meta") if isinstance(o, torch.Tensor) else o
-                    for o in sequence(task.reference(**inputs))]
+                    for o in sequence(reference(**inputs))]
         precision = dtype_of(task.reference_precision)
         with torch.no_grad(), gpu_shared():
-            expected = list(sequence(task.reference(**{k: _upcast(v, precision) for k, v in inputs.items()})))
+            expected = list(sequence(reference(**{k: _upcast(v, precision) for k, v in inputs.items()})))
         if sum(itemsize(t) for t in expected) <= REFERENCE_CACHE_BYTES:
             self.memo.put(key, (expected, meta))  # bench-sized answers are used once: not kept
         return expected, meta

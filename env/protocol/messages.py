@@ -27,6 +27,17 @@ class Message(BaseModel):
 
 
 # ---------------------------------------------------------------------------------------- requests
+class ModelCall(Message):
+    """For a task whose candidate is a module class (an imported ``ModelNew``): how the worker builds it.
+    The worker keeps one instance per ``key`` until the next load."""
+
+    key: str
+    init_inputs: list[Any] = Field(default_factory=list)
+    """The constructor's arguments (numbers, lists), as the problem's ``get_init_inputs()`` returns them."""
+    state: dict[str, torch.Tensor] = Field(default_factory=dict)
+    """The reference model's parameters and buffers, loaded by name (``load_state_dict``)."""
+
+
 class LoadRequest(Message):
     op: Literal["load"] = "load"
     source: str
@@ -36,6 +47,8 @@ class LoadRequest(Message):
     mode: Literal["run", "compile"] = "run"
     attachments: dict[str, str] = Field(default_factory=dict)
     """File name -> text, installed (``toolchain.attachments``) before the module is imported."""
+    model: bool = False
+    """The entrypoint is an ``nn.Module`` class whose forward takes ``params`` (see ``ModelCall``)."""
 
 
 class RunRequest(Message):
@@ -50,6 +63,10 @@ class RunRequest(Message):
     """The statement promises contiguous outputs (every task unless its declaration says otherwise)."""
     layout: bool = False
     """A layout task: host copies (clone, copy_) count as computing its answer."""
+    inputs: dict[str, Any] | None = None
+    """The inputs themselves, for tasks the worker cannot rebuild (imported problems, whose input builders
+    are the user's code and run in the judge only); None: built from ``task``, ``case`` and the seed."""
+    model: ModelCall | None = None
 
 
 class SpecsRequest(Message):
@@ -85,6 +102,9 @@ class TimeRequest(Message):
     seeds: list[int]
     warmup: int
     reps: int
+    input_sets: list[dict[str, Any]] | None = None
+    """As ``RunRequest.inputs``, one set per seed."""
+    model: ModelCall | None = None
 
 
 class PingRequest(Message):

@@ -34,7 +34,7 @@ from warpgym.env.protocol import wire  # noqa: E402
 from warpgym.env.protocol.violations import message  # noqa: E402
 from warpgym.env.toolchain import loader  # noqa: E402
 from warpgym.env.worker import audit as sandbox_layer  # noqa: E402
-from warpgym.env.worker import device_trace, policy  # noqa: E402
+from warpgym.env.worker import device_trace, models, policy  # noqa: E402
 from warpgym.env.worker import triton_launches as triton_support  # noqa: E402
 from warpgym.tasks import Sampler, get_task  # noqa: E402
 from warpgym.tasks.spec import sequence  # noqa: E402
@@ -81,6 +81,9 @@ class State:
         self.entry: Any = None
         self.loads = 0
         self.device = os.environ.get("WARPGYM_DEVICE", "cpu")
+        self.params: list[str] = []
+        self.models: dict[str, tuple[Any, dict[str, int]]] = {}
+        """Instances of a module-class candidate by ``ModelCall.key`` (cleared at each load)."""
 
 
 def _trim_traceback(exc: BaseException, candidate: Path | None) -> str:
@@ -149,6 +152,13 @@ def op_load(state: State, msg: m.LoadRequest) -> m.LoadReply:
     if entry is None or not callable(entry):
         return m.LoadReply(ok=False, kind="missing-entrypoint",
                            error=message("missing-entrypoint", name=msg.entrypoint))
+    state.models.clear()
+    state.params = list(msg.params)
+    if msg.model:
+        problem = models.check_class(entry, msg.params, msg.entrypoint)
+        if problem:
+            return m.LoadReply(ok=False, kind="signature", error=problem)
+        return _loaded(state, entry)
     try:
         params = list(inspect.signature(entry).parameters)
     except (TypeError, ValueError):
@@ -156,6 +166,10 @@ def op_load(state: State, msg: m.LoadRequest) -> m.LoadReply:
     if params[: len(msg.params)] != msg.params:
         return m.LoadReply(ok=False, kind="signature", error=message(
             "signature", name=msg.entrypoint, got=", ".join(params), expected=", ".join(msg.params)))
+    return _loaded(state, entry)
+
+
+def _loaded(state: State, entry: Any) -> m.LoadReply:
     state.entry = entry
     triton_support.RECORDER.launches.clear()
     triton_support.RECORDER.jit_kernels.clear()
@@ -199,10 +213,36 @@ def _synchronize(device: str) -> None:
         _PRISTINE["torch.cuda.synchronize"]()
 
 
-def op_run(state: State, msg: m.RunRequest) -> m.RunReply:
+def _inputs(msg: m.RunRequest | m.TimeRequest, device: str) -> list[dict[str, Any]]:
+    """The call's inputs: sent by the judge (imported problems), or rebuilt here from the task and seeds."""
+    if isinstance(msg, m.RunRequest):
+        if msg.inputs is not None:
+            return [models.on_device(msg.inputs, device)]
+        return [get_task(msg.task).make_inputs(msg.case, Sampler(msg.seed, msg.distribution, device))]
+    if msg.input_sets is not None:
+        return [models.on_device(s, device) for s in msg.input_sets]
     task = get_task(msg.task)
+    return [task.make_inputs(msg.case, Sampler(seed, "normal", device)) for seed in msg.seeds]
+
+
+def _entry(state: State, call: m.ModelCall | None) -> tuple[Any, dict[str, int]]:
+    """What to call, and the ops refused while building it: the entrypoint, or the model instance for
+    ``call`` (built once per key)."""
+    if call is None:
+        return state.entry, {}
+    if call.key not in state.models:
+        state.models[call.key] = models.build(state.entry, call, state.device)
+    model, refused = state.models[call.key]
+    return models.bound(model, state.params), refused
+
+
+def op_run(state: State, msg: m.RunRequest) -> m.RunReply:
     device = state.device
-    inputs = task.make_inputs(msg.case, Sampler(msg.seed, msg.distribution, device))
+    inputs = _inputs(msg, device)[0]
+    try:
+        entry, refused = _entry(state, msg.model)
+    except models.ModelBuildError as exc:
+        return m.RunReply(ok=False, kind="runtime", error=str(exc))
     inputs, guards = _guarded(inputs)
     before = _snapshot(inputs)
     poison(device, msg.poison_bytes)
@@ -214,7 +254,7 @@ def op_run(state: State, msg: m.RunRequest) -> m.RunReply:
     started = time.perf_counter()
     with tracer, policy.watching() as mode:
         try:
-            result = state.entry(**inputs)
+            result = entry(**inputs)
             _synchronize(device)
             lingering = len(_python_threads() - threads_before)
             # Exactly a tuple, a list or a tensor, unpacked inside the watch: a sequence subclass whose
@@ -228,7 +268,7 @@ def op_run(state: State, msg: m.RunRequest) -> m.RunReply:
     seconds = time.perf_counter() - started
     trace = tracer.trace.to_wire() if isinstance(tracer, device_trace.traced) else None
     mutated = [k for k, v in before.items() if not same_bits(v, inputs[k])]
-    forbidden = mode.forbidden(msg.layout)
+    forbidden = {**refused, **mode.forbidden(msg.layout)}
     bad_types = [type(o).__name__ for o in outputs if type(o) is not torch.Tensor]
     if bad_types:
         return m.RunReply(ok=False, kind="output", forbidden_ops=forbidden, device_trace=trace,
@@ -359,10 +399,10 @@ def op_dry_run(state: State, msg: m.DryRunRequest) -> m.DryRunReply:
 def op_time(state: State, msg: m.TimeRequest) -> m.TimeReply:
     from warpgym.env.common.timing import time_callable
 
-    task = get_task(msg.task)
-    input_sets = [task.make_inputs(msg.case, Sampler(seed, "normal", state.device)) for seed in msg.seeds]
+    input_sets = _inputs(msg, state.device)
+    entry, _ = _entry(state, msg.model)
     with triton_support.RECORDER.unrecorded(), policy.watching() as mode:
-        stats = time_callable(state.entry, input_sets, warmup=msg.warmup, reps=msg.reps,
+        stats = time_callable(entry, input_sets, warmup=msg.warmup, reps=msg.reps,
                               event_cls=_PRISTINE["torch.cuda.Event"],
                               synchronize=_PRISTINE["torch.cuda.synchronize"])
     return m.TimeReply(ok=True, **stats, forbidden_ops=mode.forbidden(), tampered=tampered())
