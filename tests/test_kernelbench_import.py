@@ -117,7 +117,7 @@ def test_wrong_models_are_rejected(suite, evaluator, name: str) -> None:  # noqa
 def test_strict_refuses_torch_compute_and_allow_torch_accepts_it(suite, evaluator) -> None:  # noqa: ANN001
     task = suite[0]["kernelbench/level1/1_Scale_rows"]
     strict = _judge(evaluator, task, "scale_rows_torch.py")
-    assert strict.correct is False and {v.code for v in strict.violations} & {"torch-compute", "torch-op"}
+    assert not strict.correct and {v.code for v in strict.violations} & {"torch-compute", "torch-op"}
     allowed = _judge(evaluator, task, "scale_rows_torch.py", allow_torch=True)
     assert allowed.correct is True and allowed.mode == "allow-torch", allowed.feedback
     assert any("cannot be measured" in s for s in allowed.skipped_checks)
@@ -176,6 +176,11 @@ pass_k = [1]
     assert exp.suites == {"kernelbench": str(FIXTURES.resolve())}
     run_dir = tmp_path / "run"
     assert main(["run", str(exp_file), "--run-dir", str(run_dir), "--quiet", "--no-cache"]) == 0
+    import sqlite3
+
+    with sqlite3.connect(run_dir / "store.sqlite") as db:
+        rows = db.execute("select task, status, solved, best_turn, n_turns from episodes").fetchall()
+    assert rows == [("kernelbench/level1/1_Scale_rows", "finished", 1, 2, 2)]
     report = next(run_dir.glob("report*.md")).read_text()
     assert "kernelbench" in report
     saved = config_mod.from_resolved(json.loads(json.dumps(exp.model_dump())))
