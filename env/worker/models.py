@@ -66,7 +66,7 @@ def build(
     with policy.watching() as mode:
         try:
             model.load_state_dict(call.state, strict=True)
-            model = model.to(device).eval()
+            model = model.to(device)
         except BaseException as exc:  # noqa: BLE001
             raise ModelBuildError(
                 f"loading the reference's parameters failed: {type(exc).__name__}: {exc}"

@@ -110,14 +110,15 @@ class Problem:
         return list(getattr(self.module(case), self.names.init_inputs)())
 
     def model(self, case: dict[str, Any]) -> torch.nn.Module:
-        """The reference model for a case: built on the CPU under ``MODEL_SEED``, in its own dtypes."""
+        """The reference model for a case: built on the CPU under ``MODEL_SEED``, in its own dtypes, and left
+        in training mode as KernelBench runs it (batch norms use the batch's statistics)."""
         key = _key(case)
         with self._lock:
             if key not in self._models:
                 cls = getattr(self.module(case), self.names.model)
                 with torch.random.fork_rng(devices=[]):
                     torch.manual_seed(MODEL_SEED)
-                    self._models[key] = cls(*self.init_inputs(case)).eval()
+                    self._models[key] = cls(*self.init_inputs(case))
             return self._models[key]
 
     def state(self, case: dict[str, Any]) -> dict[str, torch.Tensor]:
