@@ -10,9 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from .api import (
+    CACHE_MODES,
     CONTEXT_LEVELS,
     HISTORY_MODES,
     LOOPS,
+    ORIGINS,
     PHASES,
     Completion,
     EpisodeResult,
@@ -36,7 +38,8 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "CONTEXT_LEVELS", "HISTORY_MODES", "LOOPS", "PHASES", "Completion", "EpisodeResult", "EpisodeSettings",
+    "CACHE_MODES", "CONTEXT_LEVELS", "HISTORY_MODES", "LOOPS", "ORIGINS", "PHASES", "Completion",
+    "EpisodeResult", "EpisodeSettings",
     "Extraction", "Provider", "ProviderConfigError", "ProviderError", "TurnRecord", "arun_episode",
     "extract_candidate", "make_provider", "run_episode",
 ]

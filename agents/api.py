@@ -19,6 +19,11 @@ if TYPE_CHECKING:
 
 HISTORY_MODES: tuple[str, ...] = ("full", "last")
 PHASES: tuple[str, ...] = ("generate", "fix", "optimise")
+ORIGINS: tuple[str, ...] = ("paid", "cached", "replayed")
+"""Where a model answer came from: a call that was billed, the on-disk response cache, or a recording."""
+CACHE_MODES: tuple[str, ...] = ("off", "read-write", "read-only", "write-only")
+"""How a provider uses the response cache: ``read-only`` never writes, ``write-only`` never reads (every
+call is paid, and kept for a later ``read-only`` or ``read-write`` run)."""
 
 
 @dataclass(frozen=True)
@@ -27,8 +32,10 @@ class EpisodeSettings:
     the turn budget, the sample (the environment's seed) and where candidates are judged.
 
     ``loop_args`` override the loop's registered defaults (``LOOPS[loop].defaults``), e.g.
-    ``{"keep_optimising": True}`` for fix-retry. A bad context, history or turn budget is a
-    ``ValueError`` here, before any work starts.
+    ``{"keep_optimising": True}`` for fix-retry. ``agent`` names this loop-with-arguments where several
+    share one loop (an experiment's agent label); the model calls carry it as ``metadata["loop"]``, so
+    a replay file tells the agents apart. A bad context, history or turn budget is a ``ValueError``
+    here, before any work starts.
     """
 
     task: str
@@ -43,6 +50,7 @@ class EpisodeSettings:
     context_text: str | None = None
     """A level of the experiment file's, rendered (``prompts.level_text``); ``context`` is then its
     name. None: ``context`` is a built-in level."""
+    agent: str = ""
 
     def __post_init__(self) -> None:
         if self.context_text is not None:
@@ -66,7 +74,10 @@ class ProviderError(RuntimeError):
 
 @dataclass
 class Completion:
-    """One model answer with its accounting."""
+    """One model answer with its accounting.
+
+    ``cost_usd`` is what this call paid: 0 for an answer from the response cache or a recording, whose
+    cost when it was first paid is ``recorded_cost_usd``. ``origin`` is one of ``ORIGINS``."""
 
     text: str
     input_tokens: int = 0
@@ -84,6 +95,10 @@ class Completion:
     priced: bool = True
     """False when the model had no entry in the price table (``cost_usd`` is then 0, not the cost)."""
     retries: int = 0
+    origin: str = "paid"
+    recorded_cost_usd: float | None = None
+    """What the answer cost when it was paid (for a cached or replayed answer; equal to ``cost_usd`` for
+    a paid one); None when nobody recorded it."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -136,6 +151,9 @@ class TurnRecord:
     eval_s: float = 0.0
     attachments: dict[str, str] = field(default_factory=dict)
     """The files the candidate carried beside its module (file name -> text); empty for most."""
+    origin: str = "paid"
+    """``Completion.origin`` of this turn's answer: paid, cached or replayed (``cost_usd``: what was paid)."""
+    recorded_cost_usd: float | None = None
 
     @property
     def correct(self) -> bool:
@@ -218,7 +236,7 @@ class LoopRegistry(Mapping[str, LoopSpec]):
     def register(self, name: str, *, description: str = "", **defaults: Any) -> Callable[[Callable[..., Any]],
                                                                                           Callable[..., Any]]:
         def decorator(build: Callable[..., Any]) -> Callable[..., Any]:
-            if name in self._specs:
+            if name in self._specs and not _same_source(self._specs[name].build, build):
                 raise ValueError(f"loop {name!r} is already registered")
             doc = description or (build.__doc__ or "").strip().split("\n")[0]
             self._specs[name] = LoopSpec(name, build, doc, dict(defaults))
@@ -247,19 +265,30 @@ class LoopRegistry(Mapping[str, LoopSpec]):
         return len(self._specs)
 
 
+def _same_source(a: Callable[..., Any], b: Callable[..., Any]) -> bool:
+    """The same function defined again: its file imported a second time (under another module name, or
+    reloaded), which replaces the loop rather than clashing with it."""
+    code_a, code_b = getattr(a, "__code__", None), getattr(b, "__code__", None)
+    return (code_a is not None and code_b is not None and code_a.co_filename == code_b.co_filename
+            and a.__qualname__ == b.__qualname__)
+
+
 LOOPS = LoopRegistry()
 
 
 def make_provider(spec: str, *, cache_dir: Path | None = None, use_cache: bool = True,
-                  prices: dict[str, Any] | None = None, **params: Any) -> Provider:
+                  prices: dict[str, Any] | None = None, cache_mode: str | None = None,
+                  **params: Any) -> Provider:
     """Build a provider from ``openai:MODEL``, ``anthropic:MODEL``, ``openai-compatible:MODEL@URL`` or
     ``replay:PATH``. ``params`` are default call parameters (e.g. ``reasoning_effort="high"``,
     ``thinking_budget=8000``, ``max_tokens``, ``temperature``) plus client options (``timeout``,
-    ``max_attempts``, ``api_key``, ``base_url``, ``record``). A missing key raises ``ProviderConfigError``
-    here."""
+    ``max_attempts``, ``api_key``, ``base_url``, ``record``). ``cache_mode`` is one of ``CACHE_MODES``
+    (default ``read-write``, or ``off`` with ``use_cache=False``). A missing key raises
+    ``ProviderConfigError`` here."""
     from .providers import make_provider as _make
 
-    return _make(spec, cache_dir=cache_dir, use_cache=use_cache, prices=prices, **params)
+    return _make(spec, cache_dir=cache_dir, use_cache=use_cache, prices=prices, cache_mode=cache_mode,
+                 **params)
 
 
 def run_episode(settings: EpisodeSettings, *, provider: Provider, env: KernelEnv | None = None,
@@ -284,7 +313,8 @@ async def arun_episode(settings: EpisodeSettings, *, provider: Provider, env: Ke
 
 
 __all__ = [
-    "CONTEXT_LEVELS", "HISTORY_MODES", "LOOPS", "PHASES", "Completion", "EpisodeResult", "EpisodeSettings",
+    "CACHE_MODES", "CONTEXT_LEVELS", "HISTORY_MODES", "LOOPS", "ORIGINS", "PHASES", "Completion",
+    "EpisodeResult", "EpisodeSettings",
     "LoopRegistry", "LoopSpec", "Provider",
     "ProviderConfigError", "ProviderError", "TurnRecord", "arun_episode", "make_provider", "run_episode",
 ]

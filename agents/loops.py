@@ -13,6 +13,12 @@ exception: exceptions are for failed API calls (retried in the provider) and bug
 Heavy objects (provider, environment, task) live in an ``Episode`` that the nodes close over; the
 state holds only plain data, so it can be checkpointed, logged and rebuilt from ``TurnRecord``s
 (that is how ``resume`` works).
+
+A new strategy on this graph needs no graph of its own: its builder sets ``Episode.route`` (the next
+phase after a turn: ``done``, ``fix``, ``optimise``, or ``generate`` for a fresh answer to the task
+alone) and, if it words the follow-ups differently, ``Episode.prompt``, then returns
+``build_graph(ep, ...)``. Resume replays stored turns through the same two functions, so such a
+loop resumes like the built-in ones. ``experiments/examples/best_of_n.py`` is one.
 """
 
 from __future__ import annotations
@@ -71,6 +77,13 @@ class Episode:
     options: dict[str, Any] = field(default_factory=dict)
     context_text: str | None = None
     records: list[TurnRecord] = field(default_factory=list)
+    agent: str = ""
+    """The experiment's name for this loop with its arguments (``EpisodeSettings.agent``); the loop's
+    own name when empty."""
+    route: Route | None = None
+    """The next phase after a turn (``next_phase``'s rule when None); the turn budget always ends it."""
+    prompt: Prompt | None = None
+    """The messages that open the next turn of a phase (``standard_followup`` when None)."""
 
     @property
     def language(self) -> str:
@@ -81,9 +94,21 @@ class Episode:
         """The baseline the environment's reward, and so the best turn, measure speedup against."""
         return self.env.reward_fn.baseline
 
+    @property
+    def name(self) -> str:
+        return self.agent or self.loop
+
     def metadata(self, turn: int, phase: str) -> dict[str, Any]:
-        return {"task": self.task.id, "sample": self.sample, "turn": turn, "loop": self.loop,
+        return {"task": self.task.id, "sample": self.sample, "turn": turn, "loop": self.name,
                 "context": self.context, "phase": phase, "history": self.history}
+
+
+Route = Callable[[Episode, TurnRecord], str]
+"""``(episode, the turn just finished) -> "done" | "fix" | "optimise" | "generate"``; ``episode.records``
+holds every finished turn, this one last."""
+Prompt = Callable[[Episode, EpisodeState, str], list[dict[str, str]]]
+"""``(episode, state, phase) -> the whole conversation`` the next turn continues (``visible_messages``
+then trims it as ``history`` says)."""
 
 
 # -- pure state transitions (shared by the nodes and by resume) ---------------------------------
@@ -114,9 +139,24 @@ def best_attempt(attempts: list[dict[str, Any]], baseline: str) -> dict[str, Any
 
 
 def next_phase(ep: Episode, record: TurnRecord, turn: int) -> str:
-    """Where the loop goes after a finished turn."""
-    if ep.loop == "one-shot" or turn >= ep.max_turns:
+    """Where the loop goes after a finished turn: the loop's ``route`` within the turn budget, or the
+    standard rule."""
+    if ep.options.get("single_turn") or ep.loop == "one-shot" or turn >= ep.max_turns:
         return "done"
+    if ep.route is not None:
+        phase = ep.route(ep, record)
+        if phase not in ROUTES:
+            raise ValueError(f"loop {ep.loop!r} routed to {phase!r}; a route is one of {', '.join(ROUTES)}")
+        return phase
+    return standard_phase(ep, record)
+
+
+ROUTES = ("done", "fix", "optimise", "generate")
+
+
+def standard_phase(ep: Episode, record: TurnRecord) -> str:
+    """fix-retry's rule: done once solved (unless ``keep_optimising``), optimise a correct candidate
+    (unless ``optimise`` is off), fix anything else."""
     if record.terminated and not ep.options.get("keep_optimising", False):
         return "done"
     result = record.result or {}
@@ -143,7 +183,17 @@ def apply_record(ep: Episode, state: EpisodeState, record: TurnRecord) -> Episod
 
 
 def followup(ep: Episode, state: EpisodeState, phase: str) -> EpisodeState:
-    """The user message that opens a ``fix`` or ``optimise`` turn."""
+    """The conversation that opens the next turn: the loop's ``prompt``, or ``standard_followup``."""
+    if ep.prompt is not None:
+        return EpisodeState(messages=ep.prompt(ep, state, phase), phase=phase)
+    return standard_followup(ep, state, phase)
+
+
+def standard_followup(ep: Episode, state: EpisodeState, phase: str) -> EpisodeState:
+    """``fix`` and ``optimise`` add a user message (the verdict, or the timing and instruction report);
+    ``generate`` starts again from the system and task messages alone (a fresh, independent answer)."""
+    if phase == "generate":
+        return EpisodeState(messages=list(state["messages"][:2]), phase=phase)
     last = state["attempts"][-1]
     best = state.get("best")
     show_best = best if (ep.history == "last" and best and best["turn"] != last["turn"]) else None
@@ -189,6 +239,7 @@ def _record(ep: Episode, state: EpisodeState, outcome: tuple[Any, ...] | None, e
         reasoning_tokens=completion["reasoning_tokens"], cost_usd=completion["cost_usd"],
         latency_s=completion["latency_s"], cached=completion["cached"], model=completion.get("model", ""),
         eval_s=eval_s, attachments=dict(pending.get("attachments") or {}),
+        origin=completion.get("origin", "paid"), recorded_cost_usd=completion.get("recorded_cost_usd"),
     )
 
 
@@ -239,8 +290,11 @@ def _nodes(ep: Episode, is_async: bool) -> dict[str, Callable[..., Any]]:
     def optimise(state: EpisodeState) -> EpisodeState:
         return followup(ep, state, "optimise")
 
+    def redraw(state: EpisodeState) -> EpisodeState:
+        return followup(ep, state, "generate")
+
     return {"generate": agenerate if is_async else generate, "evaluate": aevaluate if is_async else evaluate,
-            "fix": fix, "optimise": optimise}
+            "fix": fix, "optimise": optimise, "redraw": redraw}
 
 
 def _route_after_evaluate(state: EpisodeState) -> str:
@@ -248,13 +302,17 @@ def _route_after_evaluate(state: EpisodeState) -> str:
 
 
 def _route_start(state: EpisodeState) -> str:
-    """A fresh episode generates; a resumed one continues where its records stopped."""
+    """A fresh episode generates; a resumed one continues where its records stopped, through the
+    follow-up node of its next phase."""
     if not state.get("attempts"):
-        return "generate"
+        return "start"
     return state["phase"]
 
 
-def _build(ep: Episode, *, is_async: bool, with_fix: bool, checkpointer: Any = None) -> Any:
+def build_graph(ep: Episode, *, is_async: bool = False, with_fix: bool = True, checkpointer: Any = None
+                ) -> Any:
+    """The standard graph for ``ep``: generate -> evaluate -> done, or (``with_fix``) a follow-up node
+    per phase (fix, optimise, and redraw for ``generate``) -> generate."""
     from langgraph.graph import END, START, StateGraph
 
     graph = StateGraph(EpisodeState)
@@ -263,12 +321,11 @@ def _build(ep: Episode, *, is_async: bool, with_fix: bool, checkpointer: Any = N
     graph.add_node("evaluate", nodes["evaluate"])
     targets: dict[str, str] = {"done": END}
     if with_fix:
-        graph.add_node("fix", nodes["fix"])
-        graph.add_node("optimise", nodes["optimise"])
-        graph.add_edge("fix", "generate")
-        graph.add_edge("optimise", "generate")
-        targets.update(fix="fix", optimise="optimise")
-    graph.add_conditional_edges(START, _route_start, {"generate": "generate", **targets})
+        for phase, node in (("fix", "fix"), ("optimise", "optimise"), ("generate", "redraw")):
+            graph.add_node(node, nodes[node])
+            graph.add_edge(node, "generate")
+            targets[phase] = node
+    graph.add_conditional_edges(START, _route_start, {"start": "generate", **targets})
     graph.add_edge("generate", "evaluate")
     graph.add_conditional_edges("evaluate", _route_after_evaluate, targets)
     return graph.compile(checkpointer=checkpointer)
@@ -277,7 +334,8 @@ def _build(ep: Episode, *, is_async: bool, with_fix: bool, checkpointer: Any = N
 @LOOPS.register("one-shot", description="generate once, evaluate, end")
 def one_shot(ep: Episode, *, is_async: bool = False, checkpointer: Any = None) -> Any:
     """generate -> evaluate -> end."""
-    return _build(ep, is_async=is_async, with_fix=False, checkpointer=checkpointer)
+    ep.options.update(single_turn=True)
+    return build_graph(ep, is_async=is_async, with_fix=False, checkpointer=checkpointer)
 
 
 @LOOPS.register("fix-retry", optimise=True, keep_optimising=False,
@@ -290,7 +348,7 @@ def fix_retry(ep: Episode, *, is_async: bool = False, checkpointer: Any = None, 
     ``optimise=False`` stops at the first correct candidate; ``keep_optimising=True`` goes on optimising
     after the environment calls the episode solved, until the turn budget is spent."""
     ep.options.update(optimise=optimise, keep_optimising=keep_optimising)
-    return _build(ep, is_async=is_async, with_fix=True, checkpointer=checkpointer)
+    return build_graph(ep, is_async=is_async, with_fix=True, checkpointer=checkpointer)
 
 
 # -- running an episode ----------------------------------------------------------------------------
@@ -310,7 +368,8 @@ def _prepare(settings: EpisodeSettings, provider: Provider, env: KernelEnv | Non
                          f"max_turns={settings.max_turns}")
     ep = Episode(task=env.task, loop=settings.loop, provider=provider, env=env, context=settings.context,
                  history=settings.history, sample=settings.sample, max_turns=settings.max_turns,
-                 target=env.options.target, on_turn=on_turn, context_text=settings.context_text)
+                 target=env.options.target, on_turn=on_turn, context_text=settings.context_text,
+                 agent=settings.agent)
     args = {**spec.defaults, **settings.loop_args}
     graph = spec.build(ep, is_async=is_async, **args)
     return ep, graph, owns_env
@@ -325,8 +384,8 @@ def _resumed_state(ep: Episode, resume: list[TurnRecord] | None) -> EpisodeState
                              f"at position {i + 1}")
         if record.turn > ep.max_turns:
             raise ValueError(f"resume has turn {record.turn}, beyond max_turns={ep.max_turns}")
+        ep.records.append(record)  # before the route sees it, as in a live turn
         state = {**state, **apply_record(ep, state, record)}
-        ep.records.append(record)
         if i + 1 < len(records):
             state = {**state, **followup(ep, state, records[i + 1].phase)}
     return state
@@ -343,7 +402,7 @@ def _result(ep: Episode) -> EpisodeResult:
 def _config(ep: Episode) -> dict[str, Any]:
     # The turn counter is the budget; the recursion limit only has to stay out of its way.
     return {"recursion_limit": 4 * ep.max_turns + 10,
-            "configurable": {"thread_id": f"{ep.task.id}/{ep.loop}/{ep.context}/{ep.sample}"}}
+            "configurable": {"thread_id": f"{ep.task.id}/{ep.name}/{ep.context}/{ep.sample}"}}
 
 
 def _reset_options(ep: Episode) -> dict[str, Any]:

@@ -2,9 +2,10 @@
 replay (recorded answers, in ``replay.py``).
 
 Every provider does the same four things around one API call: merge call parameters, look in the
-on-disk cache, call with retries (``retry.py``; the SDKs' own retries are off), and account for
-tokens, latency and cost. The SDKs are imported when a client is first needed, so importing
-``warpgym.agents`` stays cheap and a machine without them can still replay.
+on-disk cache (as its ``cache_mode`` allows; the key holds the sample and the turn, so a loop that asks
+the same thing at two turns gets two answers), call with retries (``retry.py``; the SDKs' own retries
+are off), and account for tokens, latency and cost. The SDKs are imported when a client is first
+needed, so importing ``warpgym.agents`` stays cheap and a machine without them can still replay.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .api import Completion, ProviderConfigError, ProviderError
+from .api import CACHE_MODES, Completion, ProviderConfigError, ProviderError
 from .cache import ResponseCache, cache_key
 from .pricing import PriceTable
 from .retry import RetryPolicy, acall_with_retry, call_with_retry
@@ -69,7 +70,7 @@ class BaseProvider:
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
                  cache_dir: Path | None = None, use_cache: bool = True, prices: dict[str, Any] | None = None,
-                 **params: Any) -> None:
+                 cache_mode: str | None = None, **params: Any) -> None:
         unknown = set(params) - CALL_PARAMS - CLIENT_OPTIONS
         if unknown:
             raise ProviderConfigError(
@@ -89,7 +90,12 @@ class BaseProvider:
             jitter=float(params.get("retry_jitter", 1.0)),
             max_retry_after=float(params.get("max_retry_after", 300.0)),
         )
-        self.cache = ResponseCache(cache_dir, ttl_s=params.get("cache_ttl_s")) if use_cache else None
+        self.cache_mode = cache_mode or ("read-write" if use_cache else "off")
+        if self.cache_mode not in CACHE_MODES:
+            raise ProviderConfigError(f"unknown cache mode {self.cache_mode!r}; "
+                                      f"use one of {', '.join(CACHE_MODES)}")
+        self.cache = (ResponseCache(cache_dir, ttl_s=params.get("cache_ttl_s"))
+                      if self.cache_mode != "off" else None)
         self.prices = PriceTable(prices)
         self._client: Any = None
         self._aclient: Any = None
@@ -118,18 +124,21 @@ class BaseProvider:
     # -- the call ------------------------------------------------------------------------------
     def _cache_key(self, messages: list[dict[str, str]], params: dict[str, Any],
                    metadata: dict[str, Any] | None) -> str:
+        meta = metadata or {}
         return cache_key({"provider": self.kind, "model": self.model, "base_url": self.base_url,
-                          "messages": messages, "params": params,
-                          "sample": (metadata or {}).get("sample", 0)})
+                          "messages": messages, "params": params, "sample": meta.get("sample", 0),
+                          "turn": meta.get("turn")})
 
     def _from_cache(self, key: str | None) -> Completion | None:
-        if self.cache is None or key is None:
+        if self.cache is None or key is None or self.cache_mode == "write-only":
             return None
         hit = self.cache.get(key)
         if hit is None:
             return None
         completion = Completion.from_dict(hit)
         completion.cached = True
+        completion.origin = "cached"
+        completion.recorded_cost_usd = float(hit.get("cost_usd") or 0.0)
         completion.cost_usd = 0.0
         completion.latency_s = 0.0
         return completion
@@ -144,11 +153,12 @@ class BaseProvider:
         cost, priced = self.prices.cost(self.model, completion.input_tokens, completion.output_tokens,
                                         completion.cached_input_tokens)
         completion.cost_usd, completion.priced = cost, priced
+        completion.origin, completion.recorded_cost_usd = "paid", cost
         if not priced and not self._warned_unpriced:
             self._warned_unpriced = True
             log.warning("%s: no price for model %r; its cost is counted as 0 (pass prices={...})",
                         self.name, self.model)
-        if self.cache is not None and key is not None:
+        if self.cache is not None and key is not None and self.cache_mode != "read-only":
             self.cache.put(key, completion.to_dict(), {"provider": self.name, "params": params,
                                                        "messages": messages})
         return completion
@@ -409,7 +419,7 @@ PROVIDERS: dict[str, type[BaseProvider]] = {
 
 
 def make_provider(spec: str, *, cache_dir: Path | None = None, use_cache: bool = True,
-                  prices: dict[str, Any] | None = None, **params: Any) -> Any:
+                  prices: dict[str, Any] | None = None, cache_mode: str | None = None, **params: Any) -> Any:
     """See ``warpgym.agents.api.make_provider``. ``record=PATH`` wraps the provider so that every answer
     is also appended to a replay file."""
     kind, model, url = parse_spec(spec)
@@ -421,7 +431,7 @@ def make_provider(spec: str, *, cache_dir: Path | None = None, use_cache: bool =
     else:
         base_url = params.pop("base_url", None) or url
         provider = PROVIDERS[kind](model, base_url=base_url, cache_dir=cache_dir, use_cache=use_cache,
-                                   prices=prices, **params)
+                                   prices=prices, cache_mode=cache_mode, **params)
     if record:
         from .replay import RecordingProvider
 

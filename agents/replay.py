@@ -9,7 +9,9 @@ A replay file is JSON Lines, one answer per line::
 must match too, so one file can hold the answers of several arms of an experiment (a line without
 them answers for any loop and context). When several lines match, the later one wins, so appending
 to a file overrides. Any ``Completion`` field on the line (tokens, cost, latency, model) is returned
-as recorded, so a replayed run reports what the original run cost.
+as recorded, except cost: a replayed answer pays nothing (``cost_usd`` 0, ``origin`` "replayed"), and
+the line's ``cost_usd`` becomes the answer's ``recorded_cost_usd``, so a replayed run can say what the
+original run cost without calling it spent.
 
 ``RecordingProvider`` writes such a file from a live provider (``make_provider(spec, record=PATH)``).
 """
@@ -97,6 +99,11 @@ class ReplayProvider:
         completion = Completion.from_dict({k: v for k, v in row.items() if k not in ("messages", "metadata")})
         completion.provider = completion.provider or self.name
         completion.model = completion.model or "replay"
+        recorded = row.get("recorded_cost_usd", row.get("cost_usd"))
+        completion.recorded_cost_usd = None if recorded is None else float(recorded)
+        completion.cost_usd = 0.0
+        completion.origin = "replayed"
+        completion.cached = False
         return completion
 
     async def acomplete(self, messages: list[dict[str, str]], *, metadata: dict[str, Any] | None = None,
@@ -122,7 +129,7 @@ class RecordingProvider:
                ) -> None:
         meta = metadata or {}
         row: dict[str, Any] = {k: meta.get(k) for k in (*MATCH_KEYS, *OPTIONAL_KEYS)}
-        row.update(completion.to_dict())
+        row.update(recorded_row(completion.to_dict()))
         if self.with_messages:
             row["messages"] = messages
         line = json.dumps(row, ensure_ascii=False)
@@ -142,6 +149,16 @@ class RecordingProvider:
         completion = await self.inner.acomplete(messages, metadata=metadata, **params)
         self._write(completion, messages, metadata)
         return completion
+
+
+def recorded_row(completion: dict[str, Any]) -> dict[str, Any]:
+    """A completion as a replay line holds it: ``cost_usd`` is what the answer cost when it was paid
+    (a cached answer's recorded cost, not its 0), and where this one came from is left out."""
+    row = {k: v for k, v in completion.items() if k not in ("origin", "recorded_cost_usd")}
+    recorded = completion.get("recorded_cost_usd")
+    if recorded is not None:
+        row["cost_usd"] = recorded
+    return row
 
 
 def write_replay(path: str | Path, rows: Iterable[dict[str, Any]], *, append: bool = False) -> Path:

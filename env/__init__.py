@@ -4,7 +4,7 @@ Four rooms, along the trust wall:
 - ``judge``: the harness side. Plans an evaluation, talks to workers, compares outputs with
   references it computed itself, inspects instructions, times, decides. Never runs candidate code.
 - ``worker``: what runs in the untrusted process beside the candidate: the worker's loop, the
-  confinement, the audit hook, the run-time policy, the launch recorder, the profilers' runner.
+  confinement, the audit hook, the run-time policy, the launch recorder and its rules.
 - ``protocol``: what crosses the wall: the wire encoding and the typed requests and replies.
 - ``toolchain``: the bottom layer (targets, NVRTC/ptxas, PTX parsing, tensor maps, disassembly)
   that tasks, prompts, the judge and the worker all use.

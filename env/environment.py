@@ -55,19 +55,27 @@ class EpisodeOver(ResetNeeded, RuntimeError):
 class RewardConfig:
     """reward = 0 unless correct; then ``correct`` plus ``speed_weight * log2(speedup)`` (clipped at
     ``max_speed_bonus``, and never below 0 so a slow correct kernel still beats a wrong one), times
-    ``missing_features_factor`` when required instructions are missing."""
+    ``missing_features_factor`` when required instructions are missing.
+
+    The speedup is the paired timing's point estimate (the median of its rounds' ratios); with
+    ``conservative`` it is its 95% interval's lower bound, so noise never earns a bonus. The episode's
+    ``target_speedup`` is judged by the same estimate."""
 
     correct: float = 1.0
     speed_weight: float = 1.0
     max_speed_bonus: float = 3.0
     baseline: str = "eager"
     missing_features_factor: float = 0.0
+    conservative: bool = False
+
+    def speedup(self, result: EvalResult) -> float | None:
+        return result.speedup_by(self.baseline, conservative=self.conservative)
 
     def __call__(self, result: EvalResult) -> float:
         if not result.correct:
             return 0.0
         reward = self.correct
-        speedup = (result.speedup or {}).get(self.baseline)
+        speedup = self.speedup(result)
         if speedup and speedup > 0:
             reward += self.speed_weight * min(max(math.log2(speedup), 0.0), self.max_speed_bonus)
         if result.required_features_met is False:
@@ -203,7 +211,7 @@ class KernelEnv(gym.Env[dict[str, Any], str | Candidate]):
             result = self.evaluator.evaluate(self.task, action, self.options)  # a Candidate goes as it is
         self.last_result = result
         reward = self.reward_fn(result)
-        speedup = (result.speedup or {}).get(self.reward_fn.baseline)
+        speedup = self.reward_fn.speedup(result)
         fast_enough = speedup is None or speedup >= self.target_speedup
         terminated = bool(result.correct and result.required_features_met is not False and fast_enough)
         truncated = not terminated and self.turn >= self.max_turns

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import comparisons, config_diff, report_stats
+from . import accounts, comparisons, config_diff, report_stats
 from . import metrics as metrics_mod
 from .report_doc import Doc, count, pct, times, usd
 from .store import Store
@@ -26,6 +26,7 @@ class Run:
     tasks: set[str]
     episodes: list[metrics_mod.EpisodeView]
     metrics: dict[str, Any]
+    calls: accounts.Accounts | None = None
 
     @property
     def name(self) -> str:
@@ -46,8 +47,9 @@ def _load(run_dirs: list[Path]) -> tuple[list[Run], set[str]]:
     for d, _, config, eps in loaded:
         with Store(d / STORE_NAME, readonly=True) as store:
             m = metrics_mod.compute(store, tasks=common if differ else None)
+            calls = accounts.from_store(store)
         kept = [e for e in eps if e.turns and (not differ or e.task in common)]
-        runs.append(Run(d, config, {e.task for e in eps}, kept, m))
+        runs.append(Run(d, config, {e.task for e in eps}, kept, m, calls))
     return runs, common
 
 
@@ -66,6 +68,7 @@ def compare(run_dirs: list[Path], plot_dir: Path | None = None) -> Doc:
         plot_dir.mkdir(parents=True, exist_ok=True)
 
     _overall(doc, runs, restricted)
+    _model_calls(doc, [(r.name, r.calls) for r in runs if r.calls is not None])
     summaries = [comparisons.summary(r.episodes, spec) for r in runs]
     doc.h("Intervals")
     doc.p(report_stats.method_note(_method(spec)))
@@ -90,7 +93,31 @@ def compare(run_dirs: list[Path], plot_dir: Path | None = None) -> Doc:
         _against_first(doc, runs, spec, plot_dir)
     _by_turn(doc, runs, spec, plot_dir)
     _per_configuration(doc, runs)
+    _context_levels(doc, runs)
     return doc
+
+
+def _context_levels(doc: Doc, runs: list[Run]) -> None:
+    """For each run that played several context levels, what each level changed against its base."""
+    from . import report_levels
+    from .rundir import STORE_NAME
+
+    for r in runs:
+        if len(r.config.get("contexts") or []) < 2:
+            continue
+        with Store(r.dir / STORE_NAME, readonly=True) as store:
+            effects = report_levels.compute(store, r.dir, r.config, [float(p) for p in r.metrics["fast_p"]],
+                                            bool(r.metrics["overall"].get("timed")))
+        doc.h(f"What each context level changed in {r.name}")
+        report_levels.section(doc, effects, None)
+
+
+def _model_calls(doc: Doc, calls: list[tuple[str, accounts.Accounts]]) -> None:
+    """Where each run's answers came from: a cached or replayed run's cost is not a cost it paid."""
+    doc.h("Model calls")
+    doc.p("Cost is what each run paid. Cached and replayed answers were paid for by an earlier run; "
+          "their recorded cost is shown apart, and a run that reused answers repeats that run's samples.")
+    doc.table(*accounts.compare_rows(calls))
 
 
 def _method(spec: comparisons.Spec) -> dict[str, Any]:

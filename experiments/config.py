@@ -22,7 +22,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from warpgym.env.toolchain import targets
 
+from . import agent_refs
 from . import context_levels as levels_mod
+from .agent_refs import ResolvedAgent
 from .context_levels import Ablation, Level, LevelSpec
 
 if sys.version_info >= (3, 11):
@@ -31,22 +33,13 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 PROVIDER_KINDS = ("openai", "anthropic", "openai-compatible", "replay")
-DEFAULT_LOOPS = ("one-shot", "fix-retry")
+CACHE_MODES = ("auto", "read-write", "read-only", "off")
 DEFAULT_HISTORY = ("full", "last")
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 class ConfigError(ValueError):
     """An experiment file that cannot be run; the message names the file, line and field."""
-
-
-def known_loops() -> tuple[str, ...]:
-    """The agents' registered loops (the defaults while the agents package cannot list them)."""
-    try:
-        from warpgym.agents import LOOPS
-    except Exception:  # noqa: BLE001 - agents not importable: fall back to the documented loops
-        return DEFAULT_LOOPS
-    return tuple(LOOPS)
 
 
 def known_history_modes() -> tuple[str, ...]:
@@ -100,8 +93,11 @@ class RunSettings(Strict):
     """Evaluation workers on the CPU (default: half the cores, at most 4); on GPUs one per device."""
     concurrency: int = Field(default=4, ge=1, le=256)
     """Episodes in flight, hence model calls at once."""
-    cache: bool = True
-    """Cache model responses on disk (a rerun with the same settings costs nothing)."""
+    cache: str = "auto"
+    """The response cache (``CACHE_MODES``): ``auto`` reads only answers that were not sampled (a model
+    with ``temperature = 0`` and ``samples = 1``), so rerunning a sampled experiment samples again, and
+    writes every answer; ``read-write`` reads whatever it holds; ``read-only`` never writes; ``off``
+    never reads or writes."""
     cache_dir: str | None = None
     """Where the response cache lives (default: the agents' shared cache, ``$WARPGYM_CACHE_DIR`` or
     ``~/.cache/warpgym/responses``, so that running an experiment again costs nothing)."""
@@ -123,6 +119,16 @@ class RunSettings(Strict):
     ray_address: str | None = None
     """executor = "ray": the cluster to join (``auto``, ``HOST:6379``, ``ray://HOST:10001``); unset, a
     local Ray instance is started (or ``$RAY_ADDRESS`` joined, when set)."""
+
+    @field_validator("cache", mode="before")
+    @classmethod
+    def _cache(cls, value: Any) -> Any:
+        if isinstance(value, bool):  # the switch of runs saved before the modes existed
+            return "auto" if value else "off"
+        if value not in CACHE_MODES:
+            modes = ", ".join(f'"{m}"' for m in CACHE_MODES)
+            raise ValueError(f"unknown cache mode {value!r}; use one of {modes}")
+        return value
 
     @field_validator("devices")
     @classmethod
@@ -185,6 +191,8 @@ class Experiment(Strict):
     include_trivial: bool = False
     """Play imported tasks that the triviality audit flagged (an answer computing nothing passes them)."""
     agents: list[str] = Field(min_length=1)
+    """The agents' labels. The file writes loop names or references (``agent_refs``), or one
+    ``[agents.LABEL]`` table of parameters per agent."""
     models: list[ModelEntry] = Field(min_length=1)
     contexts: list[str] = Field(default_factory=lambda: ["none"], min_length=1)
     context_levels: dict[str, LevelSpec] = Field(default_factory=dict)
@@ -200,6 +208,8 @@ class Experiment(Strict):
 
     # Filled in by ``parse`` (and saved with the run), never written by hand.
     resolved_tasks: list[str] = Field(default_factory=list)
+    resolved_agents: dict[str, ResolvedAgent] = Field(default_factory=dict)
+    """Each agent's loop, where it is imported from, and its arguments with the defaults filled in."""
     source_path: str | None = None
 
     @field_validator("models", mode="before")
@@ -237,11 +247,17 @@ class Experiment(Strict):
         """Every context level the grid plays (``contexts`` plus an ablation's base and levels)."""
         return levels_mod.levels(self.contexts, self.context_levels, self.ablate)
 
+    def agent(self, label: str) -> ResolvedAgent:
+        """An agent's loop and arguments (a built-in loop with its defaults for runs saved before agents
+        were resolved)."""
+        return self.resolved_agents.get(label) or agent_refs.builtin([label])[label]
+
     def identity(self) -> dict[str, Any]:
         """The fields that define the episodes; a resumed run must keep them."""
         return {
             "tasks": self.resolved_tasks,
             "agents": self.agents,
+            "agent_settings": {a: self.agent(a).settings() for a in self.agents},
             "models": [m.model_dump(exclude={"params", "prices"}) for m in self.models],
             "contexts": self.contexts,
             **({"context_levels": {k: v.model_dump() for k, v in self.context_levels.items()}}
@@ -350,18 +366,21 @@ def _allowed_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
         current = next((c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)), None)
         if current is None:
             return []
-    hidden = {"resolved_tasks", "source_path"}
+    hidden = HIDDEN
     return [k for k in current.model_fields if k not in hidden] if isinstance(current, type) else []
 
 
 # --------------------------------------------------------------------------- loading
+HIDDEN = frozenset({"resolved_tasks", "resolved_agents", "source_path"})
+
+
 def parse(text: str, where: str = "<config>", base_dir: Path | None = None) -> Experiment:
     """Validate the text of an experiment file; every problem found is listed in one ConfigError."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{where}: not valid TOML: {exc}") from None
-    hidden = {"resolved_tasks", "source_path"} & set(data)
+    hidden = HIDDEN & set(data)
     problems: list[tuple[int, str]] = []
 
     def add(loc: tuple[Any, ...], message: str, value: Any = None) -> None:
@@ -376,9 +395,15 @@ def parse(text: str, where: str = "<config>", base_dir: Path | None = None) -> E
     resolved = _without_trivial(resolved, data, add)
     target = data.get("target") if isinstance(data.get("target"), str) else targets.DEFAULT
     levels_mod.problems(data, target, base_dir, add)
+    labels, agents = agent_refs.resolve(data.get("agents"), base_dir, add, known_history_modes())
+    fields = {k: v for k, v in data.items() if k not in hidden}
+    raw_agents = fields.get("agents")
+    names_only = isinstance(raw_agents, list) and all(isinstance(a, str) for a in raw_agents)
+    if isinstance(raw_agents, dict) or names_only:
+        fields["agents"] = labels  # "pkg.mod:beam" is the agent "beam"
     exp: Experiment | None = None
     try:
-        exp = Experiment.model_validate({k: v for k, v in data.items() if k not in hidden})
+        exp = Experiment.model_validate(fields)
     except ValidationError as exc:
         for err in exc.errors():
             loc = tuple(err["loc"])
@@ -399,6 +424,7 @@ def parse(text: str, where: str = "<config>", base_dir: Path | None = None) -> E
         _resolve_paths(exp, base_dir, add)
         exp.resolved_tasks = resolved
         exp.suites = _suites_used(resolved)
+        exp.resolved_agents = agents
         played = exp.contexts if exp.ablate is None or "contexts" in data else []  # an ablation alone
         exp.contexts = list(dict.fromkeys([*played, *levels_mod.levels(played, exp.context_levels,
                                                                        exp.ablate)]))
@@ -422,7 +448,8 @@ def _pass_k_problems(exp: Experiment, data: dict[str, Any], add: Any) -> None:
 
 
 def _name_problems(data: dict[str, Any], add: Any) -> list[str]:
-    """Names that must exist (tasks, agents, contexts, history mode); returns the resolved task ids."""
+    """Names that must exist (tasks, contexts, history mode; agents are ``agent_refs``'); returns the
+    resolved task ids."""
     from warpgym.tasks import UnknownTaskError, select
 
     resolved: list[str] = []
@@ -434,8 +461,7 @@ def _name_problems(data: dict[str, Any], add: Any) -> list[str]:
             resolved += [t.id for t in select([pattern])]
         except UnknownTaskError as exc:
             add(("tasks", i), str(exc), pattern)
-    names = (("agents", known_loops(), "agent"), ("contexts", tuple(levels_mod.context_names(data)),
-                                                   "context level"))
+    names = (("contexts", tuple(levels_mod.context_names(data)), "context level"),)
     for field, known, what in names:
         values = data.get(field)
         values = [v for v in values if isinstance(v, str)] if isinstance(values, list) else []

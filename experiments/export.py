@@ -4,7 +4,10 @@ One row per turn: the episode's keys (task, agent, model, context, sample), the 
 columns, and the whole turn record (messages, response, candidate, feedback, verdict). With
 ``what="episodes"``, one row per episode with its best turn and heldout verdict. With
 ``what="replay"``, one model's answers in the replay provider's format, so that the run can be
-played again offline (``replay:PATH`` in an experiment file) with the same answers.
+played again offline (``replay:PATH`` in an experiment file) with the same answers; a line's
+``cost_usd`` is what the answer cost when it was paid (``accounts.py``). With ``what="calls"``, one row
+per model call: its origin (paid, cached, replayed), tokens, what it paid and its recorded cost.
+Every step row carries its answer's ``origin``, ``cost_usd`` (paid) and ``recorded_cost_usd`` too.
 Parquet needs pyarrow (``pip install pyarrow``); nested fields are stored as JSON text there.
 """
 
@@ -41,7 +44,26 @@ def episodes(store: Store) -> Iterator[dict[str, Any]]:
         yield {"episode_id": e["id"], **{k: v for k, v in e.items() if k != "id"}}
 
 
-REPLAY_FIELDS = ("input_tokens", "output_tokens", "reasoning_tokens", "cost_usd", "latency_s", "model")
+REPLAY_FIELDS = ("input_tokens", "output_tokens", "reasoning_tokens", "latency_s", "model")
+CALL_FIELDS = (
+    "turn", "origin", "input_tokens", "output_tokens", "cost_usd", "recorded_cost_usd", "created_at",
+)
+
+
+def calls(store: Store) -> Iterator[dict[str, Any]]:
+    """Every model call the run made, each once, with where its answer came from and what it cost."""
+    eps = {e["id"]: e for e in store.episodes()}
+    for c in store.calls():
+        e = eps.get(c["episode_id"], {})
+        keys = {k: e.get(k) for k in EPISODE_FIELDS if k != "status"}
+        fields = {k: c.get(k) for k in CALL_FIELDS}
+        yield {"call_id": c["id"], "episode_id": c["episode_id"], **keys, **fields}
+
+
+def _recorded_cost(record: dict[str, Any]) -> float | None:
+    """What a turn's answer cost when it was paid: its recorded cost, else (an older record) its cost."""
+    recorded = record.get("recorded_cost_usd")
+    return recorded if recorded is not None else record.get("cost_usd")
 
 
 def replay(store: Store, model: str | None) -> Iterator[dict[str, Any]]:
@@ -65,6 +87,7 @@ def replay(store: Store, model: str | None) -> Iterator[dict[str, Any]]:
             "context": e["context"],
             "text": record.get("response") or "",
             **{k: record.get(k) for k in REPLAY_FIELDS if record.get(k) is not None},
+            **({"cost_usd": _recorded_cost(record)} if _recorded_cost(record) is not None else {}),
             "provenance": f"exported from run {store.get_meta('config', {}).get('name')}",
         }
 
@@ -79,8 +102,8 @@ def export(
 ) -> Path:
     if fmt not in ("jsonl", "parquet"):
         raise ExportError(f"unknown format {fmt!r}; use jsonl or parquet")
-    if what not in ("steps", "episodes", "replay"):
-        raise ExportError(f"unknown rows {what!r}; use steps, episodes or replay")
+    if what not in ("steps", "episodes", "replay", "calls"):
+        raise ExportError(f"unknown rows {what!r}; use steps, episodes, calls or replay")
     if what == "replay" and fmt != "jsonl":
         raise ExportError("a replay file is JSON Lines: use --format jsonl")
     if fmt == "parquet":
@@ -95,7 +118,9 @@ def export(
     out.parent.mkdir(parents=True, exist_ok=True)
     with Store(store_path, readonly=True) as store:
         rows = list(
-            {"steps": steps, "episodes": episodes}[what](store) if what != "replay" else replay(store, model)
+            {"steps": steps, "episodes": episodes, "calls": calls}[what](store)
+            if what != "replay"
+            else replay(store, model)
         )
     if fmt == "jsonl":
         with open(out, "w") as f:

@@ -1,6 +1,10 @@
 """The answer journal: every model answer is stored the moment it arrives, and served again when the
-same episode sends the same request (a resumed episode), so no answer is paid for twice, even with
-the provider's response cache turned off."""
+same episode sends the same request at the same turn (a resumed episode), so no answer is paid for
+twice, even with the provider's response cache turned off. The same request at another turn (a loop
+drawing several independent answers) is a new call.
+
+An answer served again keeps its ``origin`` and cost: it is the one use of the call it came from (whose
+turn was not stored), not a second call."""
 
 from __future__ import annotations
 
@@ -27,8 +31,13 @@ class Ledger(Protocol):
         """Count an answer served from the journal."""
 
 
-def request_key(messages: list[dict[str, Any]], params: dict[str, Any]) -> str:
-    blob = json.dumps({"messages": messages, "params": params}, sort_keys=True, default=str)
+def request_key(messages: list[dict[str, Any]], params: dict[str, Any], turn: int | None = None) -> str:
+    """The request's identity within an episode; without ``turn``, the key journals written before the
+    turn was part of it hold."""
+    request: dict[str, Any] = {"messages": messages, "params": params}
+    if turn is not None:
+        request["turn"] = turn
+    blob = json.dumps(request, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
@@ -47,17 +56,17 @@ class JournalProvider:
         return getattr(self.inner, name)
 
     def _before(
-        self, messages: list[dict[str, Any]], params: dict[str, Any]
+        self, messages: list[dict[str, Any]], params: dict[str, Any], metadata: dict[str, Any] | None
     ) -> tuple[str, Completion | None]:
         from warpgym.agents import Completion
 
-        key = request_key(messages, params)
+        key = request_key(messages, params, (metadata or {}).get("turn"))
         hit = self.store.find_call(self.episode_id, key)
+        if hit is None:
+            hit = self.store.find_call(self.episode_id, request_key(messages, params))
         if hit is not None:
-            completion = Completion.from_dict(hit)
-            completion.cached = True  # paid once, when it was journaled
             self.ledger.reused()
-            return key, completion
+            return key, Completion.from_dict(hit)
         self.ledger.check_stop()
         return key, None
 
@@ -70,7 +79,7 @@ class JournalProvider:
     def complete(
         self, messages: list[dict[str, Any]], *, metadata: dict[str, Any] | None = None, **params: Any
     ) -> Completion:
-        key, hit = self._before(messages, params)
+        key, hit = self._before(messages, params, metadata)
         if hit is not None:
             return hit
         return self._after(key, metadata, self.inner.complete(messages, metadata=metadata, **params))
@@ -78,7 +87,7 @@ class JournalProvider:
     async def acomplete(
         self, messages: list[dict[str, Any]], *, metadata: dict[str, Any] | None = None, **params: Any
     ) -> Completion:
-        key, hit = self._before(messages, params)
+        key, hit = self._before(messages, params, metadata)
         if hit is not None:
             return hit
         return self._after(key, metadata, await self.inner.acomplete(messages, metadata=metadata, **params))

@@ -14,7 +14,9 @@ Definitions (the report repeats them):
   over its n samples with c correct, averaged over those groups (groups with n < k are left out).
 - **fast_p** (KernelBench): the share of *all* episodes that are correct *and* faster than p times
   the baseline; fast_0 is the correct rate. Without any timing (a CPU run) fast_p for p > 0 is
-  not defined and shown as "-".
+  not defined and shown as "-". **fast_p conservative** is the same share with each speedup's 95%
+  interval's lower bound in place of its point estimate (the best turn is still chosen by the point
+  estimate): a kernel counts only when it is faster than p beyond timing noise.
 - **speedup**: geometric mean of best speedups over correct episodes that were timed.
 - **fraction of roofline**: mean over correct timed episodes of the best candidate's mean
   fraction of the device's roofline across bench shapes.
@@ -48,6 +50,8 @@ class TurnView:
     correct: bool
     arch_verified: bool | None = None
     speedup: float | None = None
+    speedup_low: float | None = None
+    """The lower bound of the speedup's 95% interval (None for results stored before intervals)."""
     roofline: float | None = None
     input_tokens: int = 0
     output_tokens: int = 0
@@ -96,6 +100,11 @@ class EpisodeView:
         """The best correct speedup so far (None when not correct or not timed)."""
         best = self.best(t)
         return best.speedup if best is not None and best.correct else None
+
+    def speedup_low(self, t: int | None = None) -> float | None:
+        """The best turn's (by the point estimate) speedup lower bound."""
+        best = self.best(t)
+        return best.speedup_low if best is not None and best.correct else None
 
     def roofline(self, t: int | None = None) -> float | None:
         best = self.best(t)
@@ -171,6 +180,7 @@ def summarize(
     eps = [e for e in episodes if e.turns]
     correct = [e.correct(t) for e in eps]
     speedups = [e.speedup(t) for e in eps]
+    lows = [e.speedup_low(t) for e in eps]
     needs = [e for e in eps if e.requires_features]
     groups: dict[tuple[str, ...], list[bool]] = defaultdict(list)
     for e, ok in zip(eps, correct, strict=True):
@@ -193,7 +203,9 @@ def summarize(
         "arch_episodes": len(needs),
         "pass_at_k": {str(k): mean_pass_at_k(((len(v), sum(v)) for v in groups.values()), k) for k in pass_k},
         "fast_p": {_p_key(p): fast_p(zip(correct, speedups, strict=True), p) for p in fast_ps},
+        "fast_p_conservative": {_p_key(p): fast_p(zip(correct, lows, strict=True), p) for p in fast_ps},
         "faster": sum(1 for s in timed if s > 1.0),
+        "faster_conservative": sum(1 for s in lows if s is not None and s > 1.0),
         "timed": len(timed),
         "speedup_geomean": geomean(timed),
         "roofline_mean": sum(roofs) / len(roofs) if roofs else None,
@@ -269,6 +281,7 @@ def load_episodes(store: Store) -> list[EpisodeView]:
                 correct=bool(r["correct"]),
                 arch_verified=None if r["arch_verified"] is None else bool(r["arch_verified"]),
                 speedup=r["speedup"],
+                speedup_low=r.get("speedup_low"),
                 roofline=r["roofline"],
                 input_tokens=r["input_tokens"] or 0,
                 output_tokens=r["output_tokens"] or 0,
@@ -343,6 +356,7 @@ def compute(store: Store, tasks: set[str] | None = None) -> dict[str, Any]:
                 "context": e.context,
                 "sample": e.sample,
                 "speedup": s,
+                "speedup_low": e.speedup_low(),
             }
             for e in played
             if (s := e.speedup()) is not None

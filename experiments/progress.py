@@ -1,4 +1,5 @@
-"""The live view of a run: episodes done, compiled, correct, faster than the baseline, tokens, cost.
+"""The live view of a run: episodes done, compiled, correct, faster than the baseline, paid tokens and
+cost, and where the model's answers came from (paid, cached, replayed: ``accounts.py``).
 
 On a terminal it is a rich ``Live`` panel refreshed a few times a second; elsewhere (CI logs,
 pipes) it prints one line per finished episode, so logs stay readable.
@@ -18,6 +19,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
+from .accounts import Accounts, sentence
+
 
 @dataclass
 class Counters:
@@ -32,11 +35,10 @@ class Counters:
     timed: int = 0
     turns: int = 0
     errors: int = 0
-    tokens: int = 0
-    paid_tokens: int = 0
-    cost_usd: float = 0.0
-    calls: int = 0
-    cached_calls: int = 0
+    reused: int = 0
+    """Answers taken from the run's journal on a resume (calls made, but not stored as turns, earlier)."""
+    accounts: Accounts = field(default_factory=Accounts)
+    """The run's model calls by origin, over every start and resume."""
     started: float = field(default_factory=time.time)
     stopping: str | None = None
 
@@ -69,6 +71,11 @@ class Display:
             for key, value in changes.items():
                 setattr(self.c, key, getattr(self.c, key) + value if key != "stopping" else value)
 
+    def count_call(self, completion: Any) -> None:
+        """A model call just answered (paid, cached or replayed)."""
+        with self.lock:
+            self.c.accounts.add_completion(completion)
+
     def set(self, **values: Any) -> None:
         with self.lock:
             for key, value in values.items():
@@ -98,8 +105,8 @@ class Display:
             "correct": pct(c.correct),
             "faster": f"{c.faster}/{c.timed} timed" if c.timed else "- (untimed)",
             "turns": str(c.turns),
-            "tokens": f"{c.tokens:,}",
-            "cost": f"${c.cost_usd:.2f}",
+            "paid tokens": f"{c.accounts.paid.tokens:,}",
+            "cost": f"${c.accounts.paid.cost_usd:.2f}",
         }
         if c.errors:
             columns["errors"] = str(c.errors)
@@ -107,6 +114,8 @@ class Display:
             table.add_column(name, justify="right")
         table.add_row(*columns.values())
         parts: list[Any] = [table]
+        if c.accounts.calls > c.accounts.paid.calls:
+            parts.append(Text(sentence(c.accounts), style="dim"))
         if c.stopping:
             parts.append(Text(c.stopping, style="yellow"))
         return Group(*parts)
@@ -122,7 +131,7 @@ class Display:
         timed = f", {c.faster} of {c.timed} timed faster than the baseline" if c.timed else ""
         return (
             f"{c.done}/{c.total} episodes done ({c.compiled} compiled, {c.correct} correct{timed}); "
-            f"{c.turns} turns, {c.tokens:,} tokens, ${c.cost_usd:.2f}, {c.errors} errors; {elapsed:.0f} s"
+            f"{c.turns} turns; {sentence(c.accounts)}; {c.errors} errors; {elapsed:.0f} s"
         )
 
     def __enter__(self) -> Display:

@@ -12,7 +12,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from . import comparisons, report_html, report_levels, report_markdown, report_stats
+from . import accounts, comparisons, report_html, report_levels, report_markdown, report_stats
 from . import metrics as metrics_mod
 from .report_doc import Doc, count, pct, times, usd
 from .report_plots import (
@@ -64,6 +64,8 @@ def _metric_headers(m: dict[str, Any]) -> list[str]:
 
 def build(store: Store, run_dir: Path, plots: bool = True) -> tuple[Doc, dict[str, Any]]:
     m = metrics_mod.compute(store)
+    calls = accounts.from_store(store)
+    m["calls"] = calls.to_dict()
     config = store.get_meta("config") or {}
     m["statistics"] = comparisons.compute(
         metrics_mod.load_episodes(store),
@@ -144,12 +146,13 @@ def build(store: Store, run_dir: Path, plots: bool = True) -> tuple[Doc, dict[st
             if timed
             else " (no timings: the run had no GPU, so speedups and fast_p for p > 0 are not defined)"
         )
-        + f"; {count(o['tokens'])} tokens and {usd(o['cost_usd'])} in all."
+        + f"; {accounts.sentence(calls)}."
     )
     headers = ["agent", "model", "context"] + _metric_headers(m)
     rows = [[c["agent"], c["model"], c["context"]] + _metric_row(c, m) for c in m["configurations"]]
     rows.append(["all", "", ""] + _metric_row(o, m))
     doc.table(headers, rows, align="lll" + "r" * (len(headers) - 3))
+    accounts.add_section(doc, calls)
 
     # ---- intervals and differences
     doc.h("Intervals and differences")

@@ -36,14 +36,14 @@ from typing import TYPE_CHECKING, Any
 
 from warpgym.agents.best import best_index
 
-from . import context_levels
+from . import accounts, agent_refs, context_levels
 from .config import Experiment
 from .journal import JournalProvider
 from .parsing import serialised_parsing
 from .pool import EvaluatorPool, PooledEvaluator, make_executor
 from .progress import Display
 from .providers import build_providers, response_cache_dir
-from .rundir import open_run, save_resolved
+from .rundir import RunError, open_run, save_resolved
 from .store import Store, turn_columns
 
 if TYPE_CHECKING:
@@ -143,16 +143,20 @@ class Runner:
             self.stop(f"cost budget reached (${self.spent_cost:.2f} of ${b.max_cost_usd:.2f})")
 
     def charge(self, completion: Completion) -> None:
+        """Count a call against the budget as ``Store.spent`` does: paid calls at their cost, replayed ones
+        at their recorded cost, cached ones not at all."""
         tokens = int(completion.input_tokens or 0) + int(completion.output_tokens or 0)
+        origin = completion.origin
         with self.budget_lock:
-            if not completion.cached:
+            if origin != "cached":
                 self.spent_tokens += tokens
-                self.spent_cost += float(completion.cost_usd or 0.0)
+                cost = completion.cost_usd if origin == "paid" else completion.recorded_cost_usd
+                self.spent_cost += float(cost or 0.0)
             self._check_budget()
-        self.display.update(calls=1, cached_calls=int(bool(completion.cached)))
+        self.display.count_call(completion)
 
     def reused(self) -> None:
-        self.display.update(cached_calls=1)
+        self.display.update(reused=1)
 
     def _on_signal(self, signum: int, frame: Any) -> None:
         self._interrupts += 1
@@ -190,6 +194,7 @@ class Runner:
         if not todo:
             self.display.log("every episode of this run is finished; nothing to play")
             return Outcome(self.run_dir, len(before), len(episodes), None, 0, 0.0)
+        self._load_agents()
         if self.providers is None:
             self.providers = build_providers(exp, response_cache_dir(exp))
         if self.pool is None:
@@ -250,6 +255,15 @@ class Runner:
             self.pool.cache_hits,
         )
 
+    def _load_agents(self) -> dict[str, Any]:
+        """Each agent's loop, imported again where it lives in the user's code (a resume in a new
+        process); a module that cannot be imported stops the run here, before any call."""
+        agents = {label: self.exp.agent(label) for label in self.exp.agents}
+        try:
+            return agent_refs.load_all(agents)
+        except agent_refs.AgentError as exc:
+            raise RunError(str(exc)) from None
+
     def _count_before(self, before: list[dict[str, Any]], todo: list[dict[str, Any]]) -> None:
         from .metrics import load_episodes
 
@@ -263,8 +277,8 @@ class Runner:
             timed += s is not None
             faster += s is not None and s > 1.0
         turns = sum(len(v.turns) for v in views.values())
-        tokens = sum(v.tokens() for v in views.values())
-        cost = sum(v.cost() for v in views.values())
+        calls = accounts.from_store(self.store)
+        calls.cache = self.exp.run.cache
         self.display.set(
             total=len(before) + len(todo),
             done=len(before),
@@ -274,8 +288,7 @@ class Runner:
             faster=faster,
             timed=timed,
             turns=turns,
-            tokens=tokens,
-            cost_usd=cost,
+            accounts=calls,
         )
 
     def _worker(self, work: queue.Queue[dict[str, Any]]) -> None:
@@ -333,22 +346,21 @@ class Runner:
                 return  # a replayed turn: already in the store
             if self.store.add_turn(episode_id, data, exp.metrics.baseline):
                 stored.add(data["turn"])
-                self.display.update(
-                    turns=1,
-                    tokens=int(data.get("input_tokens") or 0) + int(data.get("output_tokens") or 0),
-                    cost_usd=float(data.get("cost_usd") or 0),
-                )
+                self.display.update(turns=1)
 
+        agent = exp.agent(episode["agent"])
         settings = EpisodeSettings(
             task=task.id,
-            loop=episode["agent"],
+            loop=agent.loop,
             context=episode["context"],
             max_turns=exp.max_turns,
-            history=exp.history,
+            history=agent.history or exp.history,
             sample=episode["sample"],
             target=exp.target,
             device=self.pool.kind,
             context_text=context_levels.text_for(self.levels, episode["context"], task.language),
+            loop_args=dict(agent.params),
+            agent=episode["agent"],
         )
         resume = prior or None
         result = agents.run_episode(settings, provider=provider, env=env, on_turn=on_turn, resume=resume)

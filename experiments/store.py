@@ -12,6 +12,8 @@ Tables:
   metrics read (compiled, correct, speedup, tokens, cost);
 - ``calls``: the journal of model calls, written as each answer arrives (before it is
   evaluated), so a resumed run re-uses an answer that was paid for but not yet stored as a turn;
+  each call's ``origin`` (paid, cached or replayed), what it paid (``cost_usd``) and what the answer
+  cost when it was first paid (``recorded_cost_usd``);
 - ``events``: started, resumed, stopped (and why), finished.
 """
 
@@ -28,7 +30,7 @@ from typing import Any
 
 from warpgym.agents.best import speedup_over
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -52,9 +54,9 @@ CREATE TABLE IF NOT EXISTS turns (
     turn INTEGER NOT NULL,
     phase TEXT, stage TEXT,
     compiled INTEGER, correct INTEGER, arch_verified INTEGER,
-    speedup REAL, roofline REAL, reward REAL,
+    speedup REAL, speedup_low REAL, roofline REAL, reward REAL,
     input_tokens INTEGER, output_tokens INTEGER, reasoning_tokens INTEGER,
-    cost_usd REAL, latency_s REAL, eval_s REAL, cached INTEGER,
+    cost_usd REAL, latency_s REAL, eval_s REAL, cached INTEGER, origin TEXT,
     record TEXT NOT NULL,
     created_at REAL NOT NULL,
     PRIMARY KEY (episode_id, turn)
@@ -64,7 +66,7 @@ CREATE TABLE IF NOT EXISTS calls (
     episode_id INTEGER NOT NULL, key TEXT NOT NULL, turn INTEGER,
     metadata TEXT, completion TEXT NOT NULL,
     cached INTEGER NOT NULL, input_tokens INTEGER, output_tokens INTEGER, cost_usd REAL,
-    created_at REAL NOT NULL
+    created_at REAL NOT NULL, origin TEXT, recorded_cost_usd REAL
 );
 CREATE INDEX IF NOT EXISTS calls_by_key ON calls (episode_id, key);
 CREATE TABLE IF NOT EXISTS events (
@@ -72,7 +74,22 @@ CREATE TABLE IF NOT EXISTS events (
 );
 """
 
+
 EPISODE_KEY = ("task", "agent", "model", "context", "sample")
+ADDED_COLUMNS = {"turns": {"origin": "TEXT", "speedup_low": "REAL"},
+                 "calls": {"origin": "TEXT", "recorded_cost_usd": "REAL"}}
+"""Columns a store written by an earlier version lacks; a writable open adds them (NULL in old rows); read
+only, their values read as absent (None)."""
+
+
+def origin_of(completion: dict[str, Any]) -> str:
+    """Where an answer came from; for a record written before origins were kept, from its other fields."""
+    origin = completion.get("origin")
+    if origin:
+        return str(origin)
+    if completion.get("cached"):
+        return "cached"
+    return "replayed" if str(completion.get("provider") or "").startswith("replay:") else "paid"
 
 
 def _finite(x: Any) -> float | None:
@@ -95,6 +112,7 @@ def turn_columns(record: dict[str, Any], baseline: str) -> dict[str, Any]:
         "correct": int(bool(result.get("correct"))),
         "arch_verified": None if arch is None else int(bool(arch)),
         "speedup": speedup,
+        "speedup_low": _finite((result.get("speedup_low") or {}).get(baseline)),
         "roofline": sum(roofs) / len(roofs) if roofs else None,
         "reward": _finite(record.get("reward")),
         "input_tokens": int(record.get("input_tokens") or 0),
@@ -104,6 +122,7 @@ def turn_columns(record: dict[str, Any], baseline: str) -> dict[str, Any]:
         "latency_s": float(record.get("latency_s") or 0.0),
         "eval_s": float(record.get("eval_s") or 0.0),
         "cached": int(bool(record.get("cached"))),
+        "origin": origin_of(record),
     }
 
 
@@ -124,11 +143,23 @@ class Store:
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across a process kill
             self.conn.executescript(SCHEMA)
-            if self.get_meta("schema_version") is None:
+            self._add_columns()
+            if (self.get_meta("schema_version") or 0) < SCHEMA_VERSION:
                 self.set_meta("schema_version", SCHEMA_VERSION)
         self.conn.row_factory = sqlite3.Row
         self.conn.execute("PRAGMA busy_timeout=30000")
         self.lock = threading.Lock()
+
+    def _add_columns(self) -> None:
+        for table, columns in ADDED_COLUMNS.items():
+            have = {row[1] for row in self.conn.execute(f"PRAGMA table_info({table})")}
+            for name, kind in columns.items():
+                if name not in have:
+                    self.conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
+
+    def columns(self, table: str) -> set[str]:
+        with self.lock:
+            return {row[1] for row in self.conn.execute(f"PRAGMA table_info({table})")}
 
     def close(self) -> None:
         with self.lock:
@@ -288,10 +319,12 @@ class Store:
         metadata: dict[str, Any] | None,
         completion: dict[str, Any],
     ) -> None:
+        recorded = completion.get("recorded_cost_usd")
         with self.lock:
             self.conn.execute(
                 "INSERT INTO calls (episode_id, key, turn, metadata, completion, cached, input_tokens, "
-                "output_tokens, cost_usd, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "output_tokens, cost_usd, created_at, origin, recorded_cost_usd) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     episode_id,
                     key,
@@ -303,6 +336,8 @@ class Store:
                     int(completion.get("output_tokens") or 0),
                     float(completion.get("cost_usd") or 0.0),
                     time.time(),
+                    origin_of(completion),
+                    None if recorded is None else float(recorded),
                 ),
             )
 
@@ -316,21 +351,32 @@ class Store:
         return json.loads(row[0]) if row else None
 
     def calls(self) -> list[dict[str, Any]]:
+        """Every model call, each with its ``origin`` and ``recorded_cost_usd`` (inferred for a store
+        written before they were kept)."""
         with self.lock:
-            rows = self.conn.execute(
-                "SELECT id, episode_id, key, turn, metadata, cached, input_tokens, "
-                "output_tokens, cost_usd, created_at FROM calls ORDER BY id"
-            ).fetchall()
-        return [dict(r) for r in rows]
+            rows = self.conn.execute("SELECT * FROM calls ORDER BY id").fetchall()
+        out = []
+        for r in rows:
+            d = {k: r[k] for k in r.keys() if k != "completion"}
+            if not d.get("origin"):
+                d["origin"] = origin_of(json.loads(r["completion"]))
+                d["recorded_cost_usd"] = d["cost_usd"] if d["origin"] != "cached" else None
+                if d["origin"] == "replayed":  # stored when a replay's recorded cost counted as paid
+                    d["cost_usd"] = 0.0
+            out.append(d)
+        return out
 
     def spent(self) -> tuple[int, float]:
-        """Tokens (input + output) and USD of the paid calls so far: uncached, first time asked."""
-        with self.lock:
-            row = self.conn.execute(
-                "SELECT COALESCE(SUM(input_tokens + output_tokens), 0), "
-                "COALESCE(SUM(cost_usd), 0) FROM calls WHERE cached = 0"
-            ).fetchone()
-        return int(row[0]), float(row[1])
+        """Tokens (input + output) and USD that count against the budget: paid calls, and replayed ones at
+        their recorded cost (a replay stops where the recorded run would have); never cached ones."""
+        tokens, cost = 0, 0.0
+        for c in self.calls():
+            if c["origin"] == "cached":
+                continue
+            tokens += int(c["input_tokens"] or 0) + int(c["output_tokens"] or 0)
+            charged = c["cost_usd"] if c["origin"] == "paid" else c["recorded_cost_usd"]
+            cost += float(charged or 0.0)
+        return tokens, cost
 
 
 class _Null:

@@ -14,6 +14,7 @@ leaving a part out of a level removes exactly that part.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,8 +74,10 @@ def _pieces(lines: list[str]) -> list[Piece]:
     return pieces
 
 
-def chunks(name: str, text: str) -> list[Chunk]:
-    """The document split at its ``##``/``###`` headings (headings inside code blocks are code)."""
+@functools.lru_cache(maxsize=32)
+def chunks(name: str, text: str) -> tuple[Chunk, ...]:
+    """The document split at its ``##``/``###`` headings (headings inside code blocks are code); parsed
+    once per text, since every part of a level and every render reads it."""
     out: list[Chunk] = []
     stack: list[tuple[int, str]] = []
     heading, body, names = "", [], (f"{name}#intro",)
@@ -96,7 +99,7 @@ def chunks(name: str, text: str) -> list[Chunk]:
         heading, body = line, []
         names = tuple(f"{name}#{s}" for _, s in stack)
     close()
-    return out
+    return tuple(out)
 
 
 def section_names(name: str, text: str) -> list[str]:
@@ -120,7 +123,7 @@ class Library:
     documents: dict[str, str]
     base_dir: Path | None = None
 
-    def _chunks(self, document: str) -> list[Chunk]:
+    def _chunks(self, document: str) -> tuple[Chunk, ...]:
         return chunks(document, self.documents[document])
 
     def atoms(self, part: str) -> list[Atom]:

@@ -1,24 +1,29 @@
 #!/usr/bin/env bash
 # Every GPU test and measurement of warpgym, in one device call (10 minutes at most there):
 #
-#   bash scripts/gpu_session.sh [streams|scale|all|suite]   # carry .whl (gymnasium, pydantic), .kb, .sweep
+#   bash scripts/gpu_session.sh [streams|scale|all|suite|trust|refsweep]   # carry .whl (gymnasium, pydantic), .kb, .sweep
 #
 # streams (the default): four streams at once, one GPU each where there are four (timing holds its
-# GPU alone, so streams never disturb each other's timings): A the timing probe, `warpgym bench`,
+# GPU alone, so streams never disturb each other's timings): A the timing probes, `warpgym bench`,
 # then the KernelBench comparison; B the sandbox probe then the GPU tests; C the GEMM sweep then
 # every `ptx` reference through the evaluator; D the triton suite's references, timed, until the
 # deadline (rows appended to suite.jsonl; SUITE_RESUME=path resumes an earlier call's file). With
 # fewer GPUs they share.
 # scale: the multi-GPU throughput (1, 2, 4, 8 GPUs as there are), then the suite on every GPU but
 # the last, and the GPU tests on the last (SKIP=throughput goes straight to those). all: scale's
-# throughput, then streams. SKIP="timing bench kb probe tests sweep ptx suite" leaves those steps
+# throughput, then streams. SKIP="timing paired bench kb probe tests sweep ptx suite" leaves those steps
 # out of streams (the suite then takes the GPU of a skipped stream C). With fewer than four GPUs,
 # the suite runs after the tests, on GPU 1.
 # GPU_TESTS="path or node id ..." picks the tests of stream B (default: tests/gpu tests/test_sandbox.py)
 # and of scale (default: tests/gpu). While a suite runs, $OUT/watch.log records every 30 s the GPU
 # locks (/proc/locks), each python process's state and kernel wait channel, and the GPUs' load.
 # suite: the triton suite alone on every GPU. trust: the device-trace and Landlock probes, then the GPU
-# tests of the trust layers (GPU_TESTS overrides which).
+# tests of the trust layers (GPU_TESTS overrides which). tests: the sandbox probe (every layer on a CUDA
+# worker), then GPU_TESTS (default: tests/gpu). paired: the timing-protocol probe, then the same
+# candidates' speedups from five separate processes (scripts/paired_repeat.py), then EXTRA (a command).
+# serve: scripts/serve_throughput.py (8 clients through `warpgym serve` against in-process; .whl must
+# hold fastapi, uvicorn, starlette, httpx and their dependencies). refsweep: scripts/triton_ref_sweep.py (the rewritten
+# Triton references, old and new and a few tile configs, against their baselines; < 5 minutes).
 # Logs land in $OUT (8 files at most come back); every JSON report is merged into $OUT/results.json.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -73,6 +78,10 @@ if [[ $part == suite ]]; then  # the triton suite alone, on every GPU, SUITE_JOB
   suite "$(seq -s, 0 $(( gpus > 0 ? gpus - 1 : 0 )))" $(( ${SUITE_JOBS:-4} * (gpus > 0 ? gpus : 1) )) \
     > "$OUT/D-suite.log" 2>&1
 fi
+if [[ $part == refsweep ]]; then  # Triton references old and new, a few tile configs, against their baselines
+  CUDA_VISIBLE_DEVICES=$(g 0) timeout "$(cap 420)" python3 scripts/triton_ref_sweep.py \
+    --out $J/triton_ref_sweep.json > "$OUT/A-refsweep.log" 2>&1
+fi
 if [[ $part == trust ]]; then  # the device evidence: probes, then every GPU test of the trust layers
   export CUDA_VISIBLE_DEVICES=$(g 0)
   timeout "$(cap 120)" python3 scripts/device_trace_probe.py --out $J/device_trace_probe.json \
@@ -81,9 +90,27 @@ if [[ $part == trust ]]; then  # the device evidence: probes, then every GPU tes
   timeout "$(cap 420)" python3 -m pytest -v ${GPU_TESTS:-tests/gpu/test_trust_gpu.py tests/gpu/test_adversarial_gpu.py \
     tests/gpu/test_gpu_core.py} -p no:cacheprovider -rA --timeout 150 > "$OUT/C-trust-tests.log" 2>&1
 fi
+if [[ $part == tests ]]; then  # the sandbox on CUDA workers, then the GPU tests
+  export CUDA_VISIBLE_DEVICES=$(g 0)
+  OUT=$J timeout "$(cap 90)" python3 scripts/sandbox_probe.py > "$OUT/A-sandbox-probe.log" 2>&1
+  timeout "$(cap 480)" python3 -m pytest -q ${GPU_TESTS:-tests/gpu} -p no:cacheprovider -rfEs --timeout 200 \
+    2>&1 | tee "$OUT/B-gpu-tests.log" | tail -40
+fi
+if [[ $part == paired ]]; then  # which timing protocol repeats, and whether a speedup repeats across processes
+  export CUDA_VISIBLE_DEVICES=$(g 0)
+  timeout "$(cap 200)" python3 scripts/paired_timing_probe.py --out $J/paired_timing_probe.json \
+    > "$OUT/A-paired-probe.log" 2>&1
+  timeout "$(cap 300)" python3 scripts/paired_repeat.py --out $J/paired_repeat.json > "$OUT/B-paired-repeat.log" 2>&1
+  [[ -n ${EXTRA:-} ]] && timeout "$(cap 300)" bash -c "$EXTRA" > "$OUT/C-extra.log" 2>&1
+fi
+if [[ $part == serve ]]; then  # `warpgym serve` from 8 clients against in-process (carry the serve wheels)
+  timeout "$(cap 540)" python3 scripts/serve_throughput.py --clients "${CLIENTS:-8}" --rounds "${ROUNDS:-2}" \
+    --workers-per-gpu "${WORKERS_PER_GPU:-1}" --out $J/serve_throughput.json > "$OUT/serve.log" 2>&1
+fi
 if [[ $part == streams || $part == all ]]; then
   ( export CUDA_VISIBLE_DEVICES=$(g 0)
     on timing && timeout "$(cap 150)" python3 scripts/timing_probe.py --out $J/timing_probe.json
+    on paired && timeout "$(cap 300)" python3 scripts/paired_timing_probe.py --out $J/paired_timing_probe.json
     on bench && timeout "$(cap 300)" warpgym bench --device cuda --out $J/bench.json
     on kb && timeout "$(cap 330)" python3 scripts/kernelbench_compare.py --kb .kb/src \
       --tasks "${KB_TASKS:-math/add,normalization/softmax,matmul/matmul}" --out $J/kb.json ) > "$OUT/A-bench-kb.log" 2>&1 &

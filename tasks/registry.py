@@ -6,12 +6,15 @@ import difflib
 import fnmatch
 import importlib
 import pkgutil
+import threading
 
 from .spec import Task
 
 _TASKS: dict[str, Task] = {}
 _SUITE_PACKAGES = ("warpgym.tasks.triton", "warpgym.tasks.ptx")
 _loaded = False
+_loading = False
+_load_lock = threading.RLock()
 
 
 class UnknownTaskError(KeyError):
@@ -40,14 +43,23 @@ def register_imported(tasks: list[Task]) -> None:
 
 
 def _load() -> None:
-    global _loaded
+    """Import every suite module once. Threads that ask meanwhile wait for the whole registry (a server's
+    first requests come at once); a suite module that asks while loading gets what is registered so far."""
+    global _loaded, _loading
     if _loaded:
         return
-    _loaded = True
-    for package_name in _SUITE_PACKAGES:
-        package = importlib.import_module(package_name)
-        for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
-            importlib.import_module(f"{package_name}.{info.name}")
+    with _load_lock:
+        if _loaded or _loading:
+            return
+        _loading = True
+        try:
+            for package_name in _SUITE_PACKAGES:
+                package = importlib.import_module(package_name)
+                for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+                    importlib.import_module(f"{package_name}.{info.name}")
+            _loaded = True
+        finally:
+            _loading = False
 
 
 def get_task(task_id: str) -> Task:

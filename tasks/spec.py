@@ -136,10 +136,17 @@ class Task:
     computing here, not only PyTorch's arithmetic."""
     model: ModelProblem | None = None
     """Set for imported problems whose candidate is a ``ModelNew`` class (see ``ModelProblem``)."""
+    performance_note: str = ""
+    """Why the reference solution stays below 0.8x of its best baseline on the H200, with the measured
+    figure (scripts/triton_ref_sweep.py): shown by ``tasks show`` and in docs/suite.md, never to a model.
+    Empty where the reference reaches it."""
     solution: str | None = None
     """Path of the reference solution, relative to ``tasks/solutions``: a module, or a folder holding one
     module and its attachments (``.ptx``, ``.cu``, ``.cuh``). Defaults to the folder ``<id>/`` where it
     exists, else ``<id>.py``."""
+    extra_solutions: tuple[str, ...] = ()
+    """Further reference solutions, paths relative to ``tasks/solutions`` as ``solution`` is, that solve the
+    task another way (hand-written CUDA beside generated PTX); ``suite check`` checks each one too."""
 
     def __post_init__(self) -> None:
         category, _, name = self.id.partition("/")
@@ -185,11 +192,17 @@ class Task:
         """The module's text alone; a solution with attachments needs ``solution_candidate``."""
         return self.solution_path.read_text()
 
-    def solution_candidate(self) -> Candidate:
-        """The reference solution with its attachments, as the judge takes any candidate."""
+    def solution_candidate(self, extra: str | None = None) -> Candidate:
+        """The reference solution with its attachments, as the judge takes any candidate; ``extra`` names
+        one of ``extra_solutions`` instead of the default one."""
         from warpgym.env.candidate import Candidate
 
-        return Candidate.from_path(self.solution_root)
+        if extra is None:
+            return Candidate.from_path(self.solution_root)
+        if extra not in self.extra_solutions:
+            known = ", ".join(self.extra_solutions) or "none"
+            raise KeyError(f"task {self.id} has no extra reference solution {extra!r}; it has: {known}")
+        return Candidate.from_path(SOLUTIONS_DIR / extra)
 
     def reference_of(self, case: Case) -> Callable[..., Any]:
         """The reference for one case: the task's function, or an imported problem's model built for it."""

@@ -74,3 +74,43 @@ def test_a_compile_error_names_its_cause_once():
     cause = AttributeError("module 'triton.language' has no attribute 'relu_max'")
     text = _compile_error_text(raised(f"at 3:4: tl.relu_max(x)\n\n{cause!r}", cause))
     assert text.count("has no attribute") == 1 and text.endswith(f"{cause!r}")
+
+
+FP32_TIGHT = Tolerance(1e-6, 1e-5, 1e-5)
+HINT = "a float32 task must compute in float32"
+
+
+def _softmax_case():
+    torch.manual_seed(0)
+    x = torch.randn(64, 1000, dtype=torch.float64)
+    return x, torch.softmax(x, -1)
+
+
+def test_the_precision_hint_comes_with_half_precision_arithmetic():
+    x, reference = _softmax_case()
+    shifted = x - x.max(-1, keepdim=True).values
+    for half in (torch.float16, torch.bfloat16):
+        stored = reference.to(half).float()  # the answer kept in a half-precision buffer
+        exp = shifted.to(half).exp().float()  # exp in half precision, the sum in float32
+        for out in (stored, exp / exp.sum(-1, keepdim=True)):
+            result = _compare_tensor(out, reference, FP32_TIGHT)
+            assert not result["passed"] and HINT in result["message"], result["message"]
+    loaded = torch.softmax(x.to(torch.float16).float(), -1)  # inputs loaded as float16
+    assert HINT in _compare_tensor(loaded, reference, FP32_TIGHT)["message"]
+
+
+def test_a_logic_bug_gets_no_precision_hint():
+    x, reference = _softmax_case()
+    one_row = reference.clone()
+    one_row[3] = torch.softmax(x[3] * 1.01, -1)
+    bugs = {"off by one": torch.roll(reference, 1, -1), "a wrong constant": reference * (1 + 1e-3),
+            "one wrong row": one_row, "an added epsilon": reference + 1e-5}
+    for name, out in bugs.items():
+        result = _compare_tensor(out.float(), reference, FP32_TIGHT)
+        assert not result["passed"], name
+        assert HINT not in result["message"], (name, result["message"])
+    # A different formula of the same size as float16 rounding: exact GELU where the tanh form is asked.
+    g = torch.randn(100_000, dtype=torch.float64) * 2
+    tanh_form = torch.nn.functional.gelu(g, approximate="tanh")
+    result = _compare_tensor(torch.nn.functional.gelu(g.float()), tanh_form, FP32_TIGHT)
+    assert not result["passed"] and HINT not in result["message"], result["message"]

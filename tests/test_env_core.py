@@ -234,23 +234,29 @@ def test_worker_has_no_secrets_and_a_private_directory(monkeypatch):
 
 
 def test_worker_never_holds_reference_outputs(cpu_evaluator):
-    # The worker only ever receives task ids, cases and seeds: no tensors travel to it.
+    # The worker receives a call's inputs and nothing else: no reference output travels to it.
+    import torch
     from warpgym.env.judge import channel as evaluator_module
 
     sent = []
     original = cpu_evaluator.run_worker.request
 
     def spy(msg, timeout):
-        sent.append(json.dumps(msg))
+        sent.append(msg)
         return original(msg, timeout)
 
     cpu_evaluator.run_worker.request = spy
+    task = get_task("normalization/softmax")
     try:
-        softmax = get_task("normalization/softmax").solution_source()
-        assert judge(cpu_evaluator, "normalization/softmax", softmax).correct
+        assert judge(cpu_evaluator, "normalization/softmax", task.solution_source()).correct
     finally:
         cpu_evaluator.run_worker.request = original
-    assert sent and all("__tensor__" not in m for m in sent)
+    runs = [m for m in sent if m["op"] == "run"]
+    assert runs and all(json.dumps({k: v for k, v in m.items() if k != "inputs"}) for m in sent)
+    for m in runs:
+        (x,) = m["inputs"].values()
+        expected = task.reference(x)
+        assert not torch.allclose(x.float(), expected.float(), atol=1e-3)
     assert evaluator_module  # the module that sends every request
 
 

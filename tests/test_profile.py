@@ -9,13 +9,14 @@ address, its text, the warp-level executed count and the predicated-on thread co
 from __future__ import annotations
 
 import re
+import sys
+from pathlib import Path
 
 import pytest
 from warpgym.env import EvalOptions, Evaluator
-from warpgym.env.judge import profile
+from warpgym.env.judge import profile, sandbox
 from warpgym.env.judge.result import EvalResult, KernelReport
 from warpgym.env.toolchain.families import FAMILIES
-from warpgym.env.worker import profiled
 from warpgym.tasks import get_task
 
 NCU_TWO_KERNELS = '''==PROF== Connected to process 4242 (/usr/bin/python3.12)
@@ -163,13 +164,78 @@ def test_required_feature_in_dead_code_fails_and_says_so(monkeypatch):
     assert "tma" not in result.missing_features
 
 
-def test_the_profilers_runner_imports_the_candidate_for_the_target_under_the_tool():
-    """``env`` stands in for ncu: the runner is started behind the tool's arguments, imports the candidate
-    with the evaluation's target, and (with no GPU here) never reaches its done line."""
-    source = "from warpgym import loader\nprint('IMPORTED', loader.default_target())\n\ndef gemm(a, b):\n    return a\n"
-    case = get_task("ptx/gemm-bf16").shapes["dev"][0]
-    proc, cmd, _ = profile._run_driver(["env"], "ptx/gemm-bf16", source, case, 0, "normal", "sm_100a", 300,
-                                       device="cpu")
-    assert cmd[:4] == ["env", cmd[1], "-m", "warpgym.env.worker.profiled"]
-    assert "IMPORTED sm_100a" in proc.stdout, proc.stderr[-2000:]
-    assert profiled.DONE not in proc.stdout and proc.returncode != 0
+FAKE_PROFILER = str(Path(__file__).parent / "tools" / "fake_profiler.py")
+"""Stands in for ncu: writes a one-kernel report to its ``--log-file`` and execs the worker's command."""
+
+HOST_COMPUTE = """
+import socket
+
+import torch
+import triton
+import triton.language as tl
+
+from warpgym import loader
+
+print("IMPORTED", loader.default_target())
+
+
+@triton.jit
+def unused_kernel(ptr):
+    tl.store(ptr, tl.load(ptr))
+
+
+def add(x, y):
+    try:
+        socket.socket()
+    except OSError:
+        pass
+    return x + y
+"""
+
+
+@pytest.fixture(scope="module")
+def host_compute_run():
+    case = get_task("math/add").shapes["dev"][0]
+    return profile._run_driver([FAKE_PROFILER], "math/add", HOST_COMPUTE, case, 0, "normal", "sm_100a", 300,
+                               device="cpu")
+
+
+def test_the_profiled_run_is_a_confined_worker_behind_the_tool(host_compute_run):
+    """The tool runs the worker's own confined command, and its report comes from the tool's log file."""
+    run = host_compute_run
+    assert run.command[0] == FAKE_PROFILER and run.command[1] == "--log-file"
+    assert run.command[3:5] == [sys.executable, sandbox.CONFINE_SCRIPT], run.command
+    assert [k.name for k in profile.parse_ncu_source_csv(run.log)] == ["fake_kernel"]
+    assert run.sandbox is not None and "audit" in run.sandbox["applied"], run.sandbox
+    for layer in ("network", "hidden"):  # what this machine allows, as for every worker
+        if layer in run.sandbox["applied"]:
+            continue
+        pytest.skip(f"{layer} not applied here: {run.sandbox['not_applied'].get(layer)}")
+    assert any(p.endswith("/tasks") for p in run.sandbox["applied"]["hidden"].split(" (")[0].split(", "))
+
+
+def test_host_compute_under_the_profiler_is_flagged(host_compute_run):
+    run = host_compute_run
+    assert run.returned, run.error
+    assert any("add" in op for op in run.forbidden_ops), run.forbidden_ops
+    assert any(code == "sandbox-network" for code, _ in run.incidents), run.incidents
+    assert run.findings()
+
+
+def test_profile_candidate_end_to_end_with_a_stand_in_for_ncu(monkeypatch):
+    """The whole ncu path with the stand-in: an honest solution returns, is not flagged, and its report is
+    read; the host-compute candidate fails the instruction stage's check with the policy's reason."""
+    from warpgym.env.judge import findings
+
+    monkeypatch.setattr(profile, "ncu_path", lambda: FAKE_PROFILER)
+    task = get_task("math/add")
+    case = task.shapes["dev"][0]
+    honest = profile.profile_candidate(task.id, task.solution_source(), case, device="cpu", timeout=300)
+    assert honest.run is not None and honest.run.returned and not honest.run.findings(), honest.run
+    assert honest.families()["wgmma"] == 8
+    flagged = profile.profile_candidate(task.id, HOST_COMPUTE, case, device="cpu", timeout=300)
+    evaluation = Evaluator("cpu").evaluation(task, "", EvalOptions())
+    assert findings.profiled_findings(evaluation, flagged.run) is False
+    assert evaluation.result.correct is False
+    said = [v.message for v in evaluation.result.violations if v.code == "torch-op"]
+    assert said and "under the profiler" in said[0], evaluation.result.violations

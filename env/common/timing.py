@@ -16,6 +16,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -159,42 +160,15 @@ def _time_callable(fn: Callable[..., Any], input_sets: Sequence[dict[str, Any]],
     fn(**input_sets[0])
     synchronize()
     warmup, reps = calls_within_budget(time.perf_counter() - started, warmup, reps)
-    # Warm up for a time, not only a count: the GPU's clocks settle (power, temperature) within tens
-    # of milliseconds of steady work, and a few calls of a short kernel would end well before that.
-    i = 1
-    while i < warmup or (time.perf_counter() - started < WARMUP_SECONDS and i < MAX_WARMUP_CALLS):
-        fn(**input_sets[i % len(input_sets)])
-        i += 1
-        if i % 64 == 0:
-            synchronize()  # keep the host from queueing far ahead of the GPU
-    synchronize()
+    warm_up(fn, input_sets, warmup, WARMUP_SECONDS - (time.perf_counter() - started), synchronize, done=1)
     spin_cycles = int(preroll_ms * _spin_cycles_per_ms()) if preroll_ms > 0 else 0
-    event_ms: list[float] = []
-    wall_ms: list[float] = []
-    issue_ms: list[float] = []
-    for i in range(reps):
-        inputs = input_sets[i % len(input_sets)]
-        start, end = event_cls(enable_timing=True), event_cls(enable_timing=True)
-        synchronize()
-        # The flush is queued before the start event, with no synchronise between: the call's own
-        # launch (host) work overlaps the flush, as it overlaps earlier work in a real program, so
-        # the events measure the kernels rather than an idle GPU waiting for the host.
-        flush.zero_()
-        if spin_cycles:
-            torch.cuda._sleep(spin_cycles)
-        wall_start = time.perf_counter()
-        start.record()
-        fn(**inputs)
-        issue_ms.append((time.perf_counter() - wall_start) * 1e3)
-        end.record()
-        synchronize()
-        wall_ms.append((time.perf_counter() - wall_start) * 1e3)
-        event_ms.append(start.elapsed_time(end))
+    calls = time_calls(fn, input_sets, reps, event_cls=event_cls, synchronize=synchronize, flush=flush,
+                       spin_cycles=spin_cycles)
     del flush
-    median_event = statistics.median(event_ms)
-    median_wall = statistics.median(wall_ms)
-    hidden = median_wall > HIDDEN_WORK_RATIO * median_event + HIDDEN_WORK_SLACK_MS + _launch_overhead_ms()
-    chosen = wall_ms if hidden else event_ms
+    median_event = statistics.median(calls.event_ms)
+    median_wall = statistics.median(calls.wall_ms)
+    hidden = hidden_work(median_event, median_wall)
+    chosen = calls.wall_ms if hidden else calls.event_ms
     return {
         "median_ms": statistics.median(chosen),
         "min_ms": min(chosen),
@@ -203,9 +177,66 @@ def _time_callable(fn: Callable[..., Any], input_sets: Sequence[dict[str, Any]],
         "event_median_ms": median_event,
         "wall_median_ms": median_wall,
         "hidden_work": hidden,
-        "issue_median_ms": statistics.median(issue_ms),
-        "event_ms": [round(v, 5) for v in event_ms],
+        "issue_median_ms": statistics.median(calls.issue_ms),
+        "event_ms": [round(v, 5) for v in calls.event_ms],
     }
+
+
+def warm_up(fn: Callable[..., Any], input_sets: Sequence[dict[str, Any]], calls: int, seconds: float,
+            synchronize: Callable[[], None], done: int = 0) -> int:
+    """At least ``calls`` calls, and more until ``seconds`` have passed (at most MAX_WARMUP_CALLS): the
+    GPU's clocks settle (power, temperature) within tens of milliseconds of steady work, and a few calls
+    of a short kernel would end well before that. ``done`` calls were made already; returns the count."""
+    started = time.perf_counter()
+    i = done
+    while i < calls or (time.perf_counter() - started < seconds and i < MAX_WARMUP_CALLS):
+        fn(**input_sets[i % len(input_sets)])
+        i += 1
+        if i % 64 == 0:
+            synchronize()  # keep the host from queueing far ahead of the GPU
+    synchronize()
+    return i
+
+
+@dataclass
+class Calls:
+    """Milliseconds of each timed call: CUDA events, the wall clock, and the host's time to issue it."""
+
+    event_ms: list[float] = field(default_factory=list)
+    wall_ms: list[float] = field(default_factory=list)
+    issue_ms: list[float] = field(default_factory=list)
+
+
+def time_calls(fn: Callable[..., Any], input_sets: Sequence[dict[str, Any]], count: int, *, event_cls: Any,
+               synchronize: Callable[[], None], flush: torch.Tensor, start: int = 0, spin_cycles: int = 0
+               ) -> Calls:
+    """``count`` calls of ``fn``, rotating over ``input_sets`` from position ``start``, each after an L2
+    flush and timed by both clocks: the one loop behind every timing, the harness's and the worker's."""
+    calls = Calls()
+    for i in range(start, start + count):
+        inputs = input_sets[i % len(input_sets)]
+        begin, end = event_cls(enable_timing=True), event_cls(enable_timing=True)
+        synchronize()
+        # The flush is queued before the start event, with no synchronise between: the call's own
+        # launch (host) work overlaps the flush, as it overlaps earlier work in a real program, so
+        # the events measure the kernels rather than an idle GPU waiting for the host.
+        flush.zero_()
+        if spin_cycles:
+            torch.cuda._sleep(spin_cycles)
+        wall_start = time.perf_counter()
+        begin.record()
+        fn(**inputs)
+        calls.issue_ms.append((time.perf_counter() - wall_start) * 1e3)
+        end.record()
+        synchronize()
+        calls.wall_ms.append((time.perf_counter() - wall_start) * 1e3)
+        calls.event_ms.append(begin.elapsed_time(end))
+    return calls
+
+
+def hidden_work(median_event_ms: float, median_wall_ms: float) -> bool:
+    """Whether the wall clock is so far above the events that work escaped the timed stream."""
+    return median_wall_ms > HIDDEN_WORK_RATIO * median_event_ms + HIDDEN_WORK_SLACK_MS + _launch_overhead_ms()
 
 
 def calls_within_budget(call_seconds: float, warmup: int, reps: int) -> tuple[int, int]:
@@ -219,6 +250,37 @@ def calls_within_budget(call_seconds: float, warmup: int, reps: int) -> tuple[in
 
 
 _CYCLES_PER_MS: list[float] = []
+PREROLL_MARGIN_MS = 0.02
+MAX_PREROLL_MS = 5.0
+
+
+def issue_ms(fn: Callable[..., Any], inputs: dict[str, Any], synchronize: Callable[[], None]) -> float:
+    """Host milliseconds to issue one call (until ``fn`` returns), on an idle GPU."""
+    synchronize()
+    started = time.perf_counter()
+    fn(**inputs)
+    took = (time.perf_counter() - started) * 1e3
+    synchronize()
+    return took
+
+
+def preroll_ms(issue: Sequence[float]) -> float:
+    """The GPU spin to queue before a timed call so that its host-side issue ends before the GPU is free.
+
+    The events bracket the call; the L2 flush before the start event keeps the GPU busy while the host
+    issues the call, but a worker under the run-time policy takes longer to issue a call (about 0.3 ms
+    measured on the H200) than a flush takes to run, and the events then count the GPU waiting for the
+    host, which a real program, issuing ahead, does not pay. A spin just longer than the median issue
+    time, queued before the start event, covers it; the wall clock (taken after the spin is queued,
+    ended when the whole device is idle) grows by the margin only, so hidden side-stream work is seen
+    as before."""
+    if not issue:
+        return 0.0
+    return min(statistics.median(issue) + PREROLL_MARGIN_MS, MAX_PREROLL_MS)
+
+
+def spin_cycles(ms: float) -> int:
+    return int(ms * _spin_cycles_per_ms()) if ms > 0 else 0
 
 
 def _spin_cycles_per_ms() -> float:

@@ -1,59 +1,109 @@
-"""Baseline times (PyTorch eager, torch.compile, the vendor library) for a bench case, measured once per
-device and kept in memory and on disk, keyed by everything that would change the figure."""
+"""The baselines a candidate is timed against (PyTorch eager, torch.compile, the vendor library), as
+sides of the paired timing window (judge/paired.py): timed in the judge's process, in blocks between
+the worker's blocks of the candidate, on the same GPU, with the same L2 flush before every call.
+
+Nothing is cached: a baseline timed at another moment ran at another clock, and dividing by it is
+what made ratios move from one evaluation to the next.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
-from warpgym.env.judge.cache import code_fingerprint, environment_fingerprint, fingerprint
-from warpgym.tasks import Sampler
+from warpgym.env.common.timing import L2_FLUSH_BYTES, Calls, gpu_lock, time_calls, warm_up
+from warpgym.env.judge.paired import BaselineFailed, TimeBlock
+from warpgym.tasks import Sampler, Task
 
-if TYPE_CHECKING:
-    from warpgym.env.judge.evaluation import Evaluation
+SEEDS = (0, 1, 2)
+"""The input sets both sides rotate over (the worker builds the candidate's from the same seeds)."""
 
 
-def times(ev: Evaluation, case: dict[str, Any], alone: bool = True) -> dict[str, float]:
-    """Median milliseconds of each baseline; a baseline that fails is left out (and not cached). Out of
-    memory while another bench phase shares the GPU is ``bench.SharedOutOfMemory``: run again alone."""
-    from warpgym.env.common.timing import time_callable
-    from warpgym.env.judge.bench import SharedOutOfMemory
-
-    task, options, caches = ev.task, ev.options, ev.caches
-    key = (task.id, tuple(sorted(case.items())), ev.device)
-    kept = caches.baselines.get(key)
-    if kept is not None:
-        return kept
-    disk_key = fingerprint(task.id, code_fingerprint(task.reference, task.vendor, task.make_inputs),
-                           task.model.source if task.model is not None else None, case,
-                           task.baselines, environment_fingerprint(ev.device), options.warmup, options.reps)
-    cached = caches.baseline_disk.get(disk_key)
-    if cached is not None:
-        caches.baselines.put(key, cached)
-        return cached
-    inputs = [task.make_inputs(case, Sampler(seed, "normal", ev.device)) for seed in (0, 1, 2)]
-    fns: dict[str, Any] = {}
+def callables(task: Task, case: dict[str, Any] | None = None) -> dict[str, Callable[..., Any]]:
+    """The task's baselines by name at ``case`` (an imported problem's reference is its model built for the
+    case). A task judged by its own check (its reference only allocates) has none, so it is never timed
+    against a placeholder."""
+    fns: dict[str, Callable[..., Any]] = {}
+    reference = task.reference if case is None else task.reference_of(case)
     if "eager" in task.baselines:
-        fns["eager"] = task.reference_of(case)
+        fns["eager"] = reference
     if "torch.compile" in task.baselines:
-        fns["torch.compile"] = torch.compile(own_code(task.reference_of(case)))
+        fns["torch.compile"] = torch.compile(own_code(reference))
     if task.vendor is not None:
         fns["vendor"] = task.vendor
-    measured = {}
-    with torch.no_grad():
-        for name, fn in fns.items():
+    return fns
+
+
+class Baselines:
+    """One bench case's baselines with their inputs, ready to be timed block by block."""
+
+    def __init__(self, task: Task, case: dict[str, Any], device: str, *, alone: bool,
+                 out_of_memory: Callable[[], Exception]) -> None:
+        self.task, self.case = task, case
+        self.fns: dict[str, Callable[..., Any]] = {}
+        self.inputs: Sequence[dict[str, Any]] = []
+        self.device = device
+        self.alone = alone
+        self.out_of_memory = out_of_memory
+        self.errors: dict[str, str] = {}
+        self.flush: torch.Tensor | None = None
+
+    def prepare(self) -> None:
+        """The baselines and their inputs (made only now, after the candidate's first call, which may
+        fail: importing torch.compile alone takes seconds), then the first call of each (torch.compile
+        compiles there): a baseline that fails is left out, with the reason."""
+        self.fns = callables(self.task, self.case)
+        if self.fns:
+            self.inputs = [self.task.make_inputs(self.case, Sampler(seed, "normal", self.device))
+                           for seed in SEEDS]
+        for name, fn in list(self.fns.items()):
             try:
-                stats = time_callable(fn, inputs, warmup=options.warmup, reps=options.reps)
-                measured[name] = stats["median_ms"]
+                with torch.no_grad(), gpu_lock(shared=True):
+                    fn(**self.inputs[0])
+                    torch.cuda.synchronize()
             except Exception as exc:  # noqa: BLE001 - a baseline that fails is left out, and said
-                if isinstance(exc, torch.OutOfMemoryError) and not alone:
-                    raise SharedOutOfMemory from None
-                measured[f"{name} (failed: {type(exc).__name__})"] = float("nan")
-    kept = {k: v for k, v in measured.items() if v == v}
-    caches.baselines.put(key, kept)
-    if all(v == v for v in measured.values()):
-        caches.baseline_disk.put(disk_key, kept)
-    return kept
+                self._failed(name, exc)
+
+    def sides(self) -> dict[str, TimeBlock]:
+        return {name: self._side(name) for name in self.fns}
+
+    def _side(self, name: str) -> TimeBlock:
+        fn = self.fns[name]
+
+        def side(calls: int, warmup_calls: int, warmup_seconds: float, start: int
+                 ) -> tuple[Calls, float | None]:
+            try:
+                with torch.no_grad():
+                    return self._block(fn, calls, warmup_calls, warmup_seconds, start)
+            except Exception as exc:  # noqa: BLE001 - as in prepare
+                self._failed(name, exc)
+                raise BaselineFailed(self.errors[name]) from None
+
+        return side
+
+    def _block(self, fn: Callable[..., Any], calls: int, warmup_calls: int, warmup_seconds: float,
+               start: int) -> tuple[Calls, float | None]:
+        began = time.perf_counter()
+        warmed = warm_up(fn, self.inputs, warmup_calls, warmup_seconds, torch.cuda.synchronize)
+        call_ms = (time.perf_counter() - began) * 1e3 / warmed if warmed else None
+        if not calls:
+            return Calls(), call_ms
+        if self.flush is None:
+            self.flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device=self.device)
+        timed = time_calls(fn, self.inputs, calls, event_cls=torch.cuda.Event,
+                           synchronize=torch.cuda.synchronize, flush=self.flush, start=start)
+        return timed, call_ms
+
+    def _failed(self, name: str, exc: Exception) -> None:
+        if isinstance(exc, torch.OutOfMemoryError) and not self.alone:
+            raise self.out_of_memory() from None
+        self.fns.pop(name, None)
+        self.errors[name] = f"{type(exc).__name__}: {str(exc)[:200]}"
+
+    def close(self) -> None:
+        self.inputs, self.flush = [], None
 
 
 def own_code(fn: Any) -> Any:

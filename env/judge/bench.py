@@ -1,5 +1,5 @@
-"""The bench phase: the candidate timed on each bench case, checked again after its timing loop, and
-compared with the baselines, all in one of the GPU's bench slots.
+"""The bench phase: the candidate timed on each bench case side by side with its baselines (paired
+rounds, judge/paired.py), checked again after its timing window, all in one of the GPU's bench slots.
 
 Bench shapes fill a GPU's memory: when it runs out while another evaluation's bench phase shares the
 GPU, what the attempt recorded is undone and it runs again alone; only then is running out a verdict.
@@ -7,20 +7,24 @@ GPU, what the attempt recorded is undone and it runs again alone; only then is r
 
 from __future__ import annotations
 
+import contextlib
 import math
 import statistics
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import torch
 from warpgym.env.common.device import ceilings_for, release_cached_memory, roofline_ms
-from warpgym.env.judge import shipped
-from warpgym.env.judge.channel import ask
+from warpgym.env.common.timing import Calls
+from warpgym.env.judge.baselines import SEEDS, Baselines
+from warpgym.env.judge.channel import ask, stage_inputs
 from warpgym.env.judge.findings import timing_findings
+from warpgym.env.judge.machine import Sampler
+from warpgym.env.judge.paired import PairedOutcome, TimeBlock, run_rounds
 from warpgym.env.judge.plan import BENCH_DISTRIBUTION, Check
 from warpgym.env.judge.pool import WorkerError
-from warpgym.env.judge.result import CaseResult, Timing
+from warpgym.env.judge.result import CaseResult, MachineState, Ratio, Timing
 from warpgym.env.protocol import messages as m
 from warpgym.env.protocol.violations import violation
 
@@ -81,7 +85,7 @@ def bench_check(ev: Evaluation, check: Check) -> tuple[m.RunReply | None, CaseRe
 
 
 def timing(ev: Evaluation) -> None:
-    """The bench phase (timing, the bench check after it, baselines), in the GPU's bench slots."""
+    """The bench phase (paired timing, the bench check after it), in the GPU's bench slots."""
     result = ev.result
     marks = len(result.cases), len(result.violations), len(result.suspicious), result.correct
 
@@ -101,33 +105,35 @@ def _fail(ev: Evaluation, message: str) -> None:
     ev.result.correct = False
 
 
+class _WindowEnded(Exception):
+    """The candidate's side of a timing window failed (the reason is recorded, or is ``args[0]``)."""
+
+
 def bench_cases(ev: Evaluation, alone: bool) -> None:
-    task, options, result = ev.task, ev.options, ev.result
+    task, result = ev.task, ev.result
     ceilings = ceilings_for(ev.device)
     timings: list[Timing] = []
-    ratios: dict[str, list[float]] = {}
     for case in task.cases("bench"):
-        # The bench case is checked once, after the timing loop, on inputs the loop never saw: a
-        # check before it too would move every output out of the worker twice (a gigabyte for
-        # the largest elementwise tasks), and a wrong result is thrown away with its timing.
-        request = m.TimeRequest(task=task.id, case=case, seeds=[0, 1, 2], warmup=options.warmup,
-                                reps=options.reps, **shipped.time_fields(ev, case, [0, 1, 2]))
+        # The bench case is checked once, after the timing window, on inputs it never saw: a check
+        # before it too would move every output out of the worker twice (a gigabyte for the largest
+        # elementwise tasks), and a wrong result is thrown away with its timing.
         try:
             started = time.perf_counter()
-            stats: m.TimeReply = ask(ev.workers.run, request, options.limits.timing)
-            _add_seconds(ev, "timing_candidate", started)
+            outcome, machine, baseline_errors = paired_window(ev, case, alone)
+            _add_seconds(ev, "timing_window", started)
         except WorkerError as exc:
             return _fail(ev, f"timing: {exc}")
-        if not stats.ok:
-            raise_if_shared_oom(stats, alone)
-            return _fail(ev, f"timing: {stats.error}")
-        if timing_findings(ev, stats):
-            return
-        if stats.hidden_work:
+        except _WindowEnded as exc:
+            return _fail(ev, f"timing: {exc.args[0]}") if exc.args else None
+        timing = timing_of(case, outcome, machine, baseline_errors)
+        if outcome.hidden_work:
+            events, walls = ([ms for b in outcome.candidate for ms in getattr(b, clock)]
+                             for clock in ("event_ms", "wall_ms"))
             result.suspicious.append(
-                f"{case}: the wall clock ({stats.wall_median_ms:.3f} ms) is far above the CUDA events "
-                f"({stats.event_median_ms:.3f} ms): work escapes the timed stream; the wall clock is used")
-        # Check on fresh inputs after the timing loop: a kernel that behaves differently once warm fails.
+                f"{case}: the wall clock ({statistics.median(walls):.3f} ms) is far above the CUDA events "
+                f"({statistics.median(events):.3f} ms): work escapes the timed stream; the wall clock is "
+                "used")
+        # Check on fresh inputs after the timing window: a kernel that behaves differently once warm fails.
         after = Check("bench", case, AFTER_TIMING_SEED, BENCH_DISTRIBUTION)
         reply = ev.run(after) or NO_REPLY
         if out_of_memory(reply):
@@ -144,12 +150,6 @@ def bench_cases(ev: Evaluation, alone: bool) -> None:
                 "inconsistent", earlier="in the checks before the timing loop",
                 later="after it (a new process computes this case right)"))
             return
-        started = time.perf_counter()
-        baselines = ev.baseline_times(case, alone)
-        _add_seconds(ev, "timing_baselines", started)
-        assert stats.median_ms is not None and stats.min_ms is not None and stats.max_ms is not None
-        timing = Timing(case=case, median_ms=stats.median_ms, min_ms=stats.min_ms, max_ms=stats.max_ms,
-                        runs=stats.runs or 0, baselines_ms=baselines, host_issue_ms=stats.issue_median_ms)
         flops, nbytes = task.flops(case), task.bytes(case)
         timing.tflops = flops / (timing.median_ms * 1e9)
         timing.gbps = nbytes / (timing.median_ms * 1e6)
@@ -158,16 +158,91 @@ def bench_cases(ev: Evaluation, alone: bool) -> None:
             timing.roofline_fraction = roofline_ms(ceilings, flops, nbytes, dtype) / timing.median_ms
             if timing.roofline_fraction > 1.05:
                 result.suspicious.append(f"{case}: {timing.roofline_fraction:.2f}x the device's roofline")
-        for name, ms in baselines.items():
-            ratios.setdefault(name, []).append(ms / timing.median_ms)
-        vendor = baselines.get("vendor")
-        if vendor and vendor / timing.median_ms > 3:
-            result.suspicious.append(
-                f"{case}: {vendor / timing.median_ms:.1f}x faster than the vendor library")
+        vendor = timing.ratios.get("vendor")
+        if vendor and vendor.median > 3:
+            result.suspicious.append(f"{case}: {vendor.median:.1f}x faster than the vendor library")
+        if timing.machine is not None:
+            result.throttled += [r for r in timing.machine.flagged if r not in result.throttled]
         timings.append(timing)
     result.timing = timings
-    result.speedup = {name: math.exp(statistics.fmean(math.log(r) for r in rs))
-                      for name, rs in ratios.items()}
+    names = set.intersection(*(set(t.ratios) for t in timings)) if timings else set()
+    result.speedup = {n: _geomean([t.ratios[n].median for t in timings]) for n in sorted(names)}
+    result.speedup_low = {n: _geomean([t.ratios[n].low for t in timings]) for n in sorted(names)}
+    result.speedup_high = {n: _geomean([t.ratios[n].high for t in timings]) for n in sorted(names)}
+
+
+def _geomean(values: list[float]) -> float:
+    return math.exp(statistics.fmean(math.log(v) for v in values))
+
+
+def paired_window(ev: Evaluation, case: dict[str, Any], alone: bool
+                  ) -> tuple[PairedOutcome, MachineState, dict[str, str]]:
+    """The candidate (in the worker) and the baselines (here) timed in alternating rounds, the GPU held
+    alone from the warm-up to the last round, its state sampled throughout."""
+    from warpgym.env.common.timing import gpu_lock
+
+    index = torch.device(ev.device).index or 0
+    staged = stage_inputs(ev, case, list(SEEDS), ev.options.limits.timing)
+    if not staged.ok:
+        raise_if_shared_oom(staged, alone)
+        raise _WindowEnded(staged.error)
+    candidate = _candidate_side(ev, case, alone)
+    sides = Baselines(ev.task, case, ev.device, alone=alone, out_of_memory=SharedOutOfMemory)
+    try:
+        with ev.gpu_shared():  # first calls compile (CPU work): the GPU is not held alone for them
+            candidate(0, 1, 0.0, 0)
+            sides.prepare()
+        sampler = Sampler(index)
+        with gpu_lock(index), sampler.running():
+            outcome = run_rounds(candidate, sides.sides(), ev.options.paired, warmup_calls=ev.options.warmup,
+                                 max_rounds=ev.options.max_rounds())
+    finally:
+        sides.close()
+        _release(ev, case)
+    return outcome, sampler.state(), {**sides.errors, **outcome.failed}
+
+
+def _candidate_side(ev: Evaluation, case: dict[str, Any], alone: bool) -> TimeBlock:
+    def side(calls: int, warmup_calls: int, warmup_seconds: float, start: int) -> tuple[Calls, float | None]:
+        request = m.TimeBlockRequest(calls=calls, warmup_calls=warmup_calls, warmup_seconds=warmup_seconds,
+                                     start=start)
+        reply: m.TimeBlockReply = ask(ev.workers.run, request, ev.options.limits.timing)
+        if not reply.ok:
+            raise_if_shared_oom(reply, alone)
+            raise _WindowEnded(reply.error)
+        if timing_findings(ev, reply):
+            raise _WindowEnded
+        return Calls(reply.event_ms, reply.wall_ms, reply.issue_ms), reply.warmup_call_ms
+
+    return side
+
+
+def _release(ev: Evaluation, case: dict[str, Any]) -> None:
+    """The worker drops the window's inputs (a bench case's can take gigabytes)."""
+    if not getattr(ev.workers.run, "alive", False):
+        return
+    request = m.TimeBlockRequest(calls=0, release=True)
+    with contextlib.suppress(WorkerError, m.ProtocolError):
+        ask(ev.workers.run, request, ev.options.limits.run)
+
+
+def timing_of(case: dict[str, Any], outcome: PairedOutcome, machine: MachineState,
+              baseline_errors: dict[str, str]) -> Timing:
+    """The case's figures, every one from this window."""
+    calls = [ms for block in outcome.candidate_ms() for ms in block]
+    issue = [ms for block in outcome.candidate for ms in block.issue_ms]
+    ratios = {}
+    for name in outcome.baselines:
+        interval = outcome.speedup(name)
+        ratios[name] = Ratio(median=interval.median, low=interval.low, high=interval.high,
+                             coverage=interval.coverage, rounds=interval.n)
+    return Timing(
+        case=case, median_ms=statistics.median(calls), min_ms=min(calls), max_ms=max(calls), runs=len(calls),
+        baselines_ms={name: statistics.median([ms for b in blocks for ms in b.event_ms])
+                      for name, blocks in outcome.baselines.items()},
+        host_issue_ms=statistics.median(issue), ratios=ratios, rounds=outcome.rounds,
+        block_calls=outcome.block_calls, ended_by=outcome.ended_by, baseline_errors=baseline_errors,
+        machine=machine)
 
 
 def right_when_cold(ev: Evaluation, check: Check) -> bool:

@@ -8,15 +8,19 @@ process, since the damage may be an earlier candidate's.
 
 from __future__ import annotations
 
+import os
+import signal
 from typing import TYPE_CHECKING, Any, Literal
 
+import torch
+from warpgym.env.common.device import release_cached_memory
 from warpgym.env.judge import findings, shipped
 from warpgym.env.judge.plan import Check
 from warpgym.env.judge.pool import Worker, WorkerError
 from warpgym.env.judge.references import itemsize
 from warpgym.env.protocol import messages as m
 from warpgym.env.protocol.violations import Violation
-from warpgym.tasks import case_label
+from warpgym.tasks import Sampler, case_label
 
 if TYPE_CHECKING:
     from warpgym.env.judge.evaluation import Evaluation
@@ -48,9 +52,22 @@ def load_request(ev: Evaluation, mode: Literal["run", "compile"] = "run") -> m.L
                          model=run and ev.task.model is not None)
 
 
+def close_problem_file(ev: Evaluation) -> None:
+    """An imported problem's file is closed to the workers that start after it was read
+    (``sandbox.problem_files``); a worker kept from before is replaced before the candidate reaches it."""
+    if ev.task.model is None:
+        return
+    path = os.path.realpath(ev.task.model.path)
+    for worker in (ev.workers.run, ev.workers.compile):
+        if getattr(worker, "sandbox", False) is not False and worker.alive \
+                and path not in getattr(worker, "protected", frozenset()):
+            worker.stop()
+
+
 def load(ev: Evaluation) -> bool:
     """Import the candidate into the run worker; False (with the reason recorded) when it cannot be."""
     result, worker = ev.result, ev.workers.run
+    ev.models_sent.clear()  # a load starts the worker's instances afresh
     pid = worker_pid(worker)
     try:
         reply: m.LoadReply = ask(worker, load_request(ev), ev.options.limits.load)
@@ -61,6 +78,7 @@ def load(ev: Evaluation) -> bool:
         result.compile_errors.append(f"importing the module: {exc}")
         return False
     result.stdout = worker.log_tail(clear=True)
+    ev.loaded = worker_pid(worker)
     if not reply.ok:
         if reply.kind in ("missing-entrypoint", "signature"):
             result.violations.append(Violation(reply.kind, reply.error or ""))
@@ -71,11 +89,34 @@ def load(ev: Evaluation) -> bool:
     if reply.tampered:
         findings.tampered(ev, reply.tampered)
         return False
-    return True
+    found = len(result.violations)
+    findings.host_compute(ev, reply.forbidden_ops)
+    findings.torch_ops(ev, reply.forbidden_ops, when="while the module was imported, ")
+    return len(result.violations) == found
+
+
+def _died_between_calls(ev: Evaluation) -> str | None:
+    """Why the run worker holding the candidate is gone, if it went while idle (killed from outside, or
+    stopped after an earlier failure): the next request would start a fresh worker that holds nothing."""
+    worker = ev.workers.run
+    if ev.loaded is None or worker_pid(worker) == ev.loaded:
+        return None
+    proc = getattr(worker, "proc", None)
+    code = proc.poll() if proc is not None else None
+    if proc is None:
+        return "the worker holding the candidate was stopped after an earlier failure"
+    if code is None:
+        return "the worker holding the candidate was replaced between calls"
+    worker.kill()
+    how = f"killed by signal {-code} ({signal.Signals(-code).name})" if code < 0 else f"exit {code}"
+    return f"the worker process died between calls ({how})"
 
 
 def _send_run(ev: Evaluation, request: m.RunRequest) -> m.RunReply:
     """One run request; a dead or overrunning worker becomes a failed reply of that kind."""
+    gone = _died_between_calls(ev)
+    if gone is not None:
+        return m.RunReply(ok=False, kind="crash", error=gone)
     try:
         with ev.gpu_shared():
             return ask(ev.workers.run, request, ev.options.limits.run)
@@ -83,22 +124,56 @@ def _send_run(ev: Evaluation, request: m.RunRequest) -> m.RunReply:
         return m.RunReply(ok=False, kind=exc.kind, error=str(exc))
 
 
+def call_inputs(ev: Evaluation, case: dict[str, Any], seed: int, distribution: str,
+                device: str | None = None) -> m.Inputs:
+    """One call's arguments, drawn by the judge (on its device, like the references) and sent with the
+    request: the worker never holds a task, its reference, its other cases or its held-out shapes."""
+    return ev.task.make_inputs(case, Sampler(seed, distribution, device or ev.device))
+
+
+def stage_inputs(ev: Evaluation, case: dict[str, Any], seeds: list[int], timeout: float) -> m.StageReply:
+    """One input set per seed kept in the worker for the timing requests that follow; the judge's copies
+    are freed before they start (a bench case's sets take gigabytes)."""
+    sets = [call_inputs(ev, case, seed, "normal") for seed in seeds]
+    stage = m.StageRequest(input_sets=sets, model=shipped.model_call(ev, case))
+    del sets
+    staged: m.StageReply = ask(ev.workers.run, stage, timeout)
+    del stage
+    release_cached_memory(ev.device)
+    return staged
+
+
+def time_case(ev: Evaluation, case: dict[str, Any], seeds: list[int], warmup: int, reps: int,
+              timeout: float) -> m.TimeReply:
+    """Stage one input set per seed in the worker, then time the entrypoint in one loop."""
+    staged = stage_inputs(ev, case, seeds, timeout)
+    if not staged.ok:
+        return m.TimeReply(ok=False, kind=staged.kind, error=staged.error)
+    return ask(ev.workers.run, m.TimeRequest(warmup=warmup, reps=reps), timeout)
+
+
 def run(ev: Evaluation, check: Check) -> m.RunReply | None:
     """Run the candidate on ``check``'s inputs and record what the reply shows beyond its outputs."""
     result, worker = ev.result, ev.workers.run
     _, meta = ev.reference(check)
     poison_bytes = 2 * sum(itemsize(t) for t in meta)
-    request = m.RunRequest(task=ev.task.id, case=check.case, seed=check.seed, distribution=check.distribution,
-                           poison_bytes=max(poison_bytes, 1 << 20),
-                           max_output_bytes=2 * poison_bytes + (16 << 20),
-                           contiguous_outputs=ev.task.contiguous_outputs, layout=ev.task.layout,
-                           **shipped.run_fields(ev, check.case, check.seed, check.distribution))
-    pid = worker_pid(worker)
-    reply = _send_run(ev, request)
+    # On the host before the request: the judge's GPU copy is freed while the worker runs (the wire would
+    # copy each tensor to the host anyway).
+    inputs = {k: v.to("cpu") if isinstance(v, torch.Tensor) else v
+              for k, v in call_inputs(ev, check.case, check.seed, check.distribution).items()}
+
+    def request() -> m.RunRequest:  # the model call depends on what the worker holds: made per send
+        return m.RunRequest(inputs=inputs, poison_bytes=max(poison_bytes, 1 << 20),
+                            max_output_bytes=2 * poison_bytes + (16 << 20),
+                            contiguous_outputs=ev.task.contiguous_outputs, layout=ev.task.layout,
+                            model=shipped.model_call(ev, check.case))
+
+    pid = ev.loaded
+    reply = _send_run(ev, request())
     if reply.kind == "crash" and pid is not None and pid == ev.inherited:
         ev.inherited = None  # once: a crash in a worker of its own is the candidate's
         if ev.load():
-            reply = _send_run(ev, request)
+            reply = _send_run(ev, request())
     out = worker.log_tail(clear=True)
     if out:
         result.stdout = (result.stdout + "\n" + out).strip()[-4000:]
@@ -109,8 +184,7 @@ def run(ev: Evaluation, check: Check) -> m.RunReply | None:
     findings.run_findings(ev, reply)
     if reply.device_trace is not None:
         ev.device_traces.append((case_label(check.case), reply.device_trace))
-    if not ev.options.allow_torch:
-        findings.torch_ops(ev, reply.forbidden_ops)
+    findings.torch_ops(ev, reply.forbidden_ops)
     if reply.mutated:
         ev.flag("mutated-input", names=", ".join(reply.mutated))
     return reply

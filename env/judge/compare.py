@@ -9,6 +9,7 @@ pass on the absolute tolerance alone); a single-value output is judged element-w
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -108,11 +109,55 @@ def _compare_tensor(out: torch.Tensor, ref: torch.Tensor, tol: Any) -> dict[str,
     else:
         fields["message"] = ""
         fields["passed"] = True
-    if not fields["passed"] and out.dtype == torch.float32 and LOW_PRECISION[0] <= rel_l2 <= LOW_PRECISION[1]:
-        fields["message"] += ("; errors of this size are what float16 or bfloat16 arithmetic gives (unit "
-                              "roundoff 5e-4 and 4e-3): a float32 task must compute in float32")
+    if not fields["passed"] and out.dtype == torch.float32:
+        lowered = lowered_precision(o, r)
+        if lowered:
+            unit = UNIT_ROUNDOFF[lowered]
+            fields["message"] += (f"; the errors have the size and pattern of {lowered} rounding (unit "
+                                  f"roundoff {unit:.1e}), as float16 or bfloat16 arithmetic in the kernel "
+                                  "gives: a float32 task must compute in float32")
     return fields
 
 
-LOW_PRECISION = (1e-4, 3e-2)
-"""Relative L2 errors of a float32 output that point at half-precision arithmetic inside the kernel."""
+UNIT_ROUNDOFF = {"float16": 2.0 ** -11, "bfloat16": 2.0 ** -8}
+ROUNDING_ENVELOPE = 16
+"""Unit roundoffs of error per element that rounding in a short chain of half-precision operations stays
+within, relative to the element's magnitude or, for results that cancel, the output's mean magnitude."""
+HALF_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+def lowered_precision(o: torch.Tensor, r: torch.Tensor) -> str | None:
+    """The half-precision format whose rounding explains a float32 output's errors, or None.
+
+    Evidence of either kind: the output's values are ones the format holds, each within one rounding of
+    the reference (stored through it: a float32 value drawn at random is a float16 one once in 8000), or
+    the errors have the pattern of rounding in it: within a few unit roundoffs of every element, about one
+    unit roundoff on the whole, spread over most elements (rounding touches every one) and unbiased
+    relative to each. A logic bug breaks the pattern: an element off by one leaves the envelope, a wrong
+    row or tail touches few elements, a wrong constant leans one way."""
+    finite = torch.isfinite(o) & torch.isfinite(r)
+    o, r = o[finite], r[finite]
+    error = o - r
+    if o.numel() < 16 or not bool((error != 0).any()) or float(r.norm()) == 0:
+        return None
+    rel_l2 = float(error.norm() / r.norm())
+    magnitude = r.abs().mean()
+    sizable = r.abs() >= magnitude / 100
+    relative = error[sizable] / r[sizable]
+    bias = float(relative.mean().abs() / relative.pow(2).mean().sqrt().clamp_min(1e-300))
+    unbiased = max(0.1, 3 / math.sqrt(max(relative.numel(), 1)))
+    """Rounding's relative errors average out (|mean| / rms about 1 / sqrt(n)); a formula's lean one way."""
+    found = []
+    for name, dtype in HALF_DTYPES.items():
+        unit = UNIT_ROUNDOFF[name]
+        nonzero = o != 0
+        held = o[nonzero].to(dtype).to(torch.float64) == o[nonzero]
+        one_rounding = (error.abs() <= 2 * unit * r.abs())
+        if int(nonzero.sum()) >= 16 and float(held.double().mean()) >= 0.9 \
+                and float(one_rounding.double().mean()) >= 0.9:
+            return name
+        inside = bool((error.abs() <= ROUNDING_ENVELOPE * unit * (r.abs() + magnitude)).all())
+        spread = float((relative.abs() >= unit / 8).double().mean()) if relative.numel() else 0.0
+        if inside and unit / 16 <= rel_l2 <= 4 * unit and bias < unbiased and spread >= 0.5:
+            found.append((abs(math.log(rel_l2 / unit)), name))
+    return min(found)[1] if found else None

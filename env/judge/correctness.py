@@ -9,7 +9,13 @@ from typing import TYPE_CHECKING, Any
 import torch
 from warpgym.env.common.bits import same_bits
 from warpgym.env.judge.compare import compare_outputs
-from warpgym.env.judge.plan import NO_GPU_CUDA, Check, runnable_here
+from warpgym.env.judge.plan import (
+    INTERPRETER_LIMITATION,
+    NO_GPU_CUDA,
+    Check,
+    interpreter_limitation,
+    runnable_here,
+)
 from warpgym.env.judge.references import digest, itemsize
 from warpgym.env.judge.result import CaseResult
 from warpgym.env.protocol.messages import RunReply
@@ -58,7 +64,10 @@ def check_all(ev: Evaluation, checks: list[Check], probe: Check | None, probe_re
         result.cases.append(case_result)
         launched += reply.launches if reply.ok else 0
         loader_launched += reply.loader_launches if reply.ok else 0
-        if not case_result.passed:
+        for note in reply.interpreter_notes:
+            if note not in result.notes:
+                result.notes.append(note)
+        if case_result.passed is False:
             failed_sets.add(check.shape_set)
             if reply.kind in ("timeout", "crash"):
                 break
@@ -76,14 +85,26 @@ def check_all(ev: Evaluation, checks: list[Check], probe: Check | None, probe_re
                 "no-kernel-launched", kernel="a kernel built through warpgym.loader",
                 task="a CUDA/PTX task"))
     result.correct = bool(ran) and all(c.passed for c in ran) and not result.violations
+    if result.correct and interpreter_limited(result.cases):
+        result.correct = None  # the candidate's own kernels chose what ran: a case left out is never passed
     if not ran:
         result.correct = None
         result.skipped_checks.append("no correctness check could run on this device")
 
 
+def interpreter_limited(cases: list[CaseResult]) -> bool:
+    """Whether some case was left to a GPU because the interpreter could not run the candidate's kernel.
+
+    Unlike a bf16 case (left out by the plan, whatever the candidate), this follows from what the
+    candidate's code did, so it could be provoked on purpose: such a verdict is never "correct"."""
+    return any(c.skipped and c.skipped.startswith(INTERPRETER_LIMITATION) for c in cases)
+
+
 def judge(ev: Evaluation, check: Check, reply: RunReply) -> CaseResult:
     """The verdict on one run's outputs, against the judge's reference (or the task's own check)."""
     task, result = ev.task, ev.result
+    if not reply.ok and reply.kind == "interpreter" and ev.device == "cpu" and task.language == "triton":
+        return _case(check, None, skipped=interpreter_limitation(reply.error or "", ev.options.target))
     if not reply.ok:
         kind = reply.kind or "runtime"
         prefix = {"timeout": "timed out: ", "crash": "crashed: "}.get(kind, "raised an error: ")
@@ -160,6 +181,9 @@ def late_recheck(ev: Evaluation, checks: list[Check]) -> None:
     calls.append(runnable[0].again(LATE_SEED - 1, dists[-1]))
     for n, check in enumerate(calls):
         verdict = ev.judge(check, ev.run(check) or NO_REPLY)
+        if verdict.passed is None:  # the interpreter could not run it: the verdict cannot be "correct" now
+            result.cases.append(verdict)
+            return
         if not verdict.passed:
             verdict.message = f"call {n + 1} after the correctness runs, on fresh inputs: " + verdict.message
             result.cases.append(verdict)

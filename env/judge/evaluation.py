@@ -19,9 +19,8 @@ from typing import Any
 import torch
 from warpgym.env.candidate import Candidate
 from warpgym.env.common.device import device_name, release_cached_memory
-from warpgym.env.judge import baselines, bench, channel, correctness, device_evidence, inspection, kernels
+from warpgym.env.judge import bench, channel, correctness, device_evidence, inspection, kernels
 from warpgym.env.judge import feedback as feedback_mod
-from warpgym.env.judge.cache import JsonCache
 from warpgym.env.judge.options import EvalOptions
 from warpgym.env.judge.plan import Check, params, plan
 from warpgym.env.judge.pool import Worker
@@ -49,8 +48,6 @@ class Caches:
     references: References
     compiled: Memo[str, dict[str, Any]] = field(default_factory=lambda: Memo(512))
     """Offline compilations by (candidate, launch spec): a resubmitted kernel is not compiled again."""
-    baselines: Memo[tuple[Any, ...], dict[str, float]] = field(default_factory=lambda: Memo(4096))
-    baseline_disk: JsonCache = field(default_factory=lambda: JsonCache("baselines"))
 
 
 @dataclass(eq=False)
@@ -68,6 +65,12 @@ class Evaluation:
     inherited: int | None = None
     """The run worker's pid when it was kept from an earlier evaluation: a crash there may be an
     earlier candidate's doing (see ``channel.run``)."""
+    loaded: int | None = None
+    """The pid of the run worker the candidate was loaded into: a call finding another one there (the
+    worker died between calls, and a fresh one holds no candidate) is a crash of that worker."""
+    models_sent: set[str] = field(default_factory=set)
+    """For a module-class candidate: the cases whose model parameters the run worker got since the
+    candidate was last loaded (``shipped.model_call``)."""
 
     def __post_init__(self) -> None:
         self.result = EvalResult(task=self.task.id, target=self.options.target,
@@ -103,9 +106,6 @@ class Evaluation:
 
     def judge(self, check: Check, reply: RunReply) -> CaseResult:
         return correctness.judge(self, check, reply)
-
-    def baseline_times(self, case: dict[str, Any], alone: bool = True) -> dict[str, float]:
-        return baselines.times(self, case, alone)
 
     def flag(self, code: str, **fields: Any) -> None:
         """Record the violation ``code`` once per evaluation."""
@@ -146,6 +146,7 @@ class Evaluation:
         t0 = time.perf_counter()
         # A worker kept from earlier evaluations may carry damage an earlier candidate did unseen (a write
         # past every guard into the allocator's data): if it crashes here, the case runs again in a new one.
+        channel.close_problem_file(self)
         self.inherited = channel.worker_pid(self.workers.run)
         if not self.load():
             return
@@ -173,12 +174,21 @@ class Evaluation:
             result.stage = "instructions"  # the static half of the verdict still holds on a CPU
             inspection.instructions(self)
             return
+        if result.correct is None and correctness.interpreter_limited(result.cases) and not result.violations:
+            result.stage = "instructions"  # what the interpreter could not run must still compile
+            if not kernels.compile(self):
+                result.compiled = False
+                return
+            inspection.instructions(self)
+            return
         if not result.correct:
             return
 
         result.stage = "instructions"
         t0 = time.perf_counter()
-        kernels.compile(self)  # launches seen after the probe (other shapes)
+        if not kernels.compile(self):  # launches seen after the probe (other shapes) must compile too
+            result.correct = False
+            return
         if not device_evidence.judge(self):
             return
         inspection.instructions(self)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import re
+import statistics
 from typing import TYPE_CHECKING
 
+from warpgym.env.judge.plan import INTERPRETER_LIMITATION
 from warpgym.tasks import Task, case_label
 
 if TYPE_CHECKING:
-    from warpgym.env.judge.result import EvalResult
+    from warpgym.env.judge.result import EvalResult, Timing
 
 MAX_COMPILE_ERROR_CHARS = 2500
 _ABSOLUTE_PATH = re.compile(r"(?<![\w./~-])/(?:[\w.+@~-]+/)+[\w.+@~-]+")
@@ -37,17 +39,71 @@ def _trim(text: str, limit: int) -> str:
 def verdict(result: EvalResult) -> str:
     if result.violations and not result.compiled and result.stage == "static":
         return "REJECTED (static checks)"
+    if result.violations and not result.compile_errors:
+        return "REJECTED (policy)"  # before compiling too: what the module did as it was imported
     if not result.compiled:
         return "COMPILE FAILED"
     if result.violations:
         return "REJECTED (policy)"
     if result.correct is None:
+        if any(c.skipped and c.skipped.startswith(INTERPRETER_LIMITATION) for c in result.cases):
+            return "NOT CHECKED on the CPU (Triton interpreter limitation: a GPU decides)"
         return "NOT CHECKED on this device"
     if not result.correct:
         return "INCORRECT"
     if result.required_features_met is False:
         return "CORRECT, but required instructions missing"
     return "CORRECT"
+
+
+def _timing_line(t: Timing) -> str:
+    roof = f", {t.roofline_fraction:.0%} of roofline" if t.roofline_fraction is not None else ""
+    base = ", ".join(
+        f"{k} {ms:.3f} ms ({t.ratios[k].median:.2f}x [{t.ratios[k].low:.2f}, {t.ratios[k].high:.2f}])"
+        if k in t.ratios else f"{k} {ms:.3f} ms" for k, ms in t.baselines_ms.items())
+    failed = "".join(f"; {k} not timed ({why})" for k, why in t.baseline_errors.items())
+    rounds = f"; {t.rounds} paired rounds of {t.block_calls} calls, ended by {t.ended_by}" if t.rounds else ""
+    return (f"Timing {case_label(t.case)}: {t.median_ms:.3f} ms, {t.tflops or 0:.1f} TFLOP/s, "
+            f"{t.gbps or 0:.0f} GB/s{roof}; baselines: {base or 'none'}{failed}{rounds}")
+
+
+def _machine_lines(result: EvalResult) -> list[str]:
+    """The GPU's state while timing, and a warning when it slowed down for a reason other than its power
+    cap (the figures may not repeat)."""
+    states = [t.machine for t in result.timing or [] if t.machine is not None]
+    lines = []
+    sampled = [s for s in states if s.sampled]
+    if sampled:
+        clocks = [v for s in sampled for v in s.sm_clock_mhz.values()]
+        power = [s.power_w["median"] for s in sampled if s.power_w]
+        temps = [s.temperature_c["max"] for s in sampled if s.temperature_c]
+        reasons = sorted({r for s in sampled for r in s.reasons})
+        lines.append("GPU while timing: " + ", ".join(part for part in (
+            f"SM clock {min(clocks):.0f}-{max(clocks):.0f} MHz" if clocks else "",
+            f"power {statistics.median(power):.0f} W" if power else "",
+            f"up to {max(temps):.0f} C" if temps else "",
+            f"clock reasons: {', '.join(reasons)}" if reasons else "no clock reasons") if part))
+    elif states:
+        lines.append(f"GPU state while timing: not sampled ({states[0].reason})")
+    if result.throttled:
+        lines.append(f"Throttled while timing ({', '.join(result.throttled)}), beyond the power cap: these "
+                     "timings may not repeat")
+    return lines
+
+
+def _interval(result: EvalResult, name: str) -> str:
+    low, high = (result.speedup_low or {}).get(name), (result.speedup_high or {}).get(name)
+    return f" [{low:.2f}, {high:.2f}]" if low is not None and high is not None else ""
+
+
+def _faster_line(result: EvalResult, name: str) -> str:
+    """"Faster than the baseline" twice: by the point estimate and by the interval's lower bound."""
+    point, low = (result.speedup or {})[name], result.speedup_by(name, conservative=True)
+    said = f"Faster than {name}: {'yes' if point > 1 else 'no'} by the point estimate ({point:.2f}x)"
+    if low is None:
+        return said
+    noise = ": within noise" if point > 1 >= low else ""
+    return f"{said}, {'yes' if low > 1 else 'no'} by the interval's lower bound ({low:.2f}x){noise}"
 
 
 def render(result: EvalResult, task: Task, reveal_shapes: bool = True) -> str:
@@ -71,6 +127,8 @@ def render(result: EvalResult, task: Task, reveal_shapes: bool = True) -> str:
         lines.append(f"All {sum(1 for x in result.cases if x.passed)} correctness checks passed.")
     for skipped in result.skipped_checks:
         lines.append(f"Not checked: {skipped}")
+    for note in result.notes:
+        lines.append(f"Note: {note}")
     if result.instructions:
         used = [f"{fam} (ptx {c['ptx']}, sass {c['sass']}"
                 + (f", executed {c['executed']}" if c.get("executed") is not None else "") + ")"
@@ -87,14 +145,12 @@ def render(result: EvalResult, task: Task, reveal_shapes: bool = True) -> str:
     for feature, why in result.missing_features.items():
         lines.append(f"Missing required feature {feature}: {why}.")
     if result.timing:
-        for t in result.timing:
-            base = ", ".join(f"{k} {v:.3f} ms ({v / t.median_ms:.2f}x)" for k, v in t.baselines_ms.items())
-            roof = f", {t.roofline_fraction:.0%} of roofline" if t.roofline_fraction is not None else ""
-            lines.append(f"Timing {case_label(t.case)}: {t.median_ms:.3f} ms, {t.tflops:.1f} TFLOP/s, "
-                         f"{t.gbps:.0f} GB/s{roof}; baselines: {base}")
+        lines += [_timing_line(t) for t in result.timing]
+        lines += _machine_lines(result)
     if result.speedup:
-        lines.append("Speedup (geometric mean over bench shapes): "
-                     + ", ".join(f"{k} {v:.2f}x" for k, v in result.speedup.items()))
+        lines.append("Speedup (geometric mean over bench shapes; 95% interval): "
+                     + ", ".join(f"{k} {v:.2f}x{_interval(result, k)}" for k, v in result.speedup.items()))
+        lines += [_faster_line(result, name) for name in result.speedup]
     for s in result.suspicious:
         lines.append(f"Suspicious: {s}")
     if result.stdout:

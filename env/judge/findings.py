@@ -4,7 +4,7 @@ past the inputs, outputs no kernel wrote)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from warpgym.env.protocol import messages as m
 from warpgym.env.protocol.violations import CODES, Violation, violation
@@ -24,7 +24,9 @@ def tampered(ev: Evaluation, names: list[str]) -> None:
 
 def torch_ops(ev: Evaluation, forbidden: dict[str, int], when: str = "") -> None:
     """PyTorch compute ops the run-time policy saw host code run (``host:`` entries are data moved
-    through Python: ``host_compute``)."""
+    through Python: ``host_compute``); allowed, and not flagged, when the options allow PyTorch calls."""
+    if ev.options.allow_torch:
+        return
     ops = {k: n for k, n in forbidden.items() if not k.startswith(HOST_PREFIX.strip())}
     if ops:
         ev.flag("torch-op", when=when, ops=", ".join(f"{op} (x{n})" for op, n in sorted(ops.items())))
@@ -49,6 +51,8 @@ def run_findings(ev: Evaluation, reply: m.RunReply) -> None:
         result.skipped_checks.append(reply.scrub_error)
     if reply.out_of_bounds:
         ev.flag("out-of-bounds", names=", ".join(reply.out_of_bounds))
+    if reply.refused_launches:
+        ev.flag("uncompiled-kernel", reason=reply.refused_launches[0])
     if reply.background:
         ev.flag("background-work", count=reply.background)
     # With PyTorch calls allowed, the last op writing an output may be PyTorch's.
@@ -57,15 +61,35 @@ def run_findings(ev: Evaluation, reply: m.RunReply) -> None:
         ev.flag("output-not-written", which=", ".join(f"output {i}" for i in reply.unwritten))
 
 
-def timing_findings(ev: Evaluation, stats: m.TimeReply) -> bool:
+def profiled_findings(ev: Evaluation, run: Any) -> bool:
+    """What the policy and the sandbox saw while a profiler ran the candidate (``profile.DriverRun``);
+    False, with the verdict failed, when they caught something: a candidate that behaves differently
+    under a profiler is judged by what it did there too."""
+    if run is None:
+        return True
+    result = ev.result
+    before = len(result.violations)
+    host_compute(ev, run.forbidden_ops)
+    torch_ops(ev, run.forbidden_ops, when="under the profiler, ")
+    if run.tampered:
+        result.violations.append(violation("tampering", names=", ".join(run.tampered)))
+    for code, message in run.incidents:
+        if code in CODES and not any(v.code == code and v.message == message for v in result.violations):
+            result.violations.append(Violation(code, message))
+    if len(result.violations) == before:
+        return True
+    result.correct = False
+    return False
+
+
+def timing_findings(ev: Evaluation, stats: m.TimeReply | m.TimeBlockReply) -> bool:
     """The timing loop's calls answer to the same rules as the checked ones (patching, host ops); True
     (and the candidate failed) when they broke one."""
     found = len(ev.result.violations)
     if stats.tampered:
         tampered(ev, stats.tampered)
     host_compute(ev, stats.forbidden_ops)
-    if not ev.options.allow_torch:
-        torch_ops(ev, stats.forbidden_ops, when="during the timing loop, ")
+    torch_ops(ev, stats.forbidden_ops, when="during the timing loop, ")
     if len(ev.result.violations) > found:
         ev.result.correct = False
         return True

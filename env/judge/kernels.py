@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 from warpgym.env.judge.cache import fingerprint
-from warpgym.env.judge.channel import ask
+from warpgym.env.judge.channel import ask, call_inputs
 from warpgym.env.judge.findings import host_compute, torch_ops
 from warpgym.env.judge.instructions import FAMILIES, count_cubin, count_ptx
 from warpgym.env.judge.pool import WorkerError
@@ -42,6 +42,9 @@ def compile(ev: Evaluation) -> bool:
         result.compile_errors.append(f"recording launches: {exc}")
         return False
     result.compile_errors.extend(reply.errors)
+    if reply.refused:
+        ev.flag("uncompiled-kernel", reason=reply.refused[0])
+        return False
     if not reply.specs:
         return not result.compile_errors
     # The attachments are part of what was compiled: a module may read them at import.
@@ -88,6 +91,8 @@ def add_kernels(ev: Evaluation, kernels: list[dict[str, Any]]) -> None:
     result = ev.result
     known = {(k.name, k.target) for k in result.kernels}
     for kernel in kernels:
+        if not kernel["ok"] and kernel.get("refused"):
+            ev.flag("uncompiled-kernel", reason=kernel["error"].removeprefix("LaunchRefused: "))
         if not kernel["ok"]:
             result.compile_errors.append(f"{kernel['kernel']} for {kernel['target']}:\n{kernel['error']}")
             continue
@@ -114,7 +119,7 @@ def _dry_run(ev: Evaluation) -> bool:
     """On a CPU: the entrypoint up to its first launch, so modules it builds at call time are compiled."""
     task, result = ev.task, ev.result
     case = task.cases("dev")[0]  # small: the dry run builds its inputs on the CPU
-    request = m.DryRunRequest(task=task.id, case=case, seed=task.seeds[0], distribution=task.distributions[0])
+    request = m.DryRunRequest(inputs=call_inputs(ev, case, task.seeds[0], task.distributions[0], "cpu"))
     try:
         reply: m.DryRunReply = ask(ev.workers.run, request, ev.options.limits.compile)
     except WorkerError as exc:

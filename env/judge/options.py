@@ -18,13 +18,53 @@ class Limits:
 
 
 @dataclass
+class PairedTiming:
+    """How the candidate and its baselines are timed side by side (judge/bench.py, judge/paired.py).
+
+    Every round times a block of ``block_calls`` calls of the candidate and then of each baseline, the
+    order reversed from one round to the next; the speedup is the median of the rounds' ratios with a
+    95% order-statistics interval (judge/ratios.py). Rounds go on until every interval's half-width is
+    at most ``precision`` (from ``min_rounds`` on), or until ``max_rounds`` or ``budget_seconds`` (the
+    rounds' wall clock per bench case, the GPU held alone throughout) is spent: the result's
+    ``ended_by`` says "precision" or "budget". A slow call gets shorter blocks (down to one call) so that
+    ``min_rounds`` rounds fit in the budget; at least two rounds (one of each order) always run.
+    """
+
+    block_calls: int = 5
+    min_rounds: int = 6
+    """Six is the fewest rounds whose [min, max] covers the median with 95% (96.9%)."""
+    max_rounds: int = 60
+    budget_seconds: float = 4.0
+    precision: float = 0.02
+
+    def __post_init__(self) -> None:
+        if self.block_calls < 1 or self.min_rounds < 2 or self.max_rounds < self.min_rounds:
+            raise ValueError("paired timing needs block_calls >= 1 and 2 <= min_rounds <= max_rounds, not "
+                             f"{self.block_calls}, {self.min_rounds}, {self.max_rounds}")
+        if self.max_rounds > 1000 or not self.budget_seconds > 0 or not 0 < self.precision < 1:
+            raise ValueError("paired timing needs max_rounds <= 1000, budget_seconds > 0 and "
+                             "0 < precision < 1")
+
+
+@dataclass
 class EvalOptions:
     target: str = "sm_90a"
     device: str = "auto"
     shape_sets: tuple[str, ...] = ("dev",)
     timing: bool = True
     warmup: int = 5
-    reps: int = 30
+    """Warm-up calls of each timed callable before its first block (the first one timed in a window also
+    warms up for common/timing.WARMUP_SECONDS, so the GPU's clocks settle)."""
+    reps: int | None = None
+    """When given, the most timed calls of each callable in a bench case's window: ``paired.max_rounds``
+    is lowered to ``reps // paired.block_calls`` rounds when that is fewer (never below ``min_rounds``)."""
+    paired: PairedTiming = field(default_factory=PairedTiming)
+
+    def max_rounds(self) -> int:
+        rounds = self.paired.max_rounds
+        if self.reps is not None:
+            rounds = min(rounds, self.reps // self.paired.block_calls)
+        return max(self.paired.min_rounds, rounds)
     limits: Limits = field(default_factory=Limits)
     reveal_shapes: bool = True
     """Whether feedback may name the failing case (False for heldout scoring shown to a model)."""

@@ -20,6 +20,8 @@ INTERPRETER_BF16 = (
     "bfloat16 inputs: Triton's interpreter computes bf16 wrongly (triton 3.9, silently) or not at all "
     "(3.6), so this case was not run on the CPU; run on a GPU to check it"
 )
+INTERPRETER_LIMITATION = "Triton interpreter limitation: "
+"""How a case the interpreter could not run begins (``interpreter_limitation``)."""
 NO_GPU_CUDA = (
     "CUDA/PTX kernels need a GPU: correctness was not checked on this device (the modules were compiled "
     "and analysed, and the first launch was checked, without running)"
@@ -73,6 +75,12 @@ def plan(task: Task, options: EvalOptions, device: str) -> list[Check]:
                 fault = interpreter_fault(task, case, seed, dist, device)
                 checks.append(Check(shape_set, case, seed, dist, fault))
     return checks
+
+
+def interpreter_limitation(what: str, target: str) -> str:
+    """Why a case was not run on the CPU although its kernel compiled: the interpreter could not run it."""
+    return (f"{INTERPRETER_LIMITATION}{what.strip()}; so this case was not run on the CPU (the kernel "
+            f"compiled for {target}: on a GPU the compiled kernel decides)")
 
 
 def runnable_here(task: Task, check: Check, device: str) -> bool:

@@ -19,12 +19,14 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
 from warpgym.env.common.device import physical_gpu
+from warpgym.env.judge import crash
 from warpgym.env.judge import sandbox as sandbox_mod
 from warpgym.env.protocol import wire
 from warpgym.env.protocol.violations import violation
@@ -105,10 +107,19 @@ def _create_gpu_locks(env: dict[str, str]) -> None:
 class Worker:
     """One worker process. ``request`` sends a message and waits at most ``timeout`` seconds."""
 
+    restarts = 0
+    """Processes started in place of an earlier one, by every worker in this process (a server's metric)."""
+    _restarts_lock = threading.Lock()
+
     def __init__(self, device: str = "cpu", mode: str = "run",
-                 sandbox: bool | dict[str, Any] | None = None) -> None:
+                 sandbox: bool | dict[str, Any] | None = None, wrapper: list[str] | None = None,
+                 extra_env: dict[str, str] | None = None) -> None:
         self.device = device
         self.mode = mode
+        self.wrapper = list(wrapper or [])
+        """A tool that runs the worker's command (a profiler: ``ncu ... python confine.py FD``), outside the
+        confinement, which the worker applies to itself."""
+        self.extra_env = dict(extra_env or {})
         if sandbox is None:  # WARPGYM_NO_SANDBOX=1: off, for a machine where it misbehaves (results say so)
             sandbox = os.environ.get("WARPGYM_NO_SANDBOX", "") not in ("1", "true", "yes")
         self.sandbox = sandbox
@@ -121,6 +132,9 @@ class Worker:
         self.workdir: Path | None = None
         self.started_at = 0.0
         self.requests = 0
+        self.command: list[str] = []
+        self.protected: frozenset[str] = frozenset()
+        """The paths the running process keeps closed to candidates (``sandbox.protected_by``)."""
         self._dir_fd: int | None = None
 
     def _close_dir(self) -> None:
@@ -134,21 +148,27 @@ class Worker:
         return self.proc is not None and self.proc.poll() is None
 
     def start(self) -> None:
+        if self.started_at:
+            with Worker._restarts_lock:
+                Worker.restarts += 1
         self.workdir = Path(tempfile.mkdtemp(prefix="warpgym-worker-"))
         self._close_dir()
         self._dir_fd = os.open(self.workdir, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
         parent_sock, child_sock = socket.socketpair()
         log = open(self.workdir / "output.log", "wb")  # noqa: SIM115 - the child owns it
         env = clean_environment(self.device, self.mode, self.workdir)
+        env.update(self.extra_env)
         command = [sys.executable, "-m", "warpgym.env.worker.main", str(child_sock.fileno())]
         if self.sandbox is not False:
             _create_gpu_locks(env)
             removed = sum(1 for k, v in os.environ.items() if not _passed_to_worker(k, v))
             env = sandbox_mod.configure(env, str(self.workdir), self.device, self.mode, removed,
                                         self.sandbox if isinstance(self.sandbox, dict) else None)
+            self.protected = sandbox_mod.protected_by(env)
             command = sandbox_mod.launch_command(child_sock.fileno())
+        self.command = [*self.wrapper, *command]
         self.proc = subprocess.Popen(
-            command, cwd=self.workdir, env=env, stdin=subprocess.DEVNULL, stdout=log,
+            self.command, cwd=self.workdir, env=env, stdin=subprocess.DEVNULL, stdout=log,
             stderr=subprocess.STDOUT,
             pass_fds=(child_sock.fileno(),), start_new_session=True,
         )
@@ -206,12 +226,9 @@ class Worker:
             return reply
         except (EOFError, OSError, BrokenPipeError) as exc:
             code = self.proc.wait(timeout=5) if self.proc is not None else None
-            tail = self.log_tail()
+            log = self.log_tail(clear=True)  # told once, here: not again as the candidate's output
             self.kill()
-            how = f"killed by signal {-code} ({signal.Signals(-code).name})" if code and code < 0 \
-                else f"exit {code}"
-            said = f": {tail}" if tail else ""
-            raise WorkerError("crash", f"the worker process died ({how}){said}") from exc
+            raise WorkerError("crash", crash.describe(code, log)) from exc
 
     def _forged(self, detail: str) -> None:
         found = violation("forged-reply", detail=detail)
@@ -256,6 +273,21 @@ class Worker:
         finally:
             os.close(fd)
         return text.strip()
+
+    def finish(self, timeout: float) -> int | None:
+        """Close the channel so the worker returns from its loop and exits on its own (a profiler that runs
+        it writes its report then), wait at most ``timeout`` seconds, then stop it; the exit status."""
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+        code = None
+        if self.proc is not None:
+            try:
+                code = self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                code = None
+        self.stop()
+        return code
 
     def kill(self) -> None:
         """Kill the whole process group: kernels' helper processes and threads go with it."""

@@ -14,12 +14,9 @@ from __future__ import annotations
 import csv
 import glob
 import io
-import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterable, Mapping
@@ -28,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 from warpgym.env.toolchain.families import FAMILIES
-from warpgym.env.worker import profiled as runner
 
 NCU_METRICS = "inst_executed,thread_inst_executed_true"
 MAX_PROFILED_LAUNCHES = 16
@@ -73,6 +69,8 @@ class Profile:
     command: list[str] = field(default_factory=list)
     seconds: float = 0.0
     log: str = ""
+    run: DriverRun | None = None
+    """The confined call behind it: what the policy and the sandbox saw while the profiler watched."""
 
     def families(self) -> dict[str, int]:
         """Executed count per family, summed over every profiled launch."""
@@ -208,6 +206,7 @@ class MemcheckReport:
     ok: bool
     errors: int
     text: str
+    run: DriverRun | None = None
 
 
 _ERROR_SUMMARY = re.compile(r"ERROR SUMMARY:\s*(\d+)\s+error")
@@ -260,6 +259,28 @@ def kernel_filter(names: Iterable[str]) -> str | None:
     return "regex:^(" + "|".join(re.escape(n) for n in names) + ")$"
 
 
+@dataclass
+class DriverRun:
+    """One call of the candidate under a profiler, in a confined worker with the run-time policy on."""
+
+    log: str
+    """What the tool wrote to its own log file (never the candidate's output, which it cannot forge)."""
+    command: list[str]
+    seconds: float
+    returned: bool
+    """The entrypoint returned normally."""
+    error: str = ""
+    forbidden_ops: dict[str, int] = field(default_factory=dict)
+    tampered: list[str] = field(default_factory=list)
+    incidents: list[list[str]] = field(default_factory=list)
+    """[code, message] pairs the sandbox refused (env/worker/audit.py)."""
+    sandbox: dict[str, Any] | None = None
+
+    def findings(self) -> bool:
+        """The policy or the sandbox caught something: that is the verdict, whatever the tool printed."""
+        return bool(self.forbidden_ops or self.tampered or self.incidents)
+
+
 def _run_driver(
     tool: list[str],
     task_id: str,
@@ -272,43 +293,67 @@ def _run_driver(
     extra_env: dict[str, str] | None = None,
     device: str = "cuda",
     attachments: Mapping[str, str] | None = None,
-) -> tuple[subprocess.CompletedProcess[str], list[str], float]:
-    from warpgym.env.judge.pool import clean_environment
+    model: Any = None,
+) -> DriverRun:
+    """Start a worker behind ``tool`` (its confinement, audit hook and policy apply to itself inside the
+    tool), import the candidate for the target, call it once on inputs the judge drew, and let it exit so
+    the tool writes its report to a file of the judge's. ``model`` (a ``messages.ModelCall`` with the
+    parameters) builds a module-class candidate for the case."""
+    from warpgym.env.judge.plan import params
+    from warpgym.env.judge.pool import Worker, WorkerError
+    from warpgym.env.protocol import messages as m
+    from warpgym.tasks import Sampler, get_task
 
+    task = get_task(task_id)
     with tempfile.TemporaryDirectory(prefix="warpgym-profile-") as tmp:
-        workdir = Path(tmp)
-        (workdir / "candidate.py").write_text(source)
-        (workdir / "attachments.json").write_text(json.dumps(dict(attachments or {})))
-        cfg = {
-            "path": str(workdir / "candidate.py"),
-            "task": task_id,
-            "case": case,
-            "seed": seed,
-            "distribution": distribution,
-            "target": target,
-            "attachments": str(workdir / "attachments.json"),
-        }
-        env = clean_environment(device, "run", workdir)  # cuda:N pins the driver to GPU N
-        env.update(extra_env or {})
-        cmd = [*tool, sys.executable, "-m", runner.__name__, json.dumps(cfg)]
+        log_path = Path(tmp) / "tool.log"
+        worker = Worker(device, "run", sandbox=None if PROFILER_SANDBOX is None else dict(PROFILER_SANDBOX),
+                        wrapper=[*tool, "--log-file", str(log_path)], extra_env=extra_env)
         started = time.perf_counter()
-        proc = subprocess.Popen(
-            cmd,
-            cwd=workdir,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
+        returned, error = False, ""
+        forbidden: dict[str, int] = {}
+        tampered: list[str] = []
         try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired as exc:
-            os.killpg(proc.pid, 9)
-            proc.communicate()
-            raise ProfileError(f"{Path(tool[0]).name} ran past {timeout:g} s; it was killed") from exc
-        done = subprocess.CompletedProcess(cmd, proc.returncode, out, err)
-        return done, cmd, time.perf_counter() - started
+            load = m.parse_reply("load", worker.request(m.LoadRequest(
+                source=source, entrypoint=task.entrypoint, params=params(task), target=target,
+                attachments=dict(attachments or {}), model=model is not None).wire(), timeout))
+            if not load.ok:
+                error = f"importing the candidate failed: {load.error}"
+            else:
+                inputs = task.make_inputs(case, Sampler(seed, distribution, device))
+                request = m.RunRequest(inputs=inputs, model=model)
+                reply = m.parse_reply("run", worker.request(request.wire(), timeout))
+                del inputs
+                returned, error = reply.ok, reply.error or ""
+                forbidden, tampered = dict(reply.forbidden_ops), list(reply.tampered)
+        except (WorkerError, m.ProtocolError) as exc:
+            error = str(exc)
+            if isinstance(exc, WorkerError) and exc.kind == "timeout":
+                worker.stop()
+                raise ProfileError(f"{Path(tool[0]).name} ran past {timeout:g} s; it was killed") from exc
+        finally:
+            worker.finish(timeout=min(timeout, 300.0))
+        return DriverRun(log=_read_bounded(log_path), command=worker.command,
+                         seconds=time.perf_counter() - started, returned=returned, error=error,
+                         forbidden_ops=forbidden, tampered=tampered, incidents=worker.take_incidents(),
+                         sandbox=worker.sandbox_report)
+
+
+PROFILER_SANDBOX: dict[str, Any] | None = None
+"""Overrides of the worker's sandbox settings under a profiler (None: the defaults, as for any worker)."""
+MAX_TOOL_LOG_BYTES = 64 << 20
+
+
+def _read_bounded(path: Path) -> str:
+    """The tool's log, read without following a link and at most ``MAX_TOOL_LOG_BYTES``."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return ""
+    try:
+        return os.read(fd, MAX_TOOL_LOG_BYTES).decode("utf-8", "replace")
+    finally:
+        os.close(fd)
 
 
 def profile_candidate(
@@ -323,6 +368,7 @@ def profile_candidate(
     timeout: float = 600.0,
     device: str = "cuda",
     attachments: Mapping[str, str] | None = None,
+    model: Any = None,
 ) -> Profile:
     """Run the candidate once under Nsight Compute and count what each of its kernels executed.
 
@@ -353,24 +399,19 @@ def profile_candidate(
     flt = kernel_filter(kernels)
     if flt:
         tool[1:1] = ["--kernel-name", flt]
-    proc, cmd, seconds = _run_driver(tool, task_id, source, case, seed, distribution, target, timeout,
-                                     device=device, attachments=attachments)
-    log = (proc.stderr or "")[-3000:]
+    run = _run_driver(tool, task_id, source, case, seed, distribution, target, timeout, device=device,
+                      attachments=attachments, model=model)
     dump = os.environ.get("WARPGYM_NCU_DUMP")
     if dump:  # a folder: keep ncu's raw output (parser fixtures, debugging)
         Path(dump).mkdir(parents=True, exist_ok=True)
         stem = re.sub(r"\W", "_", task_id)
-        Path(dump, f"{stem}.csv").write_text(proc.stdout)
-        Path(dump, f"{stem}.err").write_text(proc.stderr)
-    if proc.returncode != 0 and runner.DONE not in proc.stdout:
-        raise ProfileError(f"ncu exited {proc.returncode}: {_tail(proc.stderr or proc.stdout)}")
-    profiled = parse_ncu_source_csv(proc.stdout)
-    if not profiled:
-        raise ProfileError(
-            "ncu profiled no kernel of the candidate (names: "
-            f"{', '.join(kernels) or 'any'}): {_tail(proc.stdout + proc.stderr)}"
-        )
-    return Profile(profiled, cmd, seconds, log)
+        Path(dump, f"{stem}.csv").write_text(run.log)
+    profiled = parse_ncu_source_csv(run.log)
+    if not profiled and not run.findings():
+        why = run.error or _tail(run.log)
+        names = ", ".join(kernels) or "any"
+        raise ProfileError(f"ncu profiled no kernel of the candidate (names: {names}): {why}")
+    return Profile(profiled, run.command, run.seconds, run.log[-3000:], run)
 
 
 def memcheck_candidate(
@@ -384,6 +425,7 @@ def memcheck_candidate(
     timeout: float = 600.0,
     device: str = "cuda",
     attachments: Mapping[str, str] | None = None,
+    model: Any = None,
 ) -> MemcheckReport:
     """Run the candidate once under compute-sanitizer memcheck; its findings are the feedback."""
     tool_path = sanitizer_path()
@@ -402,7 +444,7 @@ def memcheck_candidate(
     ]
     # Without PyTorch's caching allocator each tensor is its own allocation, so a write past the
     # end of an output is out of bounds for memcheck, not a write into a neighbour in a cached block.
-    proc, _, _ = _run_driver(
+    run = _run_driver(
         tool,
         task_id,
         source,
@@ -414,13 +456,12 @@ def memcheck_candidate(
         extra_env={"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"},
         device=device,
         attachments=attachments,
+        model=model,
     )
-    report = parse_memcheck(proc.stdout + "\n" + proc.stderr)
-    if report.errors < 0:
-        raise ProfileError(
-            f"compute-sanitizer printed no summary (exit {proc.returncode}): "
-            f"{_tail(proc.stdout + proc.stderr)}"
-        )
+    report = parse_memcheck(run.log)
+    report.run = run
+    if report.errors < 0 and not run.findings():
+        raise ProfileError(f"compute-sanitizer printed no summary: {run.error or _tail(run.log)}")
     return report
 
 

@@ -11,7 +11,8 @@ from typing import Any
 
 from warpgym.env.protocol.violations import Violation
 
-__all__ = ["STAGES", "CaseResult", "EvalResult", "KernelReport", "Timing", "Violation"]
+__all__ = ["STAGES", "CaseResult", "EvalResult", "KernelReport", "MachineState", "Ratio", "Timing",
+           "Violation"]
 
 STAGES = ("static", "compile", "correctness", "instructions", "timing", "done")
 
@@ -50,8 +51,41 @@ class KernelReport:
 
 
 @dataclass
+class Ratio:
+    """One baseline's speedup on one bench case, measured paired (judge/paired.py): the median of the
+    rounds' ratios (baseline over candidate) and its order-statistics interval (judge/ratios.py)."""
+
+    median: float
+    low: float
+    high: float
+    coverage: float
+    """The interval's exact chance of covering the true median: at least 0.95 from six rounds on."""
+    rounds: int
+
+
+@dataclass
+class MachineState:
+    """The GPU during a timing window, sampled through NVML (judge/machine.py)."""
+
+    sampled: bool
+    reason: str | None = None
+    """Why nothing was sampled (no NVML here, no handle for the device)."""
+    samples: int = 0
+    sm_clock_mhz: dict[str, float] = field(default_factory=dict)
+    """``min``, ``median`` and ``max`` over the samples; likewise power and temperature."""
+    power_w: dict[str, float] = field(default_factory=dict)
+    temperature_c: dict[str, float] = field(default_factory=dict)
+    power_limit_w: float | None = None
+    reasons: list[str] = field(default_factory=list)
+    """Every clock event (throttle) reason seen in the window."""
+    flagged: list[str] = field(default_factory=list)
+    """Those that slow the clock other than the power cap: thermal, hardware slowdown, sync boost."""
+
+
+@dataclass
 class Timing:
-    """Milliseconds per call, for one bench case."""
+    """Milliseconds per call, for one bench case, with the candidate and its baselines timed in the same
+    window (judge/paired.py); every figure here is from that window, none from a cache."""
 
     case: dict[str, Any]
     median_ms: float
@@ -64,6 +98,16 @@ class Timing:
     tflops: float | None = None
     gbps: float | None = None
     roofline_fraction: float | None = None
+    ratios: dict[str, Ratio] = field(default_factory=dict)
+    """Per baseline: the speedup with its interval (``baselines_ms`` over ``median_ms`` is not it: the
+    ratio is the median of the rounds' ratios)."""
+    rounds: int = 0
+    block_calls: int = 0
+    ended_by: str | None = None
+    """"precision" (every interval narrow enough) or "budget" (rounds or seconds spent)."""
+    baseline_errors: dict[str, str] = field(default_factory=dict)
+    """Baselines that could not be timed here, and why."""
+    machine: MachineState | None = None
 
 
 @dataclass
@@ -87,8 +131,17 @@ class EvalResult:
     missing_features: dict[str, str] = field(default_factory=dict)
     timing: list[Timing] | None = None
     speedup: dict[str, float] | None = None
+    """Per baseline: the geometric mean over bench cases of each case's median ratio (the point estimate)."""
+    speedup_low: dict[str, float] | None = None
+    """The conservative counterpart: the geometric mean of each case's interval's lower bound (it is
+    below the true speedup whenever every case's interval covers its own)."""
+    speedup_high: dict[str, float] | None = None
+    throttled: list[str] = field(default_factory=list)
+    """Clock slowdowns other than the power cap seen while timing (``Timing.machine.flagged``)."""
     skipped_checks: list[str] = field(default_factory=list)
     suspicious: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """How the checks ran where that differs from a GPU (a workaround for Triton's interpreter)."""
     stdout: str = ""
     feedback: str = ""
     seconds: dict[str, float] = field(default_factory=dict)
@@ -135,8 +188,26 @@ class EvalResult:
         d["cases"] = [CaseResult(**c) for c in d.get("cases", [])]
         d["kernels"] = [KernelReport(**k) for k in d.get("kernels", [])]
         if d.get("timing") is not None:
-            d["timing"] = [Timing(**t) for t in d["timing"]]
+            d["timing"] = [_timing(t) for t in d["timing"]]
         return cls(**d)
+
+    def speedup_by(self, baseline: str, conservative: bool = False) -> float | None:
+        """The speedup over ``baseline``: the point estimate, or with ``conservative`` the interval's
+        lower bound (None when not timed; a result stored before intervals has no lower bound)."""
+        return ((self.speedup_low if conservative else self.speedup) or {}).get(baseline)
+
+    def faster_than(self, baseline: str, p: float = 1.0, conservative: bool = False) -> bool | None:
+        """Correct and more than ``p`` times as fast as ``baseline`` (fast_p's test); None when untimed."""
+        speedup = self.speedup_by(baseline, conservative)
+        return None if speedup is None else bool(self.correct) and speedup > p
+
+
+def _timing(d: dict[str, Any]) -> Timing:
+    d = {k: v for k, v in d.items() if k in Timing.__dataclass_fields__}
+    d["ratios"] = {name: Ratio(**r) for name, r in (d.get("ratios") or {}).items()}
+    if d.get("machine") is not None:
+        d["machine"] = MachineState(**d["machine"])
+    return Timing(**d)
 
 
 def _nanmax(a: float | None, b: float | None) -> float | None:

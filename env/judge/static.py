@@ -11,14 +11,26 @@ import ast
 from dataclasses import dataclass, field
 
 from warpgym.env.judge.result import Violation
+from warpgym.env.judge.static_branches import always_true, never_true
 
 ALLOWED_TORCH_CALLS = frozenset({
     "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "full", "full_like", "ones", "ones_like",
     "tensor", "as_strided", "device", "Size", "finfo", "iinfo", "is_tensor", "get_default_dtype", "Generator",
-    "is_floating_point", "promote_types", "result_type", "broadcast_shapes", "dtype",
+    "is_floating_point", "promote_types", "result_type", "broadcast_shapes", "dtype", "is_complex",
+    "get_device_module", "get_default_device",
     # torch.cuda.* and torch.backends.* calls are device queries, allowed by prefix below.
 })
-ALLOWED_TORCH_PREFIXES = ("torch.cuda.", "torch.backends.", "torch.version.")
+TORCH_VIEWS = frozenset({
+    "view_as_real", "view_as_complex", "unflatten", "flatten", "reshape", "narrow", "select", "squeeze",
+    "unsqueeze", "transpose", "swapaxes", "swapdims", "permute", "movedim", "moveaxis", "t", "chunk", "split",
+    "tensor_split", "unbind", "broadcast_to", "diagonal",
+})
+"""Functions that return a view (or, for reshape and flatten of a non-contiguous input, a layout copy) of
+their input: what the run-time policy allows host code as views, reached as ``torch.f(x)``."""
+DEVICE_MODULES = ("cuda", "xpu", "mps", "mtia", "accelerator")
+"""torch's per-backend modules: ``torch.xpu.is_available()`` asks about a device and computes nothing."""
+ALLOWED_TORCH_PREFIXES = ("torch.backends.", "torch.version.", *(f"torch.{m}." for m in DEVICE_MODULES))
+
 FORBIDDEN_MODULES = frozenset({
     "subprocess", "socket", "multiprocessing", "threading", "_thread", "concurrent", "asyncio", "signal",
     "gc", "importlib", "ctypes", "cffi", "shutil", "urllib", "http", "ssl", "requests", "httpx", "pty",
@@ -50,6 +62,10 @@ MODULE_DUNDERS = frozenset({"__file__", "__spec__", "__loader__", "__path__", "_
 HOST_VIEWS = frozenset({"__array_interface__", "__cuda_array_interface__", "__dlpack__", "__dlpack_device__",
                         "from_dlpack", "frombuffer", "ctypeslib", "untyped_storage", "_typed_storage"})
 """Zero-copy ways to hand tensor memory to NumPy or raw bytes, where host Python can compute on it."""
+UNREACHED_LEFT_TO_RUN_TIME = frozenset({"torch-compute"})
+"""Findings not made in a branch that never runs on the devices judged here: what runs there, the
+run-time policy sees (and it watches the module's import too). Every other rule holds in every branch."""
+DYNAMIC_ACCESS = frozenset({"getattr", "setattr", "delattr", "hasattr", "vars", "dir"})
 NOT_IN_KERNELS = frozenset({"open", "getattr", "setattr", "delattr", "vars", "locals"}) | FORBIDDEN_BUILTINS
 """Builtins a @triton.jit body cannot mean: in the interpreter they would run as Python."""
 INTERPRETER_MARKERS = ("TRITON_INTERPRET", "triton.runtime.interpreter", "interpreter_builder",
@@ -109,9 +125,39 @@ class _Scanner(ast.NodeVisitor):
         """Docstring nodes: prose, which may name anything without doing it."""
         self.plain_functions: set[str] = set()
         """Module-level functions that are not Triton kernels (filled before the scan)."""
+        self._unreached = 0
+        """Depth of branches that never run on the devices judged here (see static_branches)."""
+        self._flagged: set[tuple[str, int | None, int | None]] = set()
 
     def flag(self, code: str, message: str, node: ast.AST) -> None:
-        self.violations.append(Violation(code, message, getattr(node, "lineno", None)))
+        """One finding per rule and expression: a call and its callee start at the same place, so the call's
+        rule and the attribute's rule for ``sys._getframe()`` are one finding, not two."""
+        if self._unreached and code in UNREACHED_LEFT_TO_RUN_TIME:
+            return
+        where = (code, getattr(node, "lineno", None), getattr(node, "col_offset", None))
+        if where in self._flagged:
+            return
+        self._flagged.add(where)
+        self.violations.append(Violation(code, message, where[1]))
+
+    def _visit_unreached(self, nodes: list[ast.stmt] | ast.AST) -> None:
+        self._unreached += 1
+        for node in nodes if isinstance(nodes, list) else [nodes]:
+            self.visit(node)
+        self._unreached -= 1
+
+    def _visit_branches(self, node: ast.If | ast.IfExp | ast.While) -> None:
+        self.visit(node.test)
+        body_unreached = never_true(node.test, self._resolve)
+        else_unreached = not isinstance(node, ast.While) and always_true(node.test, self._resolve)
+        for part, unreached in ((node.body, body_unreached), (node.orelse, else_unreached)):
+            if unreached:
+                self._visit_unreached(part)
+            else:
+                for child in part if isinstance(part, list) else [part]:
+                    self.visit(child)
+
+    visit_If = visit_IfExp = visit_While = _visit_branches  # type: ignore[assignment]
 
     def _check_module(self, module: str, node: ast.AST) -> None:
         root = module.split(".")[0]
@@ -146,14 +192,14 @@ class _Scanner(ast.NodeVisitor):
 
     @staticmethod
     def _is_namespace(full: str) -> bool:
-        return full in ("torch.nn.functional", "torch.nn", "torch.cuda", "torch.Tensor", "torch.dtype",
-                        "torch.device") or full.startswith(("torch.cuda", "torch.backends"))
+        return full in ("torch.nn.functional", "torch.nn", "torch.Tensor", "torch.dtype", "torch.device") \
+            or full.startswith(("torch.backends", *(f"torch.{m}" for m in DEVICE_MODULES)))
 
     @staticmethod
     def _torch_call_allowed(full: str) -> bool:
         if full.startswith(ALLOWED_TORCH_PREFIXES):
             return True
-        return full.count(".") == 1 and full.split(".")[1] in ALLOWED_TORCH_CALLS
+        return full.count(".") == 1 and full.split(".")[1] in ALLOWED_TORCH_CALLS | TORCH_VIEWS
 
     def _resolve(self, node: ast.AST) -> str | None:
         name = _dotted(node)
@@ -206,24 +252,29 @@ class _Scanner(ast.NodeVisitor):
                     self.flag("forbidden-call", f"{full}() is not allowed in a candidate", node)
                 elif full.startswith("os.") and full.split(".", 1)[1] in FORBIDDEN_OS:
                     self.flag("forbidden-call", f"{full}() is not allowed in a candidate", node)
-                elif full in ("getattr", "setattr") and node.args:
-                    target = self._resolve(node.args[0]) or ""
-                    if target.startswith("torch") or target in ("F", "time"):
-                        self.flag("obfuscated-access", f"{full}() on {target} hides which function is "
-                                  "called; name it directly", node)
                 elif full.startswith(("sys._getframe", "sys.modules")):
                     self.flag("forbidden-call", f"{full} reaches into the harness", node)
-                if full in ("getattr", "setattr", "delattr", "hasattr", "vars", "dir") and node.args:
+                elif full in DYNAMIC_ACCESS and node.args:
                     self._check_dynamic_access(full, node)
         self.generic_visit(node)
 
     def _check_dynamic_access(self, name: str, node: ast.Call) -> None:
-        """``getattr(module, computed)`` or ``vars(module)``: a function nobody can read off the source."""
+        """``getattr(torch, "softmax")``, ``getattr(module, computed)`` or ``vars(module)``: a function
+        nobody can read off the source. One rule, so one finding per call. ``getattr(torch, x.device.type)``
+        is the device's module (``torch.cuda``), a device query: left to the run-time policy, which sees any
+        compute reached through it."""
         target = node.args[0]
+        resolved = self._resolve(target) or ""
         on_module = isinstance(target, ast.Name) and target.id in self.modules
         named = node.args[1] if len(node.args) > 1 else None
         literal = isinstance(named, ast.Constant) and isinstance(named.value, str)
-        if on_module and (name in ("vars", "dir") or not literal):
+        device_module = name == "getattr" and isinstance(named, ast.Attribute) and named.attr == "type"
+        if device_module and resolved == "torch":
+            return
+        if name in ("getattr", "setattr") and (resolved.startswith("torch") or resolved in ("F", "time")):
+            self.flag("obfuscated-access", f"{name}() on {resolved} hides which function is called; name it "
+                      "directly", node)
+        elif on_module and (name in ("vars", "dir") or not literal):
             self.flag("obfuscated-access", f"{name}() on the module {target.id!r} with a computed name hides "
                       "which function is called; name it directly", node)
 

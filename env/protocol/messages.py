@@ -8,6 +8,7 @@ below them stays JSON and raw tensor bytes (``wire``).
 
 from __future__ import annotations
 
+import math
 from typing import Any, ClassVar, Literal
 
 import torch
@@ -28,14 +29,17 @@ class Message(BaseModel):
 
 # ---------------------------------------------------------------------------------------- requests
 class ModelCall(Message):
-    """For a task whose candidate is a module class (an imported ``ModelNew``): how the worker builds it.
-    The worker keeps one instance per ``key`` until the next load."""
+    """For a task whose candidate is a module class (an imported ``ModelNew``): which instance to call, and
+    how to build it. The worker keeps one instance per ``key`` (a case's sizes) until the next load; the
+    problem itself (its file, its ``Model``) never reaches the worker, only these values."""
 
     key: str
     init_inputs: list[Any] = Field(default_factory=list)
     """The constructor's arguments (numbers, lists), as the problem's ``get_init_inputs()`` returns them."""
-    state: dict[str, torch.Tensor] = Field(default_factory=dict)
-    """The reference model's parameters and buffers, loaded by name (``load_state_dict``)."""
+    state: dict[str, torch.Tensor] | None = None
+    """The reference model's parameters and buffers, loaded by name (``load_state_dict``) into a new
+    instance; None: the instance built for ``key`` since the last load is called again (a level-3 model's
+    parameters are hundreds of megabytes, sent once per case rather than with every call)."""
 
 
 class LoadRequest(Message):
@@ -51,22 +55,22 @@ class LoadRequest(Message):
     """The entrypoint is an ``nn.Module`` class whose forward takes ``params`` (see ``ModelCall``)."""
 
 
+Inputs = dict[str, Any]
+"""One call's arguments by name: tensors (sent as bytes) and plain values. The judge builds them from the
+task; the worker never holds a task, its reference, its other cases or its held-out shapes."""
+
+
 class RunRequest(Message):
     op: Literal["run"] = "run"
-    task: str
-    case: dict[str, Any]
-    seed: int
-    distribution: str
+    inputs: Inputs
     poison_bytes: int = 1 << 24
     max_output_bytes: int | None = None
     contiguous_outputs: bool = True
     """The statement promises contiguous outputs (every task unless its declaration says otherwise)."""
     layout: bool = False
     """A layout task: host copies (clone, copy_) count as computing its answer."""
-    inputs: dict[str, Any] | None = None
-    """The inputs themselves, for tasks the worker cannot rebuild (imported problems, whose input builders
-    are the user's code and run in the judge only); None: built from ``task``, ``case`` and the seed."""
     model: ModelCall | None = None
+    """For a module-class candidate: the instance the inputs are given to."""
 
 
 class SpecsRequest(Message):
@@ -89,22 +93,41 @@ class ModulesRequest(Message):
 
 class DryRunRequest(Message):
     op: Literal["dry_run"] = "dry_run"
-    task: str
-    case: dict[str, Any]
-    seed: int
-    distribution: str
+    inputs: Inputs
+    """On the CPU, whatever the worker's device: the call runs only up to its first launch."""
+
+
+class StageRequest(Message):
+    """Input sets kept in the worker for the next ``time`` request, sent on their own so the judge's copies
+    are gone before the timing starts (bench-sized sets are gigabytes)."""
+
+    op: Literal["stage"] = "stage"
+    input_sets: list[Inputs]
+    model: ModelCall | None = None
+    """For a module-class candidate: the instance the timing requests call."""
 
 
 class TimeRequest(Message):
+    """Time the entrypoint on the input sets staged last (``stage``); they are dropped afterwards."""
+
     op: Literal["time"] = "time"
-    task: str
-    case: dict[str, Any]
-    seeds: list[int]
     warmup: int
     reps: int
-    input_sets: list[dict[str, Any]] | None = None
-    """As ``RunRequest.inputs``, one set per seed."""
-    model: ModelCall | None = None
+
+
+class TimeBlockRequest(Message):
+    """One side of a paired timing round: ``calls`` timed calls of the entrypoint (after ``warmup_calls``,
+    and more warm-up until ``warmup_seconds`` have passed). The judge holds the GPU alone around the whole
+    window (it times the baselines between these blocks), so the worker takes no GPU lock. The inputs are
+    the sets staged last (``stage``), kept for the window's blocks until ``release``."""
+
+    op: Literal["time_block"] = "time_block"
+    calls: int = Field(ge=0)
+    warmup_calls: int = Field(default=0, ge=0)
+    warmup_seconds: float = Field(default=0.0, ge=0.0)
+    start: int = Field(default=0, ge=0)
+    """The position in the rotation over the seeds' input sets of the first timed call."""
+    release: bool = False
 
 
 class PingRequest(Message):
@@ -112,7 +135,7 @@ class PingRequest(Message):
 
 
 Request = (LoadRequest | RunRequest | SpecsRequest | JitKernelsRequest | CompileRequest | ModulesRequest
-           | DryRunRequest | TimeRequest | PingRequest)
+           | DryRunRequest | StageRequest | TimeRequest | TimeBlockRequest | PingRequest)
 
 
 # ----------------------------------------------------------------------------------------- replies
@@ -137,6 +160,8 @@ class Reply(Message):
 
 class LoadReply(Reply):
     tampered: list[str] = Field(default_factory=list)
+    forbidden_ops: dict[str, int] = Field(default_factory=dict)
+    """What the run-time policy saw the module's own code run as it was imported."""
 
 
 class RunReply(Reply):
@@ -154,6 +179,10 @@ class RunReply(Reply):
     cuda_error: bool = False
     device_trace: dict[str, Any] | None = None
     """What the GPU ran during the call (env/worker/device_trace.py); None without a GPU."""
+    interpreter_notes: list[str] = Field(default_factory=list)
+    """Workarounds for Triton's interpreter that this call needed (env/worker/interpreter_compat.py)."""
+    refused_launches: list[str] = Field(default_factory=list)
+    """Kernel launches refused because the target's compile could not reproduce them."""
 
     needed_when_ok = ("outputs",)
 
@@ -175,6 +204,8 @@ class CompiledKernel(BaseModel):
 class SpecsReply(Reply):
     specs: list[dict[str, Any]] = Field(default_factory=list)
     errors: list[str] = Field(default_factory=list)
+    refused: list[str] = Field(default_factory=list)
+    """Launched kernels the compile for the target would not find (``worker/launch_rules.py``)."""
 
 
 class KernelsReply(Reply):
@@ -229,6 +260,28 @@ class TimeReply(Reply):
     needed_when_ok = ("median_ms", "min_ms", "max_ms", "runs")
 
 
+class TimeBlockReply(Reply):
+    event_ms: list[float] = Field(default_factory=list)
+    wall_ms: list[float] = Field(default_factory=list)
+    issue_ms: list[float] = Field(default_factory=list)
+    warmup_call_ms: float | None = None
+    """Mean wall-clock milliseconds of one warm-up call (what sizes the blocks of a slow kernel)."""
+    forbidden_ops: dict[str, int] = Field(default_factory=dict)
+    tampered: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _one_figure_per_call(self) -> TimeBlockReply:
+        if not len(self.event_ms) == len(self.wall_ms) == len(self.issue_ms):
+            raise ValueError("a timed block needs one event, wall and issue time per call")
+        if not all(math.isfinite(v) and v >= 0 for v in (*self.event_ms, *self.wall_ms, *self.issue_ms)):
+            raise ValueError("a timed block's times are finite and not negative")
+        return self
+
+
+class StageReply(Reply):
+    sets: int = 0
+
+
 class PingReply(Reply):
     pid: int | None = None
     tampered: list[str] = Field(default_factory=list)
@@ -237,12 +290,12 @@ class PingReply(Reply):
 REPLIES: dict[str, type[Reply]] = {
     "load": LoadReply, "run": RunReply, "specs": SpecsReply, "jit_kernels": KernelsReply,
     "compile": KernelsReply, "modules": ModulesReply, "dry_run": DryRunReply, "time": TimeReply,
-    "ping": PingReply,
+    "time_block": TimeBlockReply, "ping": PingReply, "stage": StageReply,
 }
 REQUESTS: dict[str, type[Message]] = {
     "load": LoadRequest, "run": RunRequest, "specs": SpecsRequest, "jit_kernels": JitKernelsRequest,
     "compile": CompileRequest, "modules": ModulesRequest, "dry_run": DryRunRequest, "time": TimeRequest,
-    "ping": PingRequest,
+    "time_block": TimeBlockRequest, "ping": PingRequest, "stage": StageRequest,
 }
 
 

@@ -67,6 +67,8 @@ CODES: dict[str, Code] = {
     "output-not-written": Code("an output was never given to any of the candidate's kernels",
                                "{which} was never given to any of the candidate's Triton kernels, so no "
                                "kernel computed it (a buffer filled on the host, by a library, or never)"),
+    "uncompiled-kernel": Code("the interpreter ran a kernel that was not compiled for the target",
+                              "{reason}"),
     "no-kernel-launched": Code("the entrypoint returned without launching a kernel of the task's language",
                                "the entrypoint returned without launching {kernel}; {task}'s arithmetic "
                                "must run in such kernels"),

@@ -1,7 +1,9 @@
 """The worker protocol's encoding: JSON plus raw tensor bytes, never pickle.
 
 The worker runs untrusted code, so nothing it sends may execute on the harness's side when
-decoded; a pickle would.
+decoded; a pickle would. Tensors travel in both directions (a call's inputs to the worker, its outputs
+back): each is moved to the host only when its bytes are sent, so a request holding several bench-sized
+input sets never has all of them on the host at once.
 """
 
 from __future__ import annotations
@@ -28,9 +30,11 @@ def send(conn: Connection, obj: Any) -> None:
 
     def encode(value: Any) -> Any:
         if isinstance(value, torch.Tensor):
-            tensors.append(value.detach().to("cpu").contiguous())
+            tensors.append(value)
             return {"__tensor__": len(tensors) - 1, "dtype": str(value.dtype).removeprefix("torch."),
                     "shape": list(value.shape)}
+        if isinstance(value, torch.dtype):
+            return {"__dtype__": str(value).removeprefix("torch.")}
         if isinstance(value, dict):
             return {str(k): encode(v) for k, v in value.items()}
         if isinstance(value, list | tuple):
@@ -42,7 +46,9 @@ def send(conn: Connection, obj: Any) -> None:
     header = json.dumps(encode(obj))
     conn.send_bytes(header.encode())
     for t in tensors:
-        conn.send_bytes(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+        host = t.detach().to("cpu").contiguous()
+        conn.send_bytes(memoryview(host.reshape(-1).view(torch.uint8).numpy()) if host.numel() else b"")
+        del host
 
 
 def recv(conn: Connection) -> Any:
@@ -61,6 +67,8 @@ def recv(conn: Connection) -> Any:
                 return payloads[index]
             if "__float__" in value:
                 return float(value["__float__"])
+            if "__dtype__" in value:
+                return _dtype(str(value["__dtype__"]))
             return {k: decode(v) for k, v in value.items()}
         if isinstance(value, list):
             return [decode(v) for v in value]

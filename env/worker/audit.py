@@ -7,6 +7,11 @@ caught. The harness's own code (everything under ``env/``: Triton launches, the 
 for the candidate is not refused. Threads the candidate starts are told apart from the pools torch
 or Triton start.
 
+The judge's side of the package (tasks and their solutions, the judge, agents, experiments) is not
+importable: a finder first on ``sys.meta_path`` refuses it, for anyone (the worker's own code never
+needs it), and records the refusal when the candidate asked; the folders themselves lie under an empty
+tmpfs and are closed to reads, for a candidate that removes the finder.
+
 ``confine.py`` installs the hook before the package is imported, loading this file by path, so it
 uses the standard library only. All the hook's state lives in closures, out of a candidate's reach
 by attribute access.
@@ -92,6 +97,10 @@ _PATH_EVENTS = {
     "os.scandir",
     "os.utime",
 }
+CLOSED_PACKAGES = ("warpgym.tasks", "warpgym.env.judge", "warpgym.agents", "warpgym.experiments",
+                   "warpgym.prompts")
+"""What the worker never imports: tasks (references, cases, held-out shapes), reference solutions, the
+judge, and the packages above it."""
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _DEVICE_WRITES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/nvidia", "/dev/dri/", "/dev/tty", "/dev/pts/")
 
@@ -276,9 +285,33 @@ def install_audit(workdir: str, protected: list[str], includes: list[str]) -> No
         incidents.clear()
         return out
 
+    def refuse_import(name: str) -> None:
+        what = (f"importing {name} (tasks, their reference solutions and the judge are not importable in "
+                "the worker)")
+        if origin(getframe(1), direct=False):
+            message = f"the candidate tried {what}; the sandbox refused it"
+            if len(incidents) < 50 and ["forbidden-import", message] not in incidents:
+                incidents.append(["forbidden-import", message])
+        raise ImportError(f"warpgym sandbox: {what} is not allowed in a candidate", name=name)
+
+    sys.meta_path.insert(0, _ClosedPackages(CLOSED_PACKAGES, refuse_import))
     sys.addaudithook(hook)
     _drain = take
     _track_threads(lambda: origin(getframe(2), direct=False))
+
+
+class _ClosedPackages:
+    """A meta path finder that refuses the closed packages and finds nothing else."""
+
+    def __init__(self, closed: tuple[str, ...], refuse: Any) -> None:
+        self._closed = closed
+        self._inside = tuple(name + "." for name in closed)
+        self._refuse = refuse
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name in self._closed or name.startswith(self._inside):
+            self._refuse(name)
+        return None
 
 
 _threads: Any = None

@@ -125,7 +125,8 @@ class IsolationLayer:
             ok = self._mount("warpgym-hidden", path, "tmpfs", flags, "size=4k,mode=0555")
             (hidden if ok else failed).append(path)
         if hidden:
-            self._ok("hidden", f"empty over {', '.join(hidden)} (the reference solutions, the judge's code)")
+            what = "the tasks and their reference solutions, the judge's code"
+            self._ok("hidden", f"empty over {', '.join(hidden)} ({what})")
         if failed:
             self._no("hidden", f"could not cover {', '.join(failed)}: {self._errno()}")
 

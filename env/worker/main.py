@@ -3,13 +3,15 @@
 Started by ``pool.Worker`` as ``python -m warpgym.env.worker.main FD`` in a fresh session (its
 own process group), a private temporary directory and an environment without secrets. It
 answers requests on the socket FD; the candidate's stdout and stderr go to a log file the
-parent reads. It never sees reference outputs: it builds inputs from the task and a seed,
-runs the candidate, and sends the outputs back.
+parent reads. It never sees reference outputs, nor tasks at all: each request carries the inputs of
+one call, built by the judge; the worker runs the candidate on them and sends the outputs back.
+``warpgym.tasks`` and the judge are neither loaded here nor importable (``audit.py``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import importlib.util
 import inspect
 import math
@@ -34,10 +36,16 @@ from warpgym.env.protocol import wire  # noqa: E402
 from warpgym.env.protocol.violations import message  # noqa: E402
 from warpgym.env.toolchain import loader  # noqa: E402
 from warpgym.env.worker import audit as sandbox_layer  # noqa: E402
-from warpgym.env.worker import device_trace, models, policy  # noqa: E402
+from warpgym.env.worker import (  # noqa: E402
+    device_trace,
+    interpreter_compat,
+    interpreter_constexpr,
+    interpreter_grid,
+    launch_rules,
+    models,
+    policy,
+)
 from warpgym.env.worker import triton_launches as triton_support  # noqa: E402
-from warpgym.tasks import Sampler, get_task  # noqa: E402
-from warpgym.tasks.spec import sequence  # noqa: E402
 
 # Captured before any candidate runs, so a candidate that patches them is caught and
 # the harness's own timing keeps working.
@@ -81,9 +89,31 @@ class State:
         self.entry: Any = None
         self.loads = 0
         self.device = os.environ.get("WARPGYM_DEVICE", "cpu")
+        self.kernels: dict[str, Any] = {}
+        """The module's Triton kernels by name as imported: the ones the target's compile finds."""
+        self.staged: list[dict[str, Any]] = []
+        """Input sets for the next timing request (``op_stage``)."""
+        self.staged_entry: Any = None
+        """What the timing requests call: the entrypoint, or the model instance staged with the inputs."""
+        self.preroll_ms = 0.0
+        """The GPU spin queued before each timed call of the window in progress (see op_time_block)."""
         self.params: list[str] = []
         self.models: dict[str, tuple[Any, dict[str, int]]] = {}
-        """Instances of a module-class candidate by ``ModelCall.key`` (cleared at each load)."""
+        """Instances of a module-class candidate by ``ModelCall.key`` with the ops refused while each
+        loaded its parameters (cleared at each load)."""
+
+
+def _on_device(inputs: dict[str, Any], device: str) -> dict[str, Any]:
+    """A call's inputs as the judge sent them, each tensor in memory of its own on the worker's device."""
+    return {k: v.to(device, copy=True) if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
+
+
+def _outputs(result: Any) -> list[Any]:
+    """Exactly a tuple, a list or a tensor, unpacked (inside the watch): anything else is one output, whose
+    type is then refused without its iteration ever running."""
+    if type(result) in (tuple, list):
+        return list(result)
+    return [result]
 
 
 def _trim_traceback(exc: BaseException, candidate: Path | None) -> str:
@@ -141,11 +171,16 @@ def op_load(state: State, msg: m.LoadRequest) -> m.LoadReply:
     state.module_path = path
     loader.REGISTRY.clear()  # the modules this candidate builds, not the last one's
     loader.set_default_target(msg.target)
-    try:
-        spec.loader.exec_module(module)
-    except BaseException as exc:  # noqa: BLE001 - the candidate's failure is the answer
-        return m.LoadReply(ok=False, kind="import", error=_trim_traceback(exc, path))
+    # Watched like a call: what the module computes as it is imported (a table built at import time, in a
+    # branch the static scan took for one that never runs) is host compute too.
+    with policy.watching() as mode:
+        try:
+            spec.loader.exec_module(module)
+        except BaseException as exc:  # noqa: BLE001 - the candidate's failure is the answer
+            return m.LoadReply(ok=False, kind="import", error=_trim_traceback(exc, path))
+    forbidden = mode.forbidden()
     state.module = module
+    state.kernels = launch_rules.kernels_of(module)
     entry = getattr(module, msg.entrypoint, None)
     if msg.mode == "compile":
         return m.LoadReply(ok=True)
@@ -153,28 +188,26 @@ def op_load(state: State, msg: m.LoadRequest) -> m.LoadReply:
         return m.LoadReply(ok=False, kind="missing-entrypoint",
                            error=message("missing-entrypoint", name=msg.entrypoint))
     state.models.clear()
+    state.staged_entry = None
     state.params = list(msg.params)
     if msg.model:
         problem = models.check_class(entry, msg.params, msg.entrypoint)
         if problem:
             return m.LoadReply(ok=False, kind="signature", error=problem)
-        return _loaded(state, entry)
-    try:
-        params = list(inspect.signature(entry).parameters)
-    except (TypeError, ValueError):
-        params = []
-    if params[: len(msg.params)] != msg.params:
-        return m.LoadReply(ok=False, kind="signature", error=message(
-            "signature", name=msg.entrypoint, got=", ".join(params), expected=", ".join(msg.params)))
-    return _loaded(state, entry)
-
-
-def _loaded(state: State, entry: Any) -> m.LoadReply:
+    else:
+        try:
+            params = list(inspect.signature(entry).parameters)
+        except (TypeError, ValueError):
+            params = []
+        if params[: len(msg.params)] != msg.params:
+            return m.LoadReply(ok=False, kind="signature", error=message(
+                "signature", name=msg.entrypoint, got=", ".join(params), expected=", ".join(msg.params)))
     state.entry = entry
     triton_support.RECORDER.launches.clear()
     triton_support.RECORDER.jit_kernels.clear()
+    triton_support.RECORDER.keys.clear()
     triton_support.RECORDER.count = 0
-    return m.LoadReply(ok=True, tampered=tampered())
+    return m.LoadReply(ok=True, tampered=tampered(), forbidden_ops=forbidden)
 
 
 def _snapshot(inputs: dict[str, Any]) -> dict[str, torch.Tensor]:
@@ -213,58 +246,54 @@ def _synchronize(device: str) -> None:
         _PRISTINE["torch.cuda.synchronize"]()
 
 
-def _inputs(msg: m.RunRequest | m.TimeRequest, device: str) -> list[dict[str, Any]]:
-    """The call's inputs: sent by the judge (imported problems), or rebuilt here from the task and seeds."""
-    if isinstance(msg, m.RunRequest):
-        if msg.inputs is not None:
-            return [models.on_device(msg.inputs, device)]
-        return [get_task(msg.task).make_inputs(msg.case, Sampler(msg.seed, msg.distribution, device))]
-    if msg.input_sets is not None:
-        return [models.on_device(s, device) for s in msg.input_sets]
-    task = get_task(msg.task)
-    return [task.make_inputs(msg.case, Sampler(seed, "normal", device)) for seed in msg.seeds]
-
-
 def _entry(state: State, call: m.ModelCall | None) -> tuple[Any, dict[str, int]]:
     """What to call, and the ops refused while building it: the entrypoint, or the model instance for
-    ``call`` (built once per key)."""
+    ``call`` (built when the call carries parameters, reused by key when it does not)."""
     if call is None:
         return state.entry, {}
-    if call.key not in state.models:
+    if call.state is not None:
         state.models[call.key] = models.build(state.entry, call, state.device)
+        call.state = None  # the received copy: the instance holds its own
+    elif call.key not in state.models:
+        raise models.ModelBuildError(f"no model was built for {call.key} since the candidate was loaded")
     model, refused = state.models[call.key]
     return models.bound(model, state.params), refused
 
 
 def op_run(state: State, msg: m.RunRequest) -> m.RunReply:
     device = state.device
-    inputs = _inputs(msg, device)[0]
     try:
         entry, refused = _entry(state, msg.model)
     except models.ModelBuildError as exc:
         return m.RunReply(ok=False, kind="runtime", error=str(exc))
+    inputs = _on_device(msg.inputs, device)
+    msg.inputs = {}  # the received copy: only the worker's own, guarded one stays
     inputs, guards = _guarded(inputs)
     before = _snapshot(inputs)
     poison(device, msg.poison_bytes)
     launches_before = triton_support.RECORDER.count
     loader_before = loader.REGISTRY.launch_count
     triton_support.RECORDER.storages.clear()
+    triton_support.RECORDER.refused.clear()
     threads_before = _python_threads()
     tracer = device_trace.traced(str(Path.cwd())) if device.startswith("cuda") else contextlib.nullcontext()
+    interpreter_compat.NOTES.clear()
     started = time.perf_counter()
     with tracer, policy.watching() as mode:
         try:
             result = entry(**inputs)
             _synchronize(device)
             lingering = len(_python_threads() - threads_before)
-            # Exactly a tuple, a list or a tensor, unpacked inside the watch: a sequence subclass whose
-            # iteration computes is refused as an output type without being iterated.
-            outputs = list(sequence(result)) if type(result) in (tuple, list, torch.Tensor) else [result]
+            outputs = _outputs(result)
         except BaseException as exc:  # noqa: BLE001
             kind = "compile" if _is_compile_error(exc) else "runtime"
             text = _trim_traceback(exc, state.module_path)
+            gap = interpreter_compat.limitation(exc) if state.device == "cpu" else None
+            if gap is not None:
+                kind, text = "interpreter", gap
             return m.RunReply(ok=False, kind=kind, error=text, forbidden_ops=mode.forbidden(msg.layout),
-                              cuda_error="CUDA" in text or "cuda" in type(exc).__name__.lower())
+                              cuda_error="CUDA" in text or "cuda" in type(exc).__name__.lower(),
+                              refused_launches=list(triton_support.RECORDER.refused))
     seconds = time.perf_counter() - started
     trace = tracer.trace.to_wire() if isinstance(tracer, device_trace.traced) else None
     mutated = [k for k, v in before.items() if not same_bits(v, inputs[k])]
@@ -296,6 +325,8 @@ def op_run(state: State, msg: m.RunRequest) -> m.RunReply:
         unwritten=_unwritten(outputs),
         out_of_bounds=[name for name, (buf, lo, hi) in guards.items() if not _guard_intact(buf, lo, hi)],
         scrub_error=_scrub_error(device),
+        interpreter_notes=list(interpreter_compat.NOTES),
+        refused_launches=list(triton_support.RECORDER.refused),
     )
 
 
@@ -351,8 +382,10 @@ def _unwritten(outputs: Any) -> list[int]:
 
 
 def op_specs(state: State, msg: m.SpecsRequest) -> m.SpecsReply:
-    specs, errors = triton_support.unique_specs(triton_support.RECORDER.launches, msg.targets)
-    return m.SpecsReply(ok=True, specs=specs, errors=errors)
+    launches = triton_support.RECORDER.launches
+    specs, errors = triton_support.unique_specs(launches, msg.targets)
+    refused = launch_rules.not_compiled([launch.fn for launch in launches], state.kernels)
+    return m.SpecsReply(ok=True, specs=specs, errors=errors, refused=refused)
 
 
 def op_jit_kernels(state: State, msg: m.JitKernelsRequest) -> m.KernelsReply:
@@ -379,8 +412,7 @@ def op_dry_run(state: State, msg: m.DryRunRequest) -> m.DryRunReply:
     Modules the candidate builds lazily get compiled and reported, and that launch is checked
     (arguments, block, shared memory, cluster) before the loader refuses it (NoDeviceError).
     """
-    task = get_task(msg.task)
-    inputs = task.make_inputs(msg.case, Sampler(msg.seed, msg.distribution, "cpu"))
+    inputs = _on_device(msg.inputs, "cpu")
     with policy.watching() as mode:
         try:
             state.entry(**inputs)
@@ -396,16 +428,66 @@ def op_dry_run(state: State, msg: m.DryRunRequest) -> m.DryRunReply:
     return m.DryRunReply(ok=True, reached_launch=False, forbidden_ops=mode.forbidden())
 
 
+def op_stage(state: State, msg: m.StageRequest) -> m.StageReply:
+    state.preroll_ms = 0.0
+    try:
+        state.staged_entry, _ = _entry(state, msg.model)
+    except models.ModelBuildError as exc:
+        return m.StageReply(ok=False, kind="runtime", error=str(exc))
+    state.staged = [_on_device(inputs, state.device) for inputs in msg.input_sets]
+    msg.input_sets = []
+    return m.StageReply(ok=True, sets=len(state.staged))
+
+
 def op_time(state: State, msg: m.TimeRequest) -> m.TimeReply:
     from warpgym.env.common.timing import time_callable
 
-    input_sets = _inputs(msg, state.device)
-    entry, _ = _entry(state, msg.model)
+    input_sets, state.staged = state.staged, []
+    if not input_sets:
+        return m.TimeReply(ok=False, kind="internal", error="no input sets were staged for timing")
     with triton_support.RECORDER.unrecorded(), policy.watching() as mode:
-        stats = time_callable(entry, input_sets, warmup=msg.warmup, reps=msg.reps,
+        stats = time_callable(state.staged_entry or state.entry, input_sets, warmup=msg.warmup, reps=msg.reps,
                               event_cls=_PRISTINE["torch.cuda.Event"],
                               synchronize=_PRISTINE["torch.cuda.synchronize"])
     return m.TimeReply(ok=True, **stats, forbidden_ops=mode.forbidden(), tampered=tampered())
+
+
+def op_time_block(state: State, msg: m.TimeBlockRequest) -> m.TimeBlockReply:
+    """One candidate block of a paired timing round (judge/bench.py alternates it with the baselines')."""
+    from warpgym.env.common import timing
+
+    if msg.release and not (msg.calls or msg.warmup_calls or msg.warmup_seconds):
+        state.staged = []  # the end of a window: only drop its inputs
+        return m.TimeBlockReply(ok=True, tampered=tampered())
+    if not state.staged:
+        return m.TimeBlockReply(ok=False, kind="internal", error="no input sets were staged for timing")
+    input_sets, entry = state.staged, state.staged_entry or state.entry
+    event_cls = _PRISTINE["torch.cuda.Event"]
+
+    def synchronize() -> None:
+        _synchronize(state.device)
+
+    try:
+        with triton_support.RECORDER.unrecorded(), policy.watching() as mode:
+            started = time.perf_counter()
+            warmed = timing.warm_up(entry, input_sets, msg.warmup_calls, msg.warmup_seconds, synchronize)
+            warmup_ms = (time.perf_counter() - started) * 1e3 / warmed if warmed else None
+            calls = timing.Calls()
+            if msg.calls:
+                if not state.preroll_ms:
+                    state.preroll_ms = timing.preroll_ms([timing.issue_ms(entry, input_sets[0], synchronize)])
+                flush = torch.empty(timing.L2_FLUSH_BYTES, dtype=torch.uint8, device=state.device)
+                calls = timing.time_calls(entry, input_sets, msg.calls, event_cls=event_cls,
+                                          synchronize=synchronize, flush=flush, start=msg.start,
+                                          spin_cycles=timing.spin_cycles(state.preroll_ms))
+                del flush
+                state.preroll_ms = timing.preroll_ms(calls.issue_ms)
+    finally:
+        if msg.release:
+            state.staged = []
+            state.preroll_ms = 0.0
+    return m.TimeBlockReply(ok=True, event_ms=calls.event_ms, wall_ms=calls.wall_ms, issue_ms=calls.issue_ms,
+                            warmup_call_ms=warmup_ms, forbidden_ops=mode.forbidden(), tampered=tampered())
 
 
 def op_ping(state: State, msg: m.PingRequest) -> m.PingReply:
@@ -414,13 +496,20 @@ def op_ping(state: State, msg: m.PingRequest) -> m.PingReply:
 
 HANDLERS: dict[str, Callable[[State, Any], m.Reply]] = {
     "jit_kernels": op_jit_kernels, "load": op_load, "run": op_run, "specs": op_specs, "compile": op_compile,
-    "time": op_time, "modules": op_modules, "dry_run": op_dry_run, "ping": op_ping}
+    "time": op_time, "time_block": op_time_block, "modules": op_modules, "dry_run": op_dry_run,
+    "ping": op_ping, "stage": op_stage}
 
 
 def main() -> None:
     conn = Connection(int(sys.argv[1]))
+    faulthandler.enable(all_threads=False)  # a crash leaves the Python frames it happened in in the log
+    if MODE == "run" and os.environ.get("TRITON_INTERPRET") == "1":
+        interpreter_compat.install()  # before any candidate imports Triton's libdevice or launches
     if MODE == "run":
         triton_support.install_recorder()
+        if os.environ.get("TRITON_INTERPRET") == "1":
+            interpreter_grid.install()
+            interpreter_constexpr.install()
     _SNAPSHOT.append(sandbox_layer.snapshot(_guarded_namespaces()))
     policy.freeze_dispatch_tables()  # before any candidate: what PyTorch's allowed ops run as shipped
     _POLICY_STATE.append(policy.state())
@@ -432,11 +521,13 @@ def main() -> None:
             return
         try:
             request = m.parse_request(msg)
+            msg = {"id": msg.get("id")}  # the request holds the inputs now; the raw copy goes
             reply = HANDLERS[request.op](state, request).wire()
         except BaseException as exc:  # noqa: BLE001 - never let one request kill the loop silently
             reply = {"ok": False, "kind": "internal", "error": _trim_traceback(exc, state.module_path)}
         if not isinstance(msg, dict):
             msg = {}
+        request = None
         sys.stdout.flush()
         sys.stderr.flush()
         try:
@@ -456,7 +547,6 @@ def _guarded_namespaces() -> dict[str, Any]:
     from multiprocessing import connection
 
     from warpgym.env.common import timing
-    from warpgym.tasks import sampling
 
     spaces: dict[str, Any] = {
         "builtins": builtins, "time": time, "statistics": statistics, "json": json, "math": math, "os": os,
@@ -468,11 +558,10 @@ def _guarded_namespaces() -> dict[str, Any]:
         "Connection": connection.Connection, "warpgym.env.worker.main": sys.modules[__name__],
         "warpgym.env.worker.main.HANDLERS": HANDLERS, "warpgym.env.worker.main._PRISTINE": _PRISTINE,
         "warpgym.env.protocol.wire": wire, "warpgym.env.protocol.messages": m,
-        "warpgym.env.worker.policy": policy,
+        "warpgym.env.worker.policy": policy, "warpgym.env.worker.interpreter_compat": interpreter_compat,
         "warpgym.env.common.timing": timing,
         "warpgym.env.worker.triton_launches": triton_support, "warpgym.env.worker.sandbox": sandbox_layer,
         "LaunchRecorder": triton_support.LaunchRecorder, "PolicyMode": policy.PolicyMode,
-        "Sampler": sampling.Sampler,
     }
     return spaces
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from warpgym.env.toolchain.targets import TARGETS
-from warpgym.env.worker import policy
+from warpgym.env.worker import launch_rules, policy
 
 LAUNCH_OPTION_KEYS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion")
 
@@ -53,12 +53,29 @@ class LaunchRecorder:
     jit_kernels: dict[str, dict[str, Any]] = field(default_factory=dict)
     """What Triton's JIT compiled for this GPU, by kernel hash: on a GPU whose architecture is the
     target, these are the kernels that ran, so no offline compilation is needed."""
+    refused: list[str] = field(default_factory=list)
+    """Launches refused because the target's compile could not reproduce them (``launch_rules``)."""
+    keys: set[tuple[Any, ...]] = field(default_factory=set)
+    """Each distinct (kernel, constexpr values) launched: every one is kept for compilation."""
 
     def record(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Launch | None:
         self.count += 1
         self.storages.update(filter(None, map(_storage, (*args, *kwargs.values()))))
-        if not self.keep or len(self.launches) >= 256:
+        try:
+            launch_rules.plain_arguments(fn, args, kwargs)
+        except launch_rules.LaunchRefused as exc:
+            self.refused.append(str(exc))
+            raise
+        if not self.keep:
             return None
+        key = launch_rules.launch_key(fn, args, kwargs)
+        if key in self.keys and len(self.launches) >= 256:
+            return None
+        if key not in self.keys and len(self.keys) >= launch_rules.MAX_DISTINCT:
+            self.refused.append(f"more than {launch_rules.MAX_DISTINCT} distinct kernel specialisations were "
+                                "launched; not all of them could be compiled for the target")
+            raise launch_rules.LaunchRefused(self.refused[-1])
+        self.keys.add(key)
         launch = Launch(fn, args, dict(kwargs))
         self.launches.append(launch)
         return launch
@@ -187,6 +204,7 @@ def specialise(launch: Launch, target: str) -> dict[str, Any]:
         "constexprs": [[list(path), _encode(v)] for path, v in constexprs.items()],
         "attrs": [[list(path), _encode(v)] for path, v in attrs.items()],
         "options": options,
+        "globals": launch_rules.constexpr_globals(launch.fn),
     }
 
 
@@ -235,6 +253,7 @@ def compile_spec(module: Any, spec: dict[str, Any]) -> dict[str, Any]:
     started = time.perf_counter()
     try:
         kernel = find_kernel(module, spec["kernel"])
+        launch_rules.check_globals(kernel.fn, spec.get("globals"))
         constexprs = {tuple(p): _decode(v) for p, v in spec["constexprs"]}
         attrs = {tuple(p): _decode(v) for p, v in spec["attrs"]}
         source = ASTSource(kernel, dict(spec["signature"]), constexprs, attrs)
@@ -242,7 +261,8 @@ def compile_spec(module: Any, spec: dict[str, Any]) -> dict[str, Any]:
         compiled = triton.compile(source, target=target, options=dict(spec["options"]))
     except Exception as exc:  # noqa: BLE001 - the compiler's message is the feedback
         return {"ok": False, "kernel": spec["kernel"], "target": spec["target"],
-                "error": _compile_error_text(exc), "seconds": time.perf_counter() - started}
+                "error": _compile_error_text(exc), "seconds": time.perf_counter() - started,
+                "refused": isinstance(exc, launch_rules.LaunchRefused)}
     cubin = compiled.asm.get("cubin", b"")
     return {
         "ok": True, "kernel": spec["kernel"], "target": spec["target"], "name": compiled.metadata.name,

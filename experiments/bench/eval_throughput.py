@@ -6,10 +6,10 @@ core tasks' references and plausible wrong candidates for each), so runs on diff
 machines compare:
 
 - cold evaluations (a fresh :class:`Evaluator`, hence fresh worker processes, for each);
-- a first pass of the mix with one warm evaluator (baselines measured here, then cached) and a
-  second pass, the steady state of a long experiment: evaluations per minute, median and p90
-  seconds per evaluation, the share of time spent timing the candidate, and the harness's own
-  overhead (everything but compiling and timing the candidate);
+- a first pass of the mix with one warm evaluator and a second pass, the steady state of a long
+  experiment: evaluations per minute, median and p90 seconds per evaluation, the share of time spent
+  timing (the candidate and its baselines, paired in one window), and the harness's own overhead
+  (everything but compiling and timing);
 - the spread (max/min) of repeated timings of the matmul reference, and on a GPU with Nsight
   Compute, the harness's median against ncu's ``gpu__time_duration`` for the same kernel and shape.
 
@@ -217,7 +217,7 @@ def _unexpected(rows: list[dict[str, Any]]) -> list[str]:
 
 def _warm_figures(warm: list[dict[str, Any]], wall: float, on_gpu: bool) -> dict[str, Any]:
     seconds = [r["seconds"] for r in warm]
-    timing = [r["stages"].get("timing_candidate", 0.0) for r in warm]
+    timing = [r["stages"].get("timing_window", 0.0) for r in warm]  # candidate and baselines, paired
     compile_s = [r["stages"].get("compile", 0.0) for r in warm]
     overhead = [s - t - c for s, t, c in zip(seconds, timing, compile_s, strict=True)]
     # The wrong candidates stop at their first failing case; the references go through every check

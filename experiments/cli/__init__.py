@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 
 COMMANDS = ("tasks", "eval", "suite", "run", "report", "compare", "export", "fixit", "bench", "context",
-            "view")
+            "view", "serve")
 
 
 class UsageError(Exception):

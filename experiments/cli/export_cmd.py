@@ -16,8 +16,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--what",
         default="steps",
-        choices=["steps", "episodes", "replay"],
-        help="one row per turn (steps, default), per episode, or a replay file of one model's answers",
+        choices=["steps", "episodes", "calls", "replay"],
+        help="one row per turn (steps, default), per episode, per model call (with its origin: paid, "
+        "cached or replayed, and its paid and recorded cost), or a replay file of one model's answers",
     )
     parser.add_argument("--model", help="with --what replay: the model whose answers to export")
     parser.add_argument("-o", "--output", metavar="FILE", help="default: RUN/export/WHAT.FORMAT")

@@ -42,7 +42,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--concurrency", type=int, help="override run.concurrency (episodes in flight)")
     parser.add_argument("--max-tokens", type=int, help="override budget.max_tokens")
     parser.add_argument("--max-cost", type=float, metavar="USD", help="override budget.max_cost_usd")
-    parser.add_argument("--no-cache", action="store_true", help="do not read or write the response cache")
+    parser.add_argument(
+        "--cache",
+        choices=["auto", "read-write", "read-only", "off"],
+        help="override run.cache: auto (default) reads only unsampled answers; read-write reads any; "
+        "read-only never writes; off never reads or writes",
+    )
+    parser.add_argument("--no-cache", action="store_true", help="the same as --cache off")
     parser.add_argument(
         "--check", action="store_true", help="validate the experiment, print the grid, run nothing"
     )
@@ -65,10 +71,20 @@ def _overrides(exp, args: argparse.Namespace) -> None:  # noqa: ANN001 - an Expe
             exp.budget.max_tokens = args.max_tokens
         if args.max_cost is not None:
             exp.budget.max_cost_usd = args.max_cost
+        if args.cache:
+            exp.run.cache = args.cache
         if args.no_cache:
-            exp.run.cache = False
+            exp.run.cache = "off"
     except ValidationError as exc:
         raise UsageError("; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())) from None
+
+
+def _agent_line(exp, label: str) -> str:  # noqa: ANN001 - an Experiment
+    agent = exp.agent(label)
+    args = ", ".join(f"{k}={v!r}" for k, v in agent.params.items())
+    history = f", history={agent.history!r}" if agent.history else ""
+    source = "" if agent.origin() == agent.loop else f" from {agent.origin()}"
+    return f"{label} = {agent.loop}({args}{history}){source}"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -113,6 +129,10 @@ def run(args: argparse.Namespace) -> int:
             f"up to {exp.max_turns} turns each"
         )
         print("tasks: " + ", ".join(exp.resolved_tasks))
+        print("agents: " + "; ".join(_agent_line(exp, a) for a in exp.agents))
+        live = [m for m in exp.models if not m.spec.startswith("replay:")]
+        modes = ", ".join(f"{m.label} {providers.cache_mode(exp, m)}" for m in live)
+        print(f'response cache (cache = "{exp.run.cache}"): ' + (modes or "not used (every model replays)"))
         return 0
 
     try:

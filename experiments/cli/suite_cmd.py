@@ -1,7 +1,8 @@
 """``warpgym suite check``: every reference solution through the environment, as a table.
 
 Fails (exit 1) if any reference fails: a suite whose references do not pass cannot judge
-anyone else's kernels.
+anyone else's kernels. A task's extra reference solutions (``Task.extra_solutions``) are checked too,
+each as a row of its own labelled ``task (solution)``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     check.add_argument("--suite", default=None, help="triton or ptx (default: both)")
     check.add_argument("--category", default=None)
     check.add_argument("--task", action="append", default=[], help="only these task ids (repeatable)")
+    check.add_argument("--no-extra", action="store_true",
+                       help="check each task's default reference only, not its extra reference solutions")
     check.add_argument("--shapes", default=None,
                        help="shape sets to check (default dev,heldout; on a GPU with --no-timing also bench: "
                             "with timing, every bench case is checked after its timing loop)")
@@ -74,7 +77,7 @@ def _start_evaluator(devices: Any) -> None:
 
 
 def _check_one(task_id: str, shapes: tuple[str, ...], target: str, timing: bool,
-               reps: int | None = None) -> dict[str, Any]:
+               reps: int | None = None, reference: str | None = None) -> dict[str, Any]:
     from warpgym.env import EvalOptions
     from warpgym.tasks import get_task
 
@@ -82,15 +85,16 @@ def _check_one(task_id: str, shapes: tuple[str, ...], target: str, timing: bool,
     task = get_task(task_id)
     started = time.perf_counter()
     extra = {"reps": reps} if reps else {}
-    result = evaluator.evaluate(task, task.solution_candidate(),
+    result = evaluator.evaluate(task, task.solution_candidate(reference),
                                 EvalOptions(device=evaluator.device, shape_sets=shapes, target=target,
                                             timing=timing, **extra))
     ok = bool(result.correct) and result.required_features_met is not False
     if result.correct is None and task.language == "cuda" and result.compiled:
         ok = True  # a CUDA task on a CPU: compiled and analysed; correctness needs a GPU (said below)
     return {
-        "task": task.id, "category": task.category, "ok": ok, "correct": result.correct,
-        "compiled": result.compiled, "seconds": round(time.perf_counter() - started, 2),
+        "task": task.id, "reference": reference, "category": task.category, "ok": ok,
+        "correct": result.correct, "compiled": result.compiled,
+        "seconds": round(time.perf_counter() - started, 2),
         "device": evaluator.device, "speedup": result.speedup, "skipped": result.skipped_checks,
         "candidate_ms": [round(t.median_ms, 5) for t in result.timing or []] or None,
         "feedback": "" if ok else result.feedback,
@@ -115,8 +119,13 @@ def _devices(device: str, jobs: int) -> list[str]:
     return [f"cuda:{i % gpus}" for i in range(jobs)]
 
 
+def label(row: dict[str, Any]) -> str:
+    """A row's name: the task id, with the solution's path for an extra reference solution."""
+    return row["task"] + (f" ({row['reference']})" if row.get("reference") else "")
+
+
 def _read_done(path: str | None) -> dict[str, dict[str, Any]]:
-    """Passing rows of an earlier run's ``--jsonl`` file, by task: a resumed run does not repeat them, and
+    """Passing rows of an earlier run's ``--jsonl`` file, by label: a resumed run does not repeat them, and
     checks a failed task again (the failure may have been the run's, such as memory another task held)."""
     done: dict[str, dict[str, Any]] = {}
     if path and os.path.exists(path):
@@ -129,9 +138,9 @@ def _read_done(path: str | None) -> dict[str, dict[str, Any]]:
                     except json.JSONDecodeError:
                         continue  # a line cut short by a crash: that task runs again
                     if row.get("ok"):
-                        done[row["task"]] = row
+                        done[label(row)] = row
                     else:
-                        done.pop(row["task"], None)
+                        done.pop(label(row), None)
     return done
 
 
@@ -159,8 +168,11 @@ def check_suite(args: argparse.Namespace) -> int:
         raise UsageError(f"unknown shape set {bad[0]!r}; use dev, heldout, bench")
     timing = not args.no_timing
     done = _read_done(args.jsonl)
-    rows: list[dict[str, Any]] = [done[t.id] for t in tasks if t.id in done]
-    ids = [t.id for t in tasks if t.id not in done]
+    work = [(t.id, extra) for t in tasks for extra in (None, *(() if args.no_extra else t.extra_solutions))]
+    names = {item: label({"task": item[0], "reference": item[1]}) for item in work}
+    rows: list[dict[str, Any]] = [done[names[item]] for item in work if names[item] in done]
+    ids = [item for item in work if names[item] not in done]
+    total = len(work)
     if rows:
         print(f"resuming: {len(rows)} tasks already in {args.jsonl}, {len(ids)} to check", flush=True)
     log = open(args.jsonl, "a") if args.jsonl else None  # noqa: SIM115 - closed below
@@ -168,7 +180,7 @@ def check_suite(args: argparse.Namespace) -> int:
 
     def finished(row: dict[str, Any]) -> None:
         rows.append(row)
-        _print_row(row, device, len(rows), len(tasks))
+        _print_row(row, device, len(rows), total)
         if log:
             log.write(json.dumps(row, default=str) + "\n")
             log.flush()
@@ -185,8 +197,8 @@ def check_suite(args: argparse.Namespace) -> int:
                 jobs = most
         if jobs == 1 and ids:
             _open_evaluator(device)
-            for task_id in ids:
-                finished(_check_one(task_id, shapes, args.target, timing, args.reps))
+            for task_id, extra in ids:
+                finished(_check_one(task_id, shapes, args.target, timing, args.reps, extra))
         elif ids:
             # spawn, not fork: a forked child of a process that touched CUDA cannot use it.
             context = multiprocessing.get_context("spawn")
@@ -196,26 +208,27 @@ def check_suite(args: argparse.Namespace) -> int:
                 devices.put(d)
             with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_start_evaluator,
                                      initargs=(devices,)) as pool:
-                futures = {pool.submit(_check_one, task_id, shapes, args.target, timing, args.reps): task_id
-                           for task_id in ids}
+                futures = {pool.submit(_check_one, task_id, shapes, args.target, timing, args.reps, extra):
+                           (task_id, extra) for task_id, extra in ids}
                 for future in as_completed(futures):
                     try:
                         finished(future.result())
                     except Exception as exc:  # noqa: BLE001 - one task's harness failure is a row, not a crash
-                        task_id = futures[future]
-                        finished({"task": task_id, "category": task_id.split("/")[0], "ok": False,
-                                  "correct": None, "compiled": None, "seconds": 0.0, "speedup": None,
+                        task_id, extra = futures[future]
+                        finished({"task": task_id, "reference": extra, "category": task_id.split("/")[0],
+                                  "ok": False, "correct": None, "compiled": None, "seconds": 0.0,
+                                  "speedup": None,
                                   "feedback": f"the harness failed on it: {type(exc).__name__}: {exc}"})
             manager.shutdown()
     finally:
         if log:
             log.close()
-    rows.sort(key=lambda r: r["task"])
+    rows.sort(key=lambda r: (r["task"], r.get("reference") or ""))
     print()
     _print_table(rows, device)
     failed = [r for r in rows if not r["ok"]]
     for row in failed:
-        print(f"\n--- {row['task']} ---\n{row['feedback']}")
+        print(f"\n--- {label(row)} ---\n{row['feedback']}")
     print(f"\n{len(rows) - len(failed)} of {len(rows)} reference solutions pass on {device} "
           f"(shape sets {', '.join(shapes)}) in {time.perf_counter() - started:.0f} s")
     if args.json:
@@ -231,18 +244,19 @@ def _print_row(row: dict[str, Any], device: str, n: int, total: int) -> None:
     sp = row.get("speedup") or {}
     mark = "yes" if row["correct"] else ("n/a" if row["correct"] is None else "NO")
     speed = "  ".join(f"{k} {sp[k]:.2f}x" for k in ("eager", "torch.compile", "vendor") if k in sp)
-    print(f"[{n}/{total}] {row['task']}: correct {mark}, {row['seconds']:.1f} s {speed}".rstrip(), flush=True)
+    print(f"[{n}/{total}] {label(row)}: correct {mark}, {row['seconds']:.1f} s {speed}".rstrip(), flush=True)
 
 
 def markdown_table(rows: list[dict[str, Any]]) -> str:
-    """The suite's speedups as Markdown: per category the geometric means, then every task."""
+    """The suite's speedups as Markdown: per category the geometric means (of the default references),
+    then every row."""
     from warpgym.experiments.metrics import geomean
 
     out = ["| category | tasks | correct | geomean vs eager | geomean vs torch.compile | slower than eager |",
            "| --- | ---: | ---: | ---: | ---: | ---: |"]
     categories = sorted({r["category"] for r in rows})
     for category in categories + ["all"]:
-        group = [r for r in rows if category in ("all", r["category"])]
+        group = [r for r in rows if category in ("all", r["category"]) and not r.get("reference")]
         eager = [(r.get("speedup") or {}).get("eager") for r in group]
         compiled = [(r.get("speedup") or {}).get("torch.compile") for r in group]
         g_e, g_c = geomean(eager), geomean(compiled)
@@ -258,12 +272,32 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
         flag = " **<0.5x eager**" if sp.get("eager") and sp["eager"] < 0.5 else ""
         mark = "yes" if r["correct"] else ("n/a" if r["correct"] is None else "NO")
         ms = ", ".join(f"{m:.4g}" for m in r.get("candidate_ms") or []) or "-"
-        out.append(f"| {r['task']}{flag} | {mark} | {' | '.join(cells)} | {ms} |")
+        out.append(f"| {label(r)}{flag} | {mark} | {' | '.join(cells)} | {ms} |")
+    notes = performance_notes([r["task"] for r in rows])
+    if notes:
+        out += ["", "Why these references stay below 0.8x of their best baseline (each task's "
+                "`performance_note`):"]
+        out += [f"- `{task_id}`: {note}" for task_id, note in notes]
     return "\n".join(out) + "\n"
 
 
+def performance_notes(task_ids: list[str]) -> list[tuple[str, str]]:
+    """(task id, note) for each known task whose declaration says why its reference is slow."""
+    from warpgym.tasks import UnknownTaskError, get_task
+
+    notes = []
+    for task_id in task_ids:
+        try:
+            note = get_task(task_id).performance_note.strip()
+        except UnknownTaskError:
+            continue
+        if note:
+            notes.append((task_id, " ".join(note.split())))
+    return notes
+
+
 def _print_table(rows: list[dict[str, Any]], device: str) -> None:
-    width = max(len(r["task"]) for r in rows)
+    width = max(len(label(r)) for r in rows)
     on_gpu = device != "cpu"
     header = f"{'task':{width}}  {'correct':7}  {'s':>6}"
     if on_gpu:
@@ -271,7 +305,7 @@ def _print_table(rows: list[dict[str, Any]], device: str) -> None:
     print(header)
     for r in rows:
         mark = "yes" if r["correct"] else ("n/a" if r["correct"] is None else "NO")
-        line = f"{r['task']:{width}}  {mark:7}  {r['seconds']:6.1f}"
+        line = f"{label(r):{width}}  {mark:7}  {r['seconds']:6.1f}"
         if on_gpu:
             sp = r["speedup"] or {}
             line += "".join(f"  {sp[k]:>{w - 1}.2f}x" if k in sp else f"  {'-':>{w}}"

@@ -93,6 +93,8 @@ def show_task(args: argparse.Namespace) -> int:
         print(f"Imported from {task.model.path} ({task.model.format}).")
         print(f"Sizes: {task.model.sizes_note}.")
         print(f"Triviality audit: {_audits([task])[task.id]}.")
+    if task.performance_note:
+        print(f"Reference performance (not shown to a model): {task.performance_note.strip()}\n")
     if args.all_shapes:
         for name in ("heldout", "bench"):
             print(f"{name} shapes (never shown to a model):")

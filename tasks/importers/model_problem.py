@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import os
 import threading
 import types
 from collections.abc import Callable
@@ -40,6 +41,15 @@ TOLERANCES = {
 }
 
 
+_FILES: set[str] = set()
+"""Every problem file read in this process (resolved paths): the judge's workers may never read them."""
+
+
+def problem_files() -> list[str]:
+    """The problem files read so far, for the workers' sandbox (``env/judge/sandbox.py``)."""
+    return sorted(_FILES)
+
+
 class ProblemError(Exception):
     """A problem file that cannot be imported: the message names the file and what failed."""
 
@@ -64,6 +74,7 @@ class Problem:
     def __init__(self, path: Path, names: Names = Names()) -> None:
         self.path, self.names = path, names
         try:
+            _FILES.add(os.path.realpath(path))
             self.source = path.read_text()
             self.tree = ast.parse(self.source, filename=str(path))
         except (OSError, UnicodeDecodeError, SyntaxError, ValueError) as exc:

@@ -75,6 +75,7 @@ N=7168, K=5120; cuBLAS (torch.matmul) is the baseline to beat.
         vendor_name="cuBLAS (torch.matmul)",
         reference_precision="float64",
         notes=_GEMM_NOTES,
+        extra_solutions=("ptx/gemm-bf16-cuda",),
     )
 )
 

@@ -169,7 +169,17 @@ def _geglu_reference(x: torch.Tensor) -> torch.Tensor:
     return F.gelu(gate, approximate="tanh") * up
 
 
-def gated(name: str, entry: str, what: str, reference: Callable[..., torch.Tensor], flops: int) -> Task:
+GEGLU_FP32 = Tolerance(
+    5e-4, 1e-5, 1e-5,
+    "fp32 tanh-GELU cancels in 1 + tanh(z) for gates in about [-5.5, -2]: there gelu(g) is off by up to "
+    "~1.5 eps |g| <= 5e-7 absolute, times |u|, which the outliers make up to ~900 (100 x N(0,1) x 2), "
+    "so 5e-4 absolute; elsewhere a few ulps (rtol). The norm-wise bound stays at fp32 level")
+"""Measured: PyTorch's own fp32 F.gelu(approximate="tanh") * u errs by <= 1.5 eps (|out| + |g u|) on every
+case; its largest absolute error off the rtol bound is ~1.5e-5 on the held-out outliers."""
+
+
+def gated(name: str, entry: str, what: str, reference: Callable[..., torch.Tensor], flops: int,
+          fp32: Tolerance = FP32_TRANSCENDENTAL) -> Task:
     def make_inputs(case, s):
         return {"x": s.tensor((case["m"], 2 * case["n"]), case["dtype"], scale=2.0)}
 
@@ -189,7 +199,7 @@ inputs; leave x unchanged.
         dtypes=("float32", "float16", "bfloat16"),
         flops=lambda c: flops * c["m"] * c["n"],
         bytes=lambda c: 3 * c["m"] * c["n"] * elem_size(c["dtype"]),
-        tolerances={"float32": FP32_TRANSCENDENTAL, "float16": FP16, "bfloat16": BF16},
+        tolerances={"float32": fp32, "float16": FP16, "bfloat16": BF16},
         distributions=("normal", "uniform", "outliers"),
     ))
 
@@ -197,7 +207,7 @@ inputs; leave x unchanged.
 gated("swiglu", "swiglu", "silu", _swiglu_reference, 6)
 gated("geglu", "geglu",
       "gelu_tanh (GELU, tanh approximation: 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))))",
-      _geglu_reference, 10)
+      _geglu_reference, 10, fp32=GEGLU_FP32)
 
 
 # ---------------------------------------------------------------------------------- per-channel

@@ -357,7 +357,7 @@ prologue kernel), accumulate in float32 and return a new contiguous (M, N) tenso
     make_inputs=lambda case, s: _norm_linear_inputs(case, s, rms=False),
     shapes={
         "dev": _GEMM_SHAPES["dev"],
-        "heldout": _GEMM_SHAPES["heldout"],
+        "heldout": [*_GEMM_SHAPES["heldout"], _gemm_case(128, 128, 96, "float16")],
         "bench": [_gemm_case(8192, 8192, 4096, "bfloat16"), _gemm_case(4096, 12288, 4096, "float16")],
     },
     dtypes=_HALF,
@@ -794,7 +794,9 @@ _ROPE_SHAPES = {
     "dev": [_rope_case(2, 16, 4, 2, 32, "float32"), _rope_case(1, 24, 4, 4, 64, "float16"),
             _rope_case(1, 8, 2, 1, 32, "bfloat16")],
     "heldout": [_rope_case(3, 13, 6, 2, 80, "float16"), _rope_case(1, 37, 2, 1, 128, "float32"),
-                _rope_case(2, 9, 4, 2, 64, "bfloat16")],
+                _rope_case(2, 9, 4, 2, 64, "bfloat16"),
+                # head counts that are not powers of two: a head mask against the padded count shows
+                _rope_case(1, 5, 6, 3, 32, "float32"), _rope_case(2, 3, 5, 5, 16, "float32")],
     "bench": [_rope_case(8, 4096, 32, 8, 128, "bfloat16"), _rope_case(16, 2048, 32, 32, 128, "float16")],
 }
 _ROPE_TOL = {
@@ -1338,7 +1340,9 @@ with causal=True query i sees keys j <= i. All float16 or bfloat16; D is 64 or 1
                 _attn_case(2, 4, 77, 64, "bfloat16", hkv=2, causal=True)],
         "heldout": [_attn_case(1, 6, 129, 64, "float16", hkv=2, causal=True),
                     _attn_case(1, 4, 150, 128, "float16", hkv=1, causal=False),
-                    _attn_case(1, 4, 200, 64, "bfloat16", hkv=4, causal=True)],
+                    _attn_case(1, 4, 200, 64, "bfloat16", hkv=4, causal=True),
+                    # 3 kv heads of 2 query heads each: neither count a power of two
+                    _attn_case(1, 6, 33, 32, "float16", hkv=3, causal=True)],
         "bench": [_attn_case(4, 32, 4096, 128, "bfloat16", hkv=8, causal=True),
                   _attn_case(4, 64, 4096, 128, "float16", hkv=8, causal=False)],
     },
@@ -1764,7 +1768,8 @@ hundred), so keep a running maximum; read each logit once.
     shapes={
         "dev": [_ce_case(4, 1000, "float32"), _ce_case(8, 5000, "float16"), _ce_case(4, 777, "bfloat16")],
         "heldout": [_ce_case(17, 3001, "float32"), _ce_case(3, 50257, "float16"),
-                    _ce_case(5, 32000, "bfloat16")],
+                    _ce_case(5, 32000, "bfloat16"),
+                    _ce_case(2, 70001, "float32")],  # past one 64K block: blocks must be combined
         "bench": [_ce_case(8192, 128256, "bfloat16"), _ce_case(16384, 32000, "float32")],
     },
     dtypes=_ALL,
@@ -1805,7 +1810,8 @@ logsumexp, and never write them to memory. Accumulate the GEMM in float32.
         "dev": [_linear_ce_case(16, 64, 500, "float16"), _linear_ce_case(33, 48, 300, "float16"),
                 _linear_ce_case(8, 32, 100, "bfloat16")],
         "heldout": [_linear_ce_case(70, 80, 1000, "float16"), _linear_ce_case(1, 64, 777, "float16"),
-                    _linear_ce_case(20, 96, 513, "bfloat16")],
+                    _linear_ce_case(20, 96, 513, "bfloat16"),
+                    _linear_ce_case(2, 16, 70001, "float16")],  # past one 64K block of classes
         "bench": [_linear_ce_case(8192, 4096, 32768, "bfloat16"),
                   _linear_ce_case(4096, 4096, 128256, "float16")],
     },

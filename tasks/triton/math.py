@@ -74,10 +74,14 @@ def pointwise(
     make_inputs: Callable[[Any, Any], dict[str, Any]], *, flops: int, tensors: int, fp32: Tolerance,
     distributions: tuple[str, ...] = ("normal", "uniform", "outliers"),
     extra_bytes: Callable[[Any], int] = lambda c: 0,
-    params: dict[str, Any] | None = None, held: dict[str, Any] | None = None,
+    params: dict[str, Any] | None = None, held: dict[str, Any] | None = None, past_int32: bool = False,
 ) -> Task:
     """An elementwise op over (M, N) tensors; ``tensors`` counts inputs and output of full size,
-    ``extra_bytes`` the bytes of the smaller inputs."""
+    ``extra_bytes`` the bytes of the smaller inputs. ``past_int32`` adds a bench case of 2^31 + 2^16
+    float16 elements, whose flat offsets overflow int32 (4 GiB a tensor: for ops of one input)."""
+    shapes = _shapes(held, **(params or {}))
+    if past_int32:
+        shapes["bench"].append(_case(65536, 32769, "float16", **(params or {})))
     return register(Task(
         id=f"math/{name}",
         entrypoint=entry,
@@ -85,7 +89,7 @@ def pointwise(
         description=_wrap(description),
         reference=reference,
         make_inputs=make_inputs,
-        shapes=_shapes(held, **(params or {})),
+        shapes=shapes,
         dtypes=("float32", "float16", "bfloat16"),
         flops=lambda c: flops * c["m"] * c["n"],
         bytes=lambda c: tensors * c["m"] * c["n"] * elem_size(c["dtype"]) + extra_bytes(c),
@@ -141,6 +145,7 @@ pointwise(
     lambda x: torch.exp(x),
     lambda c, s: {"x": s.tensor(_mn(c), c["dtype"], scale=2.0)},
     flops=1, tensors=2, fp32=FP32_TRANSCENDENTAL, distributions=("normal", "uniform", "small"),
+    past_int32=True,
 )
 
 

@@ -31,6 +31,7 @@ a and b are both float16 or both bfloat16; accumulate in float32 and return a ne
             {"m": 129, "n": 257, "k": 100, "dtype": "float16"},
             {"m": 1, "n": 513, "k": 77, "dtype": "float16"},
             {"m": 200, "n": 96, "k": 250, "dtype": "bfloat16"},
+            {"m": 128, "n": 128, "k": 96, "dtype": "float16"},
         ],
         "bench": [
             {"m": 8192, "n": 8192, "k": 8192, "dtype": "bfloat16"},

@@ -31,6 +31,7 @@ float32. Rows can be long and N is often not a power of two. Inputs include larg
             {"m": 1, "n": 1, "dtype": "float32"},
             {"m": 17, "n": 3001, "dtype": "float16"},
             {"m": 64, "n": 781, "dtype": "float32"},
+            {"m": 2, "n": 70001, "dtype": "float32"},  # past 64K: a row of several blocks, combined
         ],
         "bench": [
             {"m": 16384, "n": 8192, "dtype": "float16"},
@@ -48,10 +49,26 @@ float32. Rows can be long and N is often not a power of two. Inputs include larg
 ))
 
 
+def _shifted(case, s, shape):
+    """x of the distribution, times the case's ``scale`` plus its ``offset``: an offset of 1200 on N(0, 1)
+    rows puts mean/std above 1e3, where E[x^2] - E[x]^2 in float32 loses the whole variance; a scale of
+    1e-3 makes the variance (1e-6) small against eps (1e-5), where eps under or outside the root differ."""
+    return s.tensor(shape, case["dtype"], scale=case.get("scale", 1.0), offset=case.get("offset", 0.0))
+
+
+_SHIFTED = [{"m": 4, "n": 300, "dtype": "float16", "offset": 1200.0},
+            {"m": 5, "n": 200, "dtype": "float32", "offset": 100.0},
+            {"m": 3, "n": 257, "dtype": "float32", "scale": 1e-3}]
+"""Cases whose rows have a large mean against their spread (float16 at 1200: mean/std ~1e3; a two-pass
+kernel stays within fp16's rounding, the one-pass form is off by 20%; float32 at 100, mean/std ~100, as
+far as a two-pass float32 kernel stays within 1e-4 (its error grows as 1.2e-7 * mean/std)), or a variance
+below eps."""
+
+
 def _layer_norm_inputs(case, s):
     n = case["n"]
     return {
-        "x": s.tensor((case["m"], n), case["dtype"]),
+        "x": _shifted(case, s, (case["m"], n)),
         "weight": s.normal((n,), case["dtype"], mean=1.0, std=0.5),
         "bias": s.normal((n,), case["dtype"], std=0.5),
         "eps": 1e-5,
@@ -70,8 +87,9 @@ Layer normalization over the last dimension, as torch.nn.functional.layer_norm(x
 x is a contiguous (M, N) tensor, weight and bias are (N,); for each row,
 out = (x - mean) / sqrt(var + eps) * weight + bias, with the biased variance (divide by N).
 x, weight and bias share one dtype, float32 or float16; return a new (M, N) tensor of that dtype.
-Accumulate in float32. Inputs include rows with a large mean (about 50), where the one-pass
-E[x^2] - E[x]^2 formula loses precision, and N = 1 (the output is then the bias).
+Accumulate in float32. Inputs include rows with a large mean against their spread (mean/std up to
+~1e3), where the one-pass E[x^2] - E[x]^2 formula loses the whole variance, rows whose variance is
+below eps, and N = 1 (the output is then the bias).
 """,
     reference=lambda x, weight, bias, eps=1e-5: F.layer_norm(x, (x.shape[-1],), weight, bias, eps),
     make_inputs=_layer_norm_inputs,
@@ -85,6 +103,7 @@ E[x^2] - E[x]^2 formula loses precision, and N = 1 (the output is then the bias)
             {"m": 3, "n": 1, "dtype": "float32"},
             {"m": 33, "n": 1537, "dtype": "float16"},
             {"m": 128, "n": 4095, "dtype": "float32"},
+            *_SHIFTED,
         ],
         "bench": [
             {"m": 16384, "n": 8192, "dtype": "float16"},
@@ -129,7 +148,7 @@ def _rms_norm_ref(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> t
 def _rms_norm_inputs(case, s):
     n = case["n"]
     return {
-        "x": s.tensor((case["m"], n), case["dtype"]),
+        "x": s.tensor((case["m"], n), case["dtype"], scale=case.get("scale", 1.0)),
         "weight": s.normal((n,), case["dtype"], mean=1.0, std=0.5),
         "eps": 1e-6,
     }
@@ -151,7 +170,9 @@ a large mean (about 50) and rows with outliers of several hundred.
     shapes={
         "dev": [_rows(4, 100, "float32"), _rows(16, 768, "float16"), _rows(8, 1024, "bfloat16")],
         "heldout": [_rows(3, 1, "float32"), _rows(33, 1537, "float16"), _rows(64, 4095, "float32"),
-                    _rows(17, 2049, "bfloat16")],
+                    _rows(17, 2049, "bfloat16"),
+                    # mean(x^2) = 1e-8 against eps = 1e-6: eps under the root or beside it differ by 10x
+                    _rows(3, 257, "float32") | {"scale": 1e-4}],
         "bench": [_rows(16384, 8192, "bfloat16"), _rows(16384, 8192, "float16"),
                   _rows(8192, 4096, "float32")],
     },
@@ -306,7 +327,8 @@ shape and dtype. Accumulate in float32.
         "dev": [{**_rows(4, 100, "float32"), "keep": 0.5}, {**_rows(8, 1000, "float16"), "keep": 0.9},
                 {**_rows(5, 2048, "float32"), "keep": 0.1}],
         "heldout": [{**_rows(1, 1, "float32"), "keep": 0.5}, {**_rows(17, 3001, "float16"), "keep": 0.3},
-                    {**_rows(64, 781, "float32"), "keep": 0.7}],
+                    {**_rows(64, 781, "float32"), "keep": 0.7},
+                    {**_rows(2, 20001, "float32"), "keep": 0.5}],  # rows of several blocks: rescaled sums
         "bench": [{**_rows(16384, 8192, "float16"), "keep": 0.5},
                   {**_rows(8192, 8191, "float32"), "keep": 0.8}],
     },
@@ -425,12 +447,13 @@ bfloat16; return a new (B, T, D) tensor of that dtype. Accumulate in float32. Ro
 (about 50) break the one-pass E[x^2] - E[x]^2 formula.
 """,
     reference=lambda x, eps=1e-5: F.layer_norm(x, (x.shape[-1],), eps=eps),
-    make_inputs=lambda case, s: {"x": s.tensor((case["b"], case["t"], case["d"]), case["dtype"]),
-                                 "eps": 1e-5},
+    make_inputs=lambda case, s: {"x": _shifted(case, s, (case["b"], case["t"], case["d"])), "eps": 1e-5},
     shapes={
         "dev": [_bsd(2, 3, 100, "float32"), _bsd(2, 8, 768, "float16"), _bsd(1, 4, 512, "bfloat16")],
         "heldout": [_bsd(1, 3, 1, "float32"), _bsd(3, 11, 1537, "float16"), _bsd(2, 40, 4095, "float32"),
-                    _bsd(2, 5, 333, "bfloat16")],
+                    _bsd(2, 5, 333, "bfloat16"),
+                    *({"b": 1, "t": c["m"], "d": c["n"]} | {k: v for k, v in c.items() if k not in "mn"}
+                      for c in _SHIFTED)],
         "bench": [_bsd(8, 4096, 4096, "bfloat16"), _bsd(8, 4096, 4096, "float16"),
                   _bsd(4, 4096, 4096, "float32")],
     },
@@ -457,7 +480,7 @@ def _numel(c) -> int:
 def _group_norm_inputs(case, s):
     ch = case["c"]
     return {
-        "x": s.tensor((case["n"], ch, case["h"], case["w"]), case["dtype"]),
+        "x": _shifted(case, s, (case["n"], ch, case["h"], case["w"])),
         "num_groups": case["g"],
         "weight": s.normal((ch,), case["dtype"], mean=1.0, std=0.5),
         "bias": s.normal((ch,), case["dtype"], std=0.5),
@@ -487,7 +510,9 @@ dtype. Accumulate in float32; inputs include a large mean (about 50).
         "dev": [_nchw(2, 8, 5, 7, "float32", g=4), _nchw(1, 32, 16, 16, "float16", g=8),
                 _nchw(2, 6, 9, 9, "float32", g=1)],
         "heldout": [_nchw(3, 6, 1, 1, "float32", g=3), _nchw(2, 64, 9, 13, "float16", g=32),
-                    _nchw(1, 12, 33, 17, "float32", g=12)],
+                    _nchw(1, 12, 33, 17, "float32", g=12),
+                    # 3 channels a group (45 elements): a group tile padded to a power of two must be masked
+                    _nchw(2, 15, 3, 5, "float32", g=5), _nchw(1, 6, 4, 5, "float16", g=3, offset=1200.0)],
         "bench": [_nchw(64, 512, 64, 64, "float16", g=32), _nchw(32, 256, 64, 64, "float32", g=32)],
     },
     dtypes=("float32", "float16"),
@@ -549,7 +574,7 @@ dtype, computing in float32.
 def _instance_norm_inputs(case, s):
     ch = case["c"]
     return {
-        "x": s.tensor((case["n"], ch, case["h"], case["w"]), case["dtype"]),
+        "x": _shifted(case, s, (case["n"], ch, case["h"], case["w"])),
         "weight": s.normal((ch,), case["dtype"], mean=1.0, std=0.5),
         "bias": s.normal((ch,), case["dtype"], std=0.5),
         "eps": 1e-5,
@@ -577,6 +602,7 @@ as small as two or three elements.
         "dev": [_nchw(2, 3, 10, 10, "float32"), _nchw(1, 4, 32, 33, "float16"),
                 _nchw(2, 2, 7, 129, "float32")],
         "heldout": [_nchw(2, 5, 1, 3, "float32"), _nchw(3, 2, 64, 65, "float16"),
+                    _nchw(1, 3, 10, 30, "float16", offset=1200.0),  # mean/std ~1e3 per channel
                     _nchw(1, 6, 17, 19, "float32")],
         "bench": [_nchw(16, 256, 128, 128, "float16"), _nchw(16, 128, 128, 128, "float32")],
     },

@@ -38,7 +38,9 @@ def _row_shapes(min_n: int = 1) -> dict[str, list[dict[str, Any]]]:
     return {
         "dev": [_case(4, 100, "float32"), _case(16, 1000, "float16"), _case(3, 2048, "bfloat16")],
         "heldout": [_case(5, max(1, min_n), "float32"), _case(17, 3001, "float32"), _case(64, 781, "float16"),
-                    _case(3, 20000, "float32"), _case(9, 4099, "bfloat16")],
+                    _case(3, 20000, "float32"), _case(9, 4099, "bfloat16"),
+                    # split into 3 chunks a row: a tile of partial results padded to 4 must be masked
+                    _case(2, 40000, "float32")],
         "bench": [_case(16384, 16384, "float32"), _case(32768, 8192, "bfloat16"),
                   _case(64, 1 << 22, "float32")],
     }
@@ -241,7 +243,9 @@ from many programs (deterministically, or with float32 atomics).
                 {"n": 5000, "dtype": "bfloat16"}],
         "heldout": [{"n": 1, "dtype": "float32"}, {"n": 1_000_003, "dtype": "float32"},
                     {"n": 123457, "dtype": "float16"}, {"n": 77777, "dtype": "bfloat16"}],
-        "bench": [{"n": 1 << 28, "dtype": "float32"}, {"n": 1 << 29, "dtype": "bfloat16"}],
+        # the last: flat offsets past 2^31, where int32 index arithmetic wraps
+        "bench": [{"n": 1 << 28, "dtype": "float32"}, {"n": 1 << 29, "dtype": "bfloat16"},
+                  {"n": (1 << 31) + 4097, "dtype": "bfloat16"}],
     },
     dtypes=("float32", "float16", "bfloat16"),
     flops=lambda c: c["n"],

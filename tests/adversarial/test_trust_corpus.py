@@ -44,6 +44,8 @@ ATTACKS = [
     # the benchmark's own solutions and tasks
     ("import_reference_solution", "normalization/softmax", {"forbidden-import", "sandbox-filesystem"}, None),
     ("heldout_shapes", "math/add", {"forbidden-import"}, None),
+    ("task_table_walk", "math/add", None, "run"),
+    ("import_tasks_at_call", "math/add", {"forbidden-import", "sandbox-filesystem"}, "run"),
     # layout tasks answered by allowed host ops
     ("layout_transpose_contiguous", "index/transpose", {"torch-op"}, "run"),
     ("layout_permute_clone", "index/permute-0213", {"torch-op"}, "run"),
@@ -59,12 +61,16 @@ ATTACKS = [
     ("profiler_stop", "normalization/softmax", {"torch-op", "tampering", "torch-internals"}, None),
     # interpreter-only behaviour
     ("interp_branch_kernel", "math/add", {"interpreter-detection"}, "static"),
+    ("constexpr_bool_subclass", "math/add", {"uncompiled-kernel"}, "run"),
+    ("kernel_name_shadowed", "math/add", {"uncompiled-kernel"}, "run"),
+    ("constexpr_global_per_worker", "math/add", {"uncompiled-kernel"}, "run"),
 ]
 
 HONEST = [
     ("honest_callable_object", "math/add"),
     ("honest_heuristics_strided", "normalization/softmax"),
     ("honest_grouped_tiles", "index/transpose"),
+    ("honest_autotune_one_config", "math/add"),
 ]
 
 SECRETS = {
@@ -154,6 +160,13 @@ def test_secrets_in_the_judges_environment_never_reach_a_verdict(planted, name):
         assert value.split("@")[0] not in shown, f"part of {key} leaked into the verdict"
     if name == "leak_env_exception":
         assert result.correct is False, explain(result)
+
+
+def test_the_worker_holds_no_task_to_find(cpu_evaluator):
+    """A walk of every module the worker loaded finds no task, before or after a case ran."""
+    result = judge_trust(cpu_evaluator, "math/add", "task_table_walk")
+    assert "task-table-walk: found 0 sizes" in (result.stdout or ""), result.stdout
+    assert result.correct is not True, explain(result)
 
 
 def test_a_log_linked_to_a_file_outside_is_not_read(cpu_evaluator):

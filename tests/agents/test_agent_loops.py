@@ -97,7 +97,8 @@ def test_wrong_first_answer_fixed_at_turn_two(tmp_path: Path, env_factory: Any) 
     assert [c["metadata"]["turn"] for c in provider.calls] == [1, 2]
     meta = provider.calls[1]["metadata"]
     assert meta["phase"] == "fix" and meta["loop"] == "fix-retry"
-    assert (first.input_tokens, second.input_tokens, first.cost_usd) == (100, 200, 0.01)
+    assert (first.input_tokens, second.input_tokens, first.cost_usd) == (100, 200, 0.0)  # replayed: not paid
+    assert (first.origin, first.recorded_cost_usd) == ("replayed", 0.01)
 
 
 def test_answer_without_code_becomes_feedback(tmp_path: Path, env_factory: Any) -> None:

@@ -287,11 +287,32 @@ def test_record_then_replay(api: FakeAPI, tmp_path: Path) -> None:
     replay = make_provider(f"replay:{record}")
     again = replay.complete(MESSAGES, metadata=meta)
     assert again.text == "recorded answer" and again.input_tokens == first.input_tokens
-    assert again.cost_usd == pytest.approx(first.cost_usd)
+    assert (first.origin, again.origin) == ("paid", "replayed")
+    assert first.cost_usd > 0 and again.cost_usd == 0.0
+    assert again.recorded_cost_usd == pytest.approx(first.cost_usd)
     with pytest.raises(ReplayMissing, match="turn=2"):
         replay.complete(MESSAGES, metadata={**meta, "turn": 2})
     with pytest.raises(ReplayMissing):  # the line is for one-shot only
         replay.complete(MESSAGES, metadata={**meta, "loop": "fix-retry"})
+
+
+def test_cache_modes_read_and_write_as_named(api: FakeAPI, tmp_path: Path) -> None:
+    meta = {"task": "math/add", "sample": 0, "turn": 1}
+    api.script = [(200, {}, openai_body(f"answer {i}")) for i in range(1, 6)]
+    assert openai(api, tmp_path, cache_mode="read-only").complete(MESSAGES, metadata=meta).text == "answer 1"
+    assert not (tmp_path / "cache").exists()  # read-only wrote nothing
+    paid = openai(api, tmp_path, cache_mode="write-only").complete(MESSAGES, metadata=meta)
+    assert (paid.text, paid.origin) == ("answer 2", "paid")
+    again = openai(api, tmp_path, cache_mode="write-only").complete(MESSAGES, metadata=meta)
+    assert again.text == "answer 3"  # write-only never reads what it wrote
+    hit = openai(api, tmp_path, cache_mode="read-only").complete(MESSAGES, metadata=meta)
+    assert (hit.text, hit.origin, hit.cost_usd) == ("answer 3", "cached", 0.0)
+    assert again.cost_usd > 0 and hit.recorded_cost_usd == pytest.approx(again.cost_usd)
+    # The same messages at another turn are another answer (a loop drawing independent answers).
+    later = openai(api, tmp_path).complete(MESSAGES, metadata={**meta, "turn": 2})
+    assert (later.text, later.origin) == ("answer 4", "paid") and len(api.requests) == 4
+    with pytest.raises(ProviderConfigError, match="unknown cache mode 'sometimes'"):
+        openai(api, tmp_path, cache_mode="sometimes")
 
 
 def test_replay_prefers_specific_and_later_lines(tmp_path: Path) -> None:

@@ -30,7 +30,7 @@ def test_bench_on_cpu_judges_the_mix_and_writes_the_report(tmp_path: Path,
         assert [(r["task"], r["candidate"]) for r in rows] == [("math/add", "reference")] + \
             [("math/add", label) for label in wrong]
         assert [r["correct"] for r in rows] == [True] + [False] * len(wrong)
-        assert all(r["speedup"] is None and "timing_candidate" not in r["stages"] for r in rows)
+        assert all(r["speedup"] is None and "timing_window" not in r["stages"] for r in rows)
     assert report["unexpected_verdicts"] == []
 
     assert report["evaluations_per_minute_warm"] > 0

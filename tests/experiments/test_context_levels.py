@@ -275,3 +275,17 @@ def test_the_context_command_lists_parts_and_renders_a_level(capsys: pytest.Capt
     assert out.startswith("## Target hardware") and "### wgmma" in out and "### TMA" not in out
     assert main(["context", "show", "sm_90a#tmaa"]) == 2
     assert "did you mean 'sm_90a#tma'" in capsys.readouterr().err
+
+
+def test_compare_says_what_each_level_changed_in_each_run(tmp_path: Path) -> None:
+    import shutil
+
+    from warpgym.experiments import compare, report_markdown
+
+    first = _level_store(tmp_path / "first")
+    second = tmp_path / "second"
+    shutil.copytree(first, second)
+    text = report_markdown.render(compare.compare([first, second]))
+    for name in ("first", "second"):
+        part = text.split(f"What each context level changed in {name}")[1]
+        assert "| full-sm_90a#wgmma | correct | -50.0 pts" in part

@@ -62,7 +62,10 @@ def page(browser: Any) -> Iterator[Any]:
     page.set_default_timeout(15_000)
     yield page
     page.close()
-    assert errors == [], errors  # a script error, or a resource the page's policy refused
+    # a script error, or a resource the page's policy refused; a poll cut off by a busy loopback
+    # server is transport, not the page's fault
+    errors = [e for e in errors if "ERR_CONNECTION_RESET" not in e]
+    assert errors == [], errors
 
 
 def tiny_png() -> bytes:
@@ -164,7 +167,8 @@ def status_of(url: str) -> int:
         return exc.code
 
 
-def test_the_served_page_rebuilds_on_request_and_answers_only_its_own_paths(page: Any, served: Any) -> None:
+def test_the_served_page_rebuilds_on_request_and_answers_only_its_own_paths(served: Any, page: Any) -> None:
+    # served before page: the page closes (and stops polling) before the server shuts down
     server, store = served
     with urllib.request.urlopen(server.url, timeout=10) as r:
         assert "script-src 'self'" in r.headers["Content-Security-Policy"]

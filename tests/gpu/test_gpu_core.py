@@ -77,17 +77,17 @@ def test_kernel_that_never_ends_is_killed():
         assert again.correct
 
 
-def test_repeated_evaluations_are_each_timed_against_cached_baselines(gpu_evaluator):
-    """The spread target itself (5 repeats within 1%) is a benchmark figure (`warpgym bench`)."""
+def test_repeated_evaluations_each_time_their_baselines_beside_the_candidate(gpu_evaluator):
+    """The spread target itself (5 evaluations within 2%, intervals covering each other) is a benchmark
+    figure (docs/benchmarks.md); here: every evaluation measures its own ratio, none is looked up."""
     task = get_task("matmul/matmul")
-    results = [gpu_evaluator.evaluate(task, task.solution_source(), EvalOptions(device="cuda", reps=20))
-               for _ in range(5)]
-    medians = [r.timing[0].median_ms for r in results]
-    spread = max(medians) / min(medians)
-    print(f"\nmatmul bench[0] medians over 5 evaluations: {medians}, spread {spread:.4f}")
-    assert all(r.correct and m > 0 for r, m in zip(results, medians, strict=True))
-    assert all(r.timing[0].baselines_ms == results[0].timing[0].baselines_ms for r in results[1:])
-    assert all(r.seconds.get("timing_baselines", 0.0) < 0.5 for r in results[1:]), "baselines measured again"
+    results = [gpu_evaluator.evaluate(task, task.solution_source(), EvalOptions(device="cuda"))
+               for _ in range(3)]
+    speedups = [r.speedup["vendor"] for r in results]
+    print(f"\nmatmul speedups over cuBLAS in 3 evaluations: {speedups}")
+    assert all(r.correct and r.timing[0].rounds >= 2 for r in results)
+    assert all(r.seconds.get("timing_window", 0.0) > 0 for r in results), "each window timed anew"
+    assert len({r.timing[0].baselines_ms["vendor"] for r in results}) > 1, "a baseline time was reused"
 
 
 def test_device_is_an_h200_or_the_ceilings_are_absent():

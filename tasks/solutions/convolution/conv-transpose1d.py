@@ -1,42 +1,83 @@
-"""Reference solution for convolution/conv-transpose1d: gathered per output, so no atomics.
+"""Reference solution for convolution/conv-transpose1d: one implicit GEMM per output phase, gathered.
 
-Output position o receives tap k from input i = (o + padding - k) / stride when that division is
-exact and i is in range; the GEMM rows are output positions, columns output channels, and the
-reduction runs over taps and blocks of input channels (weight is (C_in, C_out, K)).
+Output o receives tap k from input (o + padding - k) / stride when that division is exact. Writing
+o + padding = q * stride + r, only the taps k = r + j * stride reach it, from input q - j: the outputs of
+one phase r form an ordinary convolution with ceil(K / stride) taps. So each program takes one phase and
+a tile of its outputs, and no MMA is spent on taps that do not land (a gather over all K taps wastes
+stride - 1 of every stride). The GEMM rows are the phase's outputs, its columns output channels, its
+reduction the phase's taps times C_in in one flat loop. x is copied to (N, L, C_in) (a position's
+channels contiguous: 16-byte loads that pipeline) and the weight to (K, C_in, C_out) (a B tile is rows
+of contiguous output channels). The phases of one tile are adjacent in launch order, so the strided
+stores of one tile's outputs meet in L2.
 """
 
 import torch
 import triton
 import triton.language as tl
 
+Tiles = tuple[int, int, int, int, int]
+"""(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages)."""
+TAPS_LARGE: Tiles = (128, 128, 64, 8, 3)
+"""C_in a multiple of 16 and a large problem; scripts/triton_ref_sweep.py times the alternatives."""
+FLAT_LARGE: Tiles = (128, 64, 32, 4, 3)
+SMALL: Tiles = (64, 32, 32, 4, 2)
+
 
 @triton.jit
-def conv_t1d_kernel(x_ptr, w_ptr, b_ptr, out_ptr, N, C, L, CO, OL, K, stride, pad,
-                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
-    m_ok = offs_m < N * OL
+def conv_t1d_kernel(x_ptr, w_ptr, b_ptr, out_ptr, C, L, CO, OL, K, S, P, Q, MQ,
+                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                    FLAT: tl.constexpr):
+    pid = tl.program_id(0)
+    r = pid % S
+    tile = pid // S
+    tiles_n = tl.cdiv(CO, BLOCK_N)
+    offs_m = (tile // tiles_n) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = (tile % tiles_n) * BLOCK_N + tl.arange(0, BLOCK_N)
     n_ok = offs_n < CO
-    img = offs_m // OL
-    o = offs_m % OL
-    x_img = img.to(tl.int64) * C * L
+    img = offs_m // Q
+    q = offs_m % Q
+    o = q * S + r - P
+    m_ok = (offs_m < MQ) & (o >= 0) & (o < OL)
+    x_row = x_ptr + img.to(tl.int64) * L * C
+    taps = tl.cdiv(K, S)
+    red = C * taps
+    c_blocks = tl.cdiv(C, BLOCK_K)
+    steps = tl.cdiv(red, BLOCK_K) if FLAT else taps * c_blocks
     acc = tl.zeros((BLOCK_M, BLOCK_N), tl.float32)
-    for k in range(0, K):
-        num = o + pad - k
-        i = num // stride
-        ok = m_ok & (num >= 0) & (num % stride == 0) & (i < L)
-        for c0 in range(0, C, BLOCK_K):
-            ck = c0 + tl.arange(0, BLOCK_K)
-            c_ok = ck < C
-            a = tl.load(x_ptr + x_img[:, None] + ck[None, :].to(tl.int64) * L + i[:, None],
-                        mask=ok[:, None] & c_ok[None, :], other=0.0)
-            b = tl.load(w_ptr + (ck[:, None] * CO + offs_n[None, :]) * K + k,
-                        mask=c_ok[:, None] & n_ok[None, :],
-                        other=0.0)
-            acc = tl.dot(a, b, acc)
+    for t in range(0, steps):
+        if FLAT:
+            k = t * BLOCK_K + tl.arange(0, BLOCK_K)
+            c = k // taps
+            j = k % taps
+            tap = r + j * S
+            k_ok = (k < red) & (tap < K)
+            i = q[:, None] - j[None, :]
+            a_ok = m_ok[:, None] & k_ok[None, :] & (i >= 0) & (i < L)
+            a_ptrs = x_row[:, None] + i * C + c[None, :]
+            w_rows = tap * C + c
+        else:
+            j = t // c_blocks
+            tap = r + j * S
+            k = (t % c_blocks) * BLOCK_K + tl.arange(0, BLOCK_K)
+            k_ok = k < C * (tap < K).to(tl.int32)
+            i = q - j
+            a_ok = (m_ok & (i >= 0) & (i < L))[:, None] & k_ok[None, :]
+            a_ptrs = (x_row + i * C)[:, None] + k[None, :]
+            w_rows = tap * C + k
+        a = tl.load(a_ptrs, mask=a_ok, other=0.0)
+        b = tl.load(w_ptr + w_rows[:, None] * CO + offs_n[None, :], mask=k_ok[:, None] & n_ok[None, :],
+                    other=0.0)
+        acc = tl.dot(a, b, acc)
     acc += tl.load(b_ptr + offs_n, mask=n_ok, other=0.0).to(tl.float32)[None, :]
     out = out_ptr + (img[:, None].to(tl.int64) * CO + offs_n[None, :]) * OL + o[:, None]
     tl.store(out, acc.to(out_ptr.dtype.element_ty), mask=m_ok[:, None] & n_ok[None, :])
+
+
+def _tiles(m: int, co: int, flat: bool) -> Tiles:
+    if m * co < 4096 * 64:
+        return SMALL
+    bm, bn, bk, warps, stages = FLAT_LARGE if flat else TAPS_LARGE
+    return bm, min(bn, max(32, triton.next_power_of_2(co))), bk, warps, stages
 
 
 def conv_transpose1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, stride: int,
@@ -44,14 +85,16 @@ def conv_transpose1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, 
     n, c, length = x.shape
     _, co, k = weight.shape
     ol = (length - 1) * stride - 2 * padding + k
-    x, weight = x.contiguous(), weight.contiguous()
+    x_nlc = x.permute(0, 2, 1).contiguous()
+    w_kcn = weight.permute(2, 0, 1).contiguous()
     out = torch.empty((n, co, ol), dtype=x.dtype, device=x.device)
-    m = n * ol
-    block_m = 128 if m >= 8192 else 64
-    block_n = 128 if co >= 128 and m >= 8192 else 64 if co > 32 else 32
-    block_k = 64 if c >= 64 else 32 if c > 16 else 16
-    warps = 8 if block_m * block_n >= 128 * 128 else 4
-    grid = (triton.cdiv(m, block_m), triton.cdiv(co, block_n))
-    conv_t1d_kernel[grid](x, weight, bias, out, n, c, length, co, ol, k, stride, padding, BLOCK_M=block_m,
-                          BLOCK_N=block_n, BLOCK_K=block_k, num_warps=warps, num_stages=3)
+    q = triton.cdiv(ol + padding, stride)
+    mq = n * q
+    flat = c % 16 != 0
+    bm, bn, bk, warps, stages = _tiles(mq * stride, co, flat)
+    if not flat:
+        bk = min(bk, c & -c)
+    grid = (triton.cdiv(mq, bm) * triton.cdiv(co, bn) * stride,)
+    conv_t1d_kernel[grid](x_nlc, w_kcn, bias, out, c, length, co, ol, k, stride, padding, q, mq,
+                          BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, FLAT=flat, num_warps=warps, num_stages=stages)
     return out

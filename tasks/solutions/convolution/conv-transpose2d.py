@@ -1,48 +1,97 @@
-"""Reference solution for convolution/conv-transpose2d: gathered per output pixel, so no atomics.
+"""Reference solution for convolution/conv-transpose2d: one implicit GEMM per output phase, gathered.
 
-Output (oh, ow) receives tap (kh, kw) from input (ih, iw) = ((oh + p - kh) / s, (ow + p - kw) / s)
-when both divisions are exact and in range. GEMM rows are output pixels, columns output channels;
-the reduction runs over taps and blocks of input channels (weight is (C_in, C_out, K, K)).
+Output (oh, ow) receives tap (kh, kw) from input ((oh + p - kh) / s, (ow + p - kw) / s) when both
+divisions are exact. Writing oh + p = qh * s + rh, only the taps kh = rh + jh * s reach it, from input
+row qh - jh: the outputs of one phase (rh, rw) form an ordinary convolution with ceil(K / s)^2 taps. So
+each program takes one phase and a tile of its outputs, and no MMA is spent on taps that do not land
+(a gather over all K^2 taps wastes s^2 - 1 of every s^2). The GEMM rows are the phase's output pixels,
+its columns output channels, its reduction the phase's taps times C_in in one flat loop. x is copied
+to (N, H, W, C_in) (a tap's channels contiguous: 16-byte loads that pipeline) and the weight to
+(K, K, C_in, C_out) (a B tile is rows of contiguous output channels). The s^2 phases of one tile are
+adjacent in launch order, so the strided stores of one tile's outputs meet in L2.
 """
 
 import torch
 import triton
 import triton.language as tl
 
+Tiles = tuple[int, int, int, int, int]
+"""(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages)."""
+TAPS_LARGE: Tiles = (128, 128, 64, 8, 3)
+"""C_in a multiple of 16 and a large problem; scripts/triton_ref_sweep.py times the alternatives."""
+FLAT_LARGE: Tiles = (128, 64, 32, 4, 3)
+SMALL: Tiles = (64, 32, 32, 4, 2)
+
 
 @triton.jit
-def conv_t2d_kernel(x_ptr, w_ptr, b_ptr, out_ptr, N, C, H, W, CO, OH, OW, K, stride, pad,
-                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
-    m_ok = offs_m < N * OH * OW
+def conv_t2d_kernel(x_ptr, w_ptr, b_ptr, out_ptr, C, H, W, CO, OH, OW, K, S, P, QH, QW, MQ,
+                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                    FLAT: tl.constexpr):
+    pid = tl.program_id(0)
+    phases = S * S
+    phase = pid % phases
+    tile = pid // phases
+    tiles_n = tl.cdiv(CO, BLOCK_N)
+    rh = phase // S
+    rw = phase % S
+    offs_m = (tile // tiles_n) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = (tile % tiles_n) * BLOCK_N + tl.arange(0, BLOCK_N)
     n_ok = offs_n < CO
-    img = offs_m // (OH * OW)
-    pix = offs_m % (OH * OW)
-    oh = pix // OW
-    ow = pix % OW
-    x_img = img.to(tl.int64) * C * H * W
+    img = offs_m // (QH * QW)
+    qh = (offs_m % (QH * QW)) // QW
+    qw = offs_m % QW
+    oh = qh * S + rh - P
+    ow = qw * S + rw - P
+    m_ok = (offs_m < MQ) & (oh >= 0) & (oh < OH) & (ow >= 0) & (ow < OW)
+    x_row = x_ptr + img.to(tl.int64) * H * W * C
+    j = tl.cdiv(K, S)
+    taps = j * j
+    red = C * taps
+    c_blocks = tl.cdiv(C, BLOCK_K)
+    steps = tl.cdiv(red, BLOCK_K) if FLAT else taps * c_blocks
     acc = tl.zeros((BLOCK_M, BLOCK_N), tl.float32)
-    for kh in range(0, K):
-        nh = oh + pad - kh
-        ih = nh // stride
-        h_ok = (nh >= 0) & (nh % stride == 0) & (ih < H)
-        for kw in range(0, K):
-            nw = ow + pad - kw
-            iw = nw // stride
-            ok = m_ok & h_ok & (nw >= 0) & (nw % stride == 0) & (iw < W)
-            x_pix = x_img + ih * W + iw
-            for c0 in range(0, C, BLOCK_K):
-                ck = c0 + tl.arange(0, BLOCK_K)
-                c_ok = ck < C
-                a = tl.load(x_ptr + x_pix[:, None] + ck[None, :].to(tl.int64) * H * W,
-                            mask=ok[:, None] & c_ok[None, :], other=0.0)
-                b = tl.load(w_ptr + ((ck[:, None] * CO + offs_n[None, :]) * K + kh) * K + kw,
-                            mask=c_ok[:, None] & n_ok[None, :], other=0.0)
-                acc = tl.dot(a, b, acc)
+    for t in range(0, steps):
+        if FLAT:
+            k = t * BLOCK_K + tl.arange(0, BLOCK_K)
+            c = k // taps
+            jh = (k % taps) // j
+            jw = (k % taps) % j
+            kh = rh + jh * S
+            kw = rw + jw * S
+            k_ok = (k < red) & (kh < K) & (kw < K)
+            ih = qh[:, None] - jh[None, :]
+            iw = qw[:, None] - jw[None, :]
+            a_ok = m_ok[:, None] & k_ok[None, :] & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+            a_ptrs = x_row[:, None] + (ih * W + iw) * C + c[None, :]
+            w_rows = (kh * K + kw) * C + c
+        else:
+            tap = t // c_blocks
+            jh = tap // j
+            jw = tap % j
+            kh = rh + jh * S
+            kw = rw + jw * S
+            k = (t % c_blocks) * BLOCK_K + tl.arange(0, BLOCK_K)
+            k_ok = k < C * ((kh < K) & (kw < K)).to(tl.int32)
+            ih = qh - jh
+            iw = qw - jw
+            pix_ok = m_ok & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+            a_ok = pix_ok[:, None] & k_ok[None, :]
+            a_ptrs = (x_row + (ih * W + iw) * C)[:, None] + k[None, :]
+            w_rows = (kh * K + kw) * C + k
+        a = tl.load(a_ptrs, mask=a_ok, other=0.0)
+        b = tl.load(w_ptr + w_rows[:, None] * CO + offs_n[None, :], mask=k_ok[:, None] & n_ok[None, :],
+                    other=0.0)
+        acc = tl.dot(a, b, acc)
     acc += tl.load(b_ptr + offs_n, mask=n_ok, other=0.0).to(tl.float32)[None, :]
-    out = out_ptr + (img[:, None].to(tl.int64) * CO + offs_n[None, :]) * OH * OW + pix[:, None]
+    out = out_ptr + (img[:, None].to(tl.int64) * CO + offs_n[None, :]) * OH * OW + (oh * OW + ow)[:, None]
     tl.store(out, acc.to(out_ptr.dtype.element_ty), mask=m_ok[:, None] & n_ok[None, :])
+
+
+def _tiles(m: int, co: int, flat: bool) -> Tiles:
+    if m * co < 4096 * 64:
+        return SMALL
+    bm, bn, bk, warps, stages = FLAT_LARGE if flat else TAPS_LARGE
+    return bm, min(bn, max(32, triton.next_power_of_2(co))), bk, warps, stages
 
 
 def conv_transpose2d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, stride: int,
@@ -51,14 +100,16 @@ def conv_transpose2d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, 
     _, co, k, _ = weight.shape
     oh = (h - 1) * stride - 2 * padding + k
     ow = (w - 1) * stride - 2 * padding + k
-    x, weight = x.contiguous(), weight.contiguous()
+    x_nhwc = x.permute(0, 2, 3, 1).contiguous()
+    w_kkcn = weight.permute(2, 3, 0, 1).contiguous()
     out = torch.empty((n, co, oh, ow), dtype=x.dtype, device=x.device)
-    m = n * oh * ow
-    block_m = 128 if m >= 8192 else 64
-    block_n = 128 if co >= 128 and m >= 8192 else 64 if co > 32 else 32
-    block_k = 64 if c >= 64 else 32 if c > 16 else 16
-    warps = 8 if block_m * block_n >= 128 * 128 else 4
-    grid = (triton.cdiv(m, block_m), triton.cdiv(co, block_n))
-    conv_t2d_kernel[grid](x, weight, bias, out, n, c, h, w, co, oh, ow, k, stride, padding, BLOCK_M=block_m,
-                          BLOCK_N=block_n, BLOCK_K=block_k, num_warps=warps, num_stages=3)
+    qh, qw = triton.cdiv(oh + padding, stride), triton.cdiv(ow + padding, stride)
+    mq = n * qh * qw
+    flat = c % 16 != 0
+    bm, bn, bk, warps, stages = _tiles(mq * stride * stride, co, flat)
+    if not flat:
+        bk = min(bk, c & -c)
+    grid = (triton.cdiv(mq, bm) * triton.cdiv(co, bn) * stride * stride,)
+    conv_t2d_kernel[grid](x_nhwc, w_kkcn, bias, out, c, h, w, co, oh, ow, k, stride, padding, qh, qw, mq,
+                          BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, FLAT=flat, num_warps=warps, num_stages=stages)
     return out

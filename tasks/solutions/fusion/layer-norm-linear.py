@@ -1,41 +1,55 @@
-"""Reference solution for fusion/layer-norm-linear: row statistics, then a GEMM that normalises A tiles.
+"""Reference solution for fusion/layer-norm-linear: a normalising prologue, then a plain tiled GEMM.
 
 A small kernel computes each row's mean and 1/std in float32 (two passes over the row, so a large mean
-does not cancel); the GEMM applies (x - mean) * rstd * gamma + beta to every A tile as it is loaded and
-feeds the rounded tile to tl.dot, so the normalised activations never go to memory. Bench tiles
-(128x256x64, 8 warps) lower to wgmma on sm_90a.
+does not cancel) and writes the normalised row, rounded to the input dtype, once. The GEMM then streams
+those rows and the weight with unmasked 16-byte asynchronous copies straight into wgmma (sm_90a). Folding
+the normalisation into the GEMM's A loads instead sends every A tile through registers on its way to
+shared memory, which stalls the copy pipeline at every K step; the prologue costs one extra write and
+read of M x K elements, a few percent of the GEMM at the bench shapes.
 """
 
 import torch
 import triton
 import triton.language as tl
 
+Tiles = tuple[int, int, int, int, int]
+"""(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages)."""
+LARGE: Tiles = (128, 256, 64, 8, 3)
+"""M * N >= 2048^2; scripts/triton_ref_sweep.py times the alternatives."""
+SMALL: Tiles = (64, 64, 32, 4, 3)
+
 
 @triton.jit
-def row_stats_kernel(x_ptr, mean_ptr, rstd_ptr, M, K, eps, ROWS: tl.constexpr, BLOCK: tl.constexpr):
+def layer_norm_kernel(x_ptr, g_ptr, beta_ptr, xn_ptr, M, K, eps, ROWS: tl.constexpr, BLOCK: tl.constexpr):
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     row_ok = rows < M
-    base = x_ptr + rows[:, None].to(tl.int64) * K
+    base = rows[:, None].to(tl.int64) * K
     total = tl.zeros((ROWS, BLOCK), tl.float32)
     for k in range(0, K, BLOCK):
         offs = k + tl.arange(0, BLOCK)
         mask = row_ok[:, None] & (offs < K)[None, :]
-        total += tl.load(base + offs[None, :], mask=mask, other=0.0).to(tl.float32)
+        total += tl.load(x_ptr + base + offs[None, :], mask=mask, other=0.0).to(tl.float32)
     mean = tl.sum(total, axis=1) / K
     sq = tl.zeros((ROWS, BLOCK), tl.float32)
     for k in range(0, K, BLOCK):
         offs = k + tl.arange(0, BLOCK)
         mask = row_ok[:, None] & (offs < K)[None, :]
-        d = tl.load(base + offs[None, :], mask=mask, other=0.0).to(tl.float32) - mean[:, None]
+        d = tl.load(x_ptr + base + offs[None, :], mask=mask, other=0.0).to(tl.float32) - mean[:, None]
         sq += tl.where(mask, d * d, 0.0)
-    tl.store(mean_ptr + rows, mean, mask=row_ok)
-    tl.store(rstd_ptr + rows, 1.0 / tl.sqrt(tl.sum(sq, axis=1) / K + eps), mask=row_ok)
+    rstd = 1.0 / tl.sqrt(tl.sum(sq, axis=1) / K + eps)
+    for k in range(0, K, BLOCK):
+        offs = k + tl.arange(0, BLOCK)
+        mask = row_ok[:, None] & (offs < K)[None, :]
+        x = tl.load(x_ptr + base + offs[None, :], mask=mask, other=0.0).to(tl.float32)
+        g = tl.load(g_ptr + offs, mask=offs < K, other=0.0).to(tl.float32)
+        beta = tl.load(beta_ptr + offs, mask=offs < K, other=0.0).to(tl.float32)
+        y = (x - mean[:, None]) * rstd[:, None] * g[None, :] + beta[None, :]
+        tl.store(xn_ptr + base + offs[None, :], y.to(xn_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
-def ln_linear_kernel(x_ptr, mean_ptr, rstd_ptr, g_ptr, beta_ptr, w_ptr, b_ptr, out_ptr, M, N, K,
-                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                     GROUP_M: tl.constexpr):
+def linear_kernel(a_ptr, w_ptr, b_ptr, out_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                  BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, EVEN: tl.constexpr):
     pid = tl.program_id(0)
     tiles_m = tl.cdiv(M, BLOCK_M)
     tiles_n = tl.cdiv(N, BLOCK_N)
@@ -48,21 +62,20 @@ def ln_linear_kernel(x_ptr, mean_ptr, rstd_ptr, g_ptr, beta_ptr, w_ptr, b_ptr, o
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
-    mean = tl.load(mean_ptr + offs_m, mask=offs_m < M, other=0.0)
-    rstd = tl.load(rstd_ptr + offs_m, mask=offs_m < M, other=0.0)
-    x_offs = offs_m[:, None].to(tl.int64) * K + offs_k[None, :]
-    w_offs = offs_n[None, :].to(tl.int64) * K + offs_k[:, None]
+    a_tile = a_ptr + offs_m[:, None].to(tl.int64) * K + offs_k[None, :]
+    w_tile = w_ptr + offs_n[None, :].to(tl.int64) * K + offs_k[:, None]
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k in range(0, K, BLOCK_K):
-        k_ok = offs_k < K - k
-        x = tl.load(x_ptr + x_offs, mask=(offs_m[:, None] < M) & k_ok[None, :], other=0.0)
-        g = tl.load(g_ptr + k + offs_k, mask=k_ok, other=0.0).to(tl.float32)
-        beta = tl.load(beta_ptr + k + offs_k, mask=k_ok, other=0.0).to(tl.float32)
-        a = (x.to(tl.float32) - mean[:, None]) * rstd[:, None] * g[None, :] + beta[None, :]
-        b = tl.load(w_ptr + w_offs, mask=k_ok[:, None] & (offs_n[None, :] < N), other=0.0)
-        acc = tl.dot(a.to(b.dtype), b, acc)
-        x_offs += BLOCK_K
-        w_offs += BLOCK_K
+        if EVEN:
+            a = tl.load(a_tile)
+            b = tl.load(w_tile)
+        else:
+            k_ok = offs_k < K - k
+            a = tl.load(a_tile, mask=(offs_m[:, None] < M) & k_ok[None, :], other=0.0)
+            b = tl.load(w_tile, mask=k_ok[:, None] & (offs_n[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_tile += BLOCK_K
+        w_tile += BLOCK_K
     y = acc + tl.load(b_ptr + offs_n, mask=offs_n < N, other=0.0).to(tl.float32)[None, :]
     tl.store(out_ptr + offs_m[:, None].to(tl.int64) * N + offs_n[None, :], y.to(out_ptr.dtype.element_ty),
              mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
@@ -72,16 +85,13 @@ def layer_norm_linear(x: torch.Tensor, norm_weight: torch.Tensor, norm_bias: tor
                       weight: torch.Tensor, bias: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
     m, k = x.shape
     n = weight.shape[0]
-    x, weight = x.contiguous(), weight.contiguous()
-    mean = torch.empty((m,), dtype=torch.float32, device=x.device)
-    rstd = torch.empty((m,), dtype=torch.float32, device=x.device)
-    row_stats_kernel[(triton.cdiv(m, 16),)](x, mean, rstd, m, k, eps, ROWS=16, BLOCK=256, num_warps=4)
+    xn = torch.empty_like(x)
+    layer_norm_kernel[(triton.cdiv(m, 4),)](x, norm_weight, norm_bias, xn, m, k, eps, ROWS=4,
+                                            BLOCK=min(1024, max(16, triton.next_power_of_2(k))), num_warps=4)
     out = torch.empty((m, n), dtype=x.dtype, device=x.device)
-    if m * n >= 2048 * 2048:
-        bm, bn, bk, warps = 128, 256, 64, 8
-    else:
-        bm, bn, bk, warps = 64, 64, 32, 4
+    bm, bn, bk, warps, stages = LARGE if m * n >= 2048 * 2048 else SMALL
+    even = m % bm == 0 and n % bn == 0 and k % bk == 0
     grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn),)
-    ln_linear_kernel[grid](x, mean, rstd, norm_weight, norm_bias, weight, bias, out, m, n, k,
-                           BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, num_warps=warps, num_stages=3)
+    linear_kernel[grid](xn, weight, bias, out, m, n, k, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
+                        EVEN=even, num_warps=warps, num_stages=stages)
     return out

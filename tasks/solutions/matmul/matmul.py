@@ -1,19 +1,26 @@
 """Reference solution for matmul/matmul: a tiled tl.dot GEMM with grouped tile order.
 
-Tiles grow with the problem (128x256x64, 8 warps, 3 stages at bench sizes), which on sm_90a
-lowers tl.dot to wgmma and on sm_100a to tcgen05.mma. Programs are ordered in groups of rows
-so that neighbouring programs share tiles of B in L2.
+Tiles grow with the problem (LARGE below at bench sizes), which on sm_90a lowers tl.dot to wgmma and
+on sm_100a to tcgen05.mma. Programs are ordered in groups of rows so that neighbouring programs share
+tiles of B in L2. When the tiles divide M, N and K (EVEN) the loads carry no masks, so the pipeliner
+issues plain 16-byte asynchronous copies.
 """
 
 import torch
 import triton
 import triton.language as tl
 
+Tiles = tuple[int, int, int, int, int]
+"""(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages)."""
+LARGE: Tiles = (128, 256, 64, 8, 3)
+"""M * N >= 2048^2; scripts/triton_ref_sweep.py times the alternatives."""
+SMALL: Tiles = (64, 64, 32, 4, 3)
+
 
 @triton.jit
 def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
                   stride_cm, stride_cn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                  BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+                  BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, EVEN: tl.constexpr):
     pid = tl.program_id(0)
     tiles_m = tl.cdiv(M, BLOCK_M)
     tiles_n = tl.cdiv(N, BLOCK_N)
@@ -30,9 +37,13 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
     b_tile = b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k in range(0, K, BLOCK_K):
-        k_left = K - k
-        a = tl.load(a_tile, mask=(offs_m[:, None] < M) & (offs_k[None, :] < k_left), other=0.0)
-        b = tl.load(b_tile, mask=(offs_k[:, None] < k_left) & (offs_n[None, :] < N), other=0.0)
+        if EVEN:
+            a = tl.load(a_tile)
+            b = tl.load(b_tile)
+        else:
+            k_left = K - k
+            a = tl.load(a_tile, mask=(offs_m[:, None] < M) & (offs_k[None, :] < k_left), other=0.0)
+            b = tl.load(b_tile, mask=(offs_k[:, None] < k_left) & (offs_n[None, :] < N), other=0.0)
         acc = tl.dot(a, b, acc)
         a_tile += BLOCK_K * stride_ak
         b_tile += BLOCK_K * stride_bk
@@ -45,12 +56,10 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     m, k = a.shape
     _, n = b.shape
     c = torch.empty((m, n), dtype=a.dtype, device=a.device)
-    if m * n >= 2048 * 2048:
-        bm, bn, bk, warps, stages = 128, 256, 64, 8, 3
-    else:
-        bm, bn, bk, warps, stages = 64, 64, 32, 4, 3
+    bm, bn, bk, warps, stages = LARGE if m * n >= 2048 * 2048 else SMALL
+    even = m % bm == 0 and n % bn == 0 and k % bk == 0
     grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn),)
     matmul_kernel[grid](a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-                        c.stride(0), c.stride(1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
+                        c.stride(0), c.stride(1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, EVEN=even,
                         num_warps=warps, num_stages=stages)
     return c

@@ -1,0 +1,141 @@
+"""Paired timing: the candidate and its baselines timed in the same window, in alternating rounds.
+
+A GPU at its power cap runs a kernel several percent faster or slower from one second to the next,
+so a baseline timed at another moment divides a different clock. Here every round times a block of the
+candidate and a block of each baseline back to back (the order reversed each round, so neither side
+always runs first), and each round gives one ratio per baseline; a drift of the clock moves both sides
+of a round and cancels in its ratio. The speedup is the median of the rounds' ratios with an
+order-statistics interval (judge/ratios.py); rounds go on until the interval is narrow enough or the
+budget is spent (options.PairedTiming).
+
+Nothing here touches a GPU: a side is a callable that times a block and returns its calls, so the
+rounds and the stop rule run the same with the worker and the harness's baselines (judge/bench.py)
+as with the fake timers of the tests.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from warpgym.env.common.timing import WARMUP_SECONDS, Calls, hidden_work
+from warpgym.env.judge.options import PairedTiming
+from warpgym.env.judge.ratios import Interval, median_interval
+
+TimeBlock = Callable[[int, int, float, int], tuple[Calls, float | None]]
+"""``(calls, warmup_calls, warmup_seconds, start) -> (calls timed, mean ms of a warm-up call)``."""
+
+MIN_ROUNDS = 2
+"""Rounds that always run, whatever the budget: one with each order."""
+
+
+class BaselineFailed(Exception):
+    """A baseline that cannot be timed (raised by its side): it is left out of the window, with the reason."""
+
+
+@dataclass
+class PairedOutcome:
+    """Every block of a window, and what ended it."""
+
+    candidate: list[Calls] = field(default_factory=list)
+    baselines: dict[str, list[Calls]] = field(default_factory=dict)
+    ended_by: Literal["precision", "budget"] = "budget"
+    block_calls: int = 0
+    failed: dict[str, str] = field(default_factory=dict)
+    """Baselines that failed in the window (left out of the ratios), with the reason."""
+
+    @property
+    def rounds(self) -> int:
+        return len(self.candidate)
+
+    @property
+    def hidden_work(self) -> bool:
+        """Whether the candidate's wall clock is far above its events over the window (work escaping
+        the timed stream): its times are then the wall clock's, as in common/timing.time_callable."""
+        events = [v for block in self.candidate for v in block.event_ms]
+        walls = [v for block in self.candidate for v in block.wall_ms]
+        return bool(events) and hidden_work(statistics.median(events), statistics.median(walls))
+
+    def candidate_ms(self) -> list[list[float]]:
+        """The candidate's milliseconds per call, block by block, by the clock that counts."""
+        hidden = self.hidden_work
+        return [block.wall_ms if hidden else block.event_ms for block in self.candidate]
+
+    def round_ratios(self, name: str) -> list[float]:
+        """Per round: the baseline's block median over the candidate's."""
+        return [statistics.median(b.event_ms) / statistics.median(c)
+                for b, c in zip(self.baselines[name], self.candidate_ms(), strict=True)]
+
+    def speedup(self, name: str) -> Interval:
+        return median_interval(self.round_ratios(name))
+
+    def precise(self, precision: float) -> bool:
+        """Every baseline's interval (the candidate's own time when there is none) within ``precision``."""
+        if self.baselines:
+            return all(self.speedup(name).half_width <= precision for name in self.baselines)
+        return median_interval([statistics.median(c) for c in self.candidate_ms()]).half_width <= precision
+
+
+def block_length(settings: PairedTiming, call_ms: Mapping[str, float | None]) -> int:
+    """``settings.block_calls``, shortened (to one call at least) so that ``min_rounds`` rounds of every
+    side fit in the budget: a call of seconds is timed a few times, not for minutes."""
+    round_ms = sum(ms or 0.0 for ms in call_ms.values())
+    if round_ms <= 0:
+        return settings.block_calls
+    fitting = int(settings.budget_seconds * 1e3 / (settings.min_rounds * round_ms))
+    return max(1, min(settings.block_calls, fitting))
+
+
+def run_rounds(candidate: TimeBlock, baselines: Mapping[str, TimeBlock], settings: PairedTiming, *,
+               warmup_calls: int, max_rounds: int | None = None,
+               clock: Callable[[], float] = time.perf_counter,
+               after_block: Callable[[], None] = lambda: None) -> PairedOutcome:
+    """Warm every side up, then time rounds until the stop rule ends them.
+
+    The candidate warms up first, for a time (the GPU's clocks settle), then each baseline for
+    ``warmup_calls``. A baseline whose block raises ``BaselineFailed`` is left out from then on, with its
+    reason; any other exception, and any from the candidate, ends the window (the caller's verdict).
+    ``after_block`` runs after every block (the machine's state is sampled there).
+    """
+    max_rounds = settings.max_rounds if max_rounds is None else max_rounds
+    outcome = PairedOutcome(baselines={name: [] for name in baselines})
+    sides: dict[str, TimeBlock] = dict(baselines)
+    call_ms: dict[str, float | None] = {}
+    _, call_ms[""] = candidate(0, warmup_calls, WARMUP_SECONDS, 0)
+    for name in list(sides):
+        try:
+            _, call_ms[name] = sides[name](0, warmup_calls, 0.0, 0)
+        except BaselineFailed as exc:
+            _drop(outcome, sides, name, exc)
+    outcome.block_calls = block = block_length(settings, call_ms)
+    started = clock()
+    while True:
+        index = outcome.rounds
+        order = ["", *sides] if index % 2 == 0 else [*reversed(sides), ""]
+        round_started = clock()
+        for name in order:
+            if name == "":
+                outcome.candidate.append(candidate(block, 0, 0.0, index * block)[0])
+            elif name in sides:
+                try:
+                    outcome.baselines[name].append(sides[name](block, 0, 0.0, index * block)[0])
+                except BaselineFailed as exc:
+                    _drop(outcome, sides, name, exc)
+            after_block()
+        now = clock()
+        if outcome.rounds >= settings.min_rounds and outcome.precise(settings.precision):
+            outcome.ended_by = "precision"
+            return outcome
+        over_budget = now - started + (now - round_started) > settings.budget_seconds
+        if outcome.rounds >= max_rounds or (outcome.rounds >= MIN_ROUNDS and over_budget):
+            outcome.ended_by = "budget"
+            return outcome
+
+
+def _drop(outcome: PairedOutcome, sides: dict[str, TimeBlock], name: str, exc: BaselineFailed) -> None:
+    sides.pop(name, None)
+    outcome.baselines.pop(name, None)
+    outcome.failed[name] = str(exc)[:300]

@@ -1,0 +1,149 @@
+"""What the CPU interpreter may run: only kernels compiled for the target, with the same constexpr values.
+
+On a CPU the worker interprets each launched Triton kernel and compiles the recorded launch for the target
+in another process. The two run the same code only when:
+- every argument is a plain value (tensor or a module's parameter, number, boolean, string, None, a Triton
+  dtype or descriptor): the interpreter hands the argument object itself to the kernel body, the compile
+  only its recorded value, so an ``int`` subclass whose ``__bool__`` disagrees with its value runs one
+  path here and another there;
+- the launched kernel is the one defined at module level under its name when the module was imported
+  (the compile imports the module afresh and finds kernels by name): a kernel built inside a function,
+  or rebound at call time, is never compiled;
+- the module globals the kernel body reads as constexprs hold the same values where it is compiled (a
+  global that depends on which worker imports the module would not).
+Each problem is a refusal with the kernel's name and the reason, reported as a violation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+MAX_DISTINCT = 1024
+"""Distinct (kernel, constexpr values) launches kept for compilation; more is refused, not left out."""
+_PLAIN = (int, float, bool, str, type(None))
+
+
+class LaunchRefused(RuntimeError):
+    """A launch the target's compile could not reproduce; the reason is the message."""
+
+
+def _kind(value: Any) -> str:
+    base = next((b.__name__ for b in type(value).__mro__[1:] if b in _PLAIN), None)
+    return f"a {type(value).__name__}" + (f" (a subclass of {base})" if base else "")
+
+
+def _argument_problem(value: Any, depth: int = 0) -> str | None:
+    import torch
+
+    # A module's own parameter is a tensor as the compile sees it (its subclasses are not: they may override)
+    if type(value) in _PLAIN or type(value) is torch.Tensor or type(value) is torch.nn.Parameter:
+        return None
+    if type(value) in (tuple, list) and depth < 4:
+        return next(filter(None, (_argument_problem(v, depth + 1) for v in value)), None)
+    if type(value).__module__.split(".")[0] == "triton":
+        inner = getattr(value, "value", None) if type(value).__name__ == "constexpr" else None
+        return _argument_problem(inner, depth + 1) if inner is not None else None
+    return _kind(value)
+
+
+def plain_arguments(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """Raise LaunchRefused when an argument of this launch is not a plain value."""
+    import inspect
+
+    names = list(inspect.signature(fn).parameters)
+    given = [*zip(names, args, strict=False), *kwargs.items()]
+    for name, value in given:
+        problem = _argument_problem(value)
+        if problem:
+            raise LaunchRefused(
+                f"kernel {fn.__name__} was launched with {name} = {problem}: the interpreter runs the object "
+                "itself, the compile for the target only its value, so the two could differ; pass plain "
+                "tensors, numbers, booleans and strings")
+
+
+def constexpr_names(fn: Any) -> tuple[str, ...]:
+    """The parameters annotated ``tl.constexpr``."""
+    import inspect
+
+    out = []
+    for name, param in inspect.signature(fn).parameters.items():
+        note = param.annotation
+        label = note if isinstance(note, str) else getattr(note, "__name__", "")
+        if label.split(".")[-1] == "constexpr":
+            out.append(name)
+    return tuple(out)
+
+
+def launch_key(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+    """The kernel and its constexpr values (and launch options): launches with equal keys compile alike."""
+    import inspect
+
+    names = list(inspect.signature(fn).parameters)
+    bound = {**dict(zip(names, args, strict=False)), **kwargs}
+    wanted = set(constexpr_names(fn)) | {k for k in kwargs if k not in names}
+    return (id(fn), tuple(sorted((k, repr(bound[k])) for k in wanted if k in bound)))
+
+
+def _python_function(value: Any) -> Any:
+    """The Python function behind a Triton kernel object (jit, interpreted, autotuned, heuristics), else
+    None."""
+    import types
+
+    depth = 0
+    while not isinstance(value, types.FunctionType) and depth < 8:
+        if type(value).__module__.split(".")[0] != "triton":
+            return None
+        value, depth = getattr(value, "fn", None), depth + 1
+    return value if depth and isinstance(value, types.FunctionType) else None
+
+
+def kernels_of(module: Any) -> dict[str, Any]:
+    """Each module-level Triton kernel's Python function by name, as the module defines them now."""
+    found: dict[str, Any] = {}
+    for value in list(vars(module).values()):
+        fn = _python_function(value)
+        if fn is not None:
+            found.setdefault(fn.__name__, fn)
+    return found
+
+
+def not_compiled(launched: list[Any], at_import: dict[str, Any]) -> list[str]:
+    """Launched kernels the compile for the target would not find: not the module-level kernel of their name
+    as the module was imported."""
+    problems = []
+    for fn in {id(f): f for f in launched}.values():
+        name = getattr(fn, "__name__", "?")
+        if at_import.get(name) is not fn:
+            where = "a different function" if name in at_import else "no module-level kernel"
+            problems.append(
+                f"kernel {name} ran, but the module's {name} when imported is {where}: only kernels defined "
+                "at module level are compiled for the target, and the interpreter may run only those")
+    return sorted(problems)
+
+
+def constexpr_globals(fn: Any) -> dict[str, Any]:
+    """The module globals the kernel reads that are constexpr values or plain numbers, by name."""
+    import triton.language as tl
+
+    namespace = getattr(fn, "__globals__", {})
+    code = getattr(fn, "__code__", None)
+    out: dict[str, Any] = {}
+    for name in getattr(code, "co_names", ()):
+        value = namespace.get(name)
+        if isinstance(value, tl.constexpr):
+            value = value.value
+        if type(value) in _PLAIN and value is not None:
+            out[name] = value
+    return out
+
+
+def check_globals(fn: Any, expected: dict[str, Any] | None) -> None:
+    """Raise LaunchRefused when the kernel's constexpr globals here differ from those it ran with."""
+    if not expected:
+        return
+    here = constexpr_globals(fn)
+    changed = sorted(k for k, v in expected.items() if here.get(k) != v or type(here.get(k)) is not type(v))
+    if changed:
+        detail = ", ".join(f"{k} = {expected[k]!r} when run, {here.get(k)!r} here" for k in changed)
+        raise LaunchRefused(f"kernel {fn.__name__} reads globals that differ where it is compiled "
+                            f"({detail}): a kernel must compute the same way in every process")

@@ -1,0 +1,37 @@
+"""What a verdict depends on, so a duplicate submission is judged once and answered from what is known.
+
+The key covers the task, the module's source and its attachments, every option the client chose, and
+what the server judges on (device kind and name, warpgym's version): a journal kept across an upgrade
+or moved to another machine never answers with a verdict reached elsewhere.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from .models import Submission
+
+SERVER_ERROR = "the server could not evaluate this candidate"
+"""How a verdict the server made up after its workers failed begins (``runtime_error``); never reused."""
+
+
+def candidate_hash(source: str, attachments: dict[str, str]) -> str:
+    blob = json.dumps([source, sorted(attachments.items())], ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def verdict_key(submission: Submission, where: str) -> str:
+    """The task, the candidate's hash, the options and ``where`` (the server's device and version)."""
+    blob = json.dumps([
+        where, submission.task, candidate_hash(submission.source, submission.attachments),
+        submission.options.model_dump(mode="json"),
+    ], sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def reusable(result: dict[str, Any]) -> bool:
+    """Whether a verdict may answer a later duplicate: not when the server, rather than the judge, gave
+    up on it (workers lost), since a later attempt may well succeed."""
+    return not str(result.get("runtime_error") or "").startswith(SERVER_ERROR)

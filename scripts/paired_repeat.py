@@ -1,0 +1,103 @@
+"""Does a speedup repeat? The same candidates evaluated in separate processes (GPU only).
+
+Each of ``--processes`` fresh Python processes builds one evaluator and evaluates the reference
+solutions of the pairs below with the default options (paired timing, bench shapes); the parent
+collects, for every pair and bench case, the speedup each process reported, its interval, what ended
+the rounds and the seconds spent timing. Printed per pair: the speedups, max/min, whether every
+interval covers every other process's point estimate, and the timing seconds.
+
+    CUDA_VISIBLE_DEVICES=0 python3 scripts/paired_repeat.py --out $OUT/paired_repeat.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+PAIRS = (("matmul/matmul", "vendor"), ("normalization/softmax", "eager"), ("math/add", "eager"),
+         ("ptx/attention-fwd", "vendor"))
+if "--pairs" in sys.argv:  # e.g. --pairs math/add=eager,normalization/softmax=eager
+    PAIRS = tuple(tuple(p.split("=")) for p in sys.argv[sys.argv.index("--pairs") + 1].split(","))
+
+CHILD = r"""
+import json, sys, time
+from warpgym.env import EvalOptions, Evaluator
+from warpgym.tasks import get_task
+pairs = json.loads(sys.argv[1])
+out = []
+with Evaluator("cuda") as evaluator:
+    for task_id, baseline in pairs:
+        task = get_task(task_id)
+        started = time.perf_counter()
+        options = EvalOptions(device="cuda", profile=False)
+        result = evaluator.evaluate(task, task.solution_candidate(), options)
+        cases = []
+        for t in result.timing or []:
+            r = t.ratios.get(baseline)
+            cases.append({"case": t.case, "median_ms": t.median_ms, "rounds": t.rounds,
+                          "block_calls": t.block_calls, "ended_by": t.ended_by,
+                          "ratio": None if r is None else {"median": r.median, "low": r.low, "high": r.high}})
+        detail = [dict(vars(t), machine=str(t.machine)) for t in result.timing or []]
+        out.append({"task": task_id, "baseline": baseline, "correct": result.correct,
+                    "suspicious": result.suspicious, "timing_detail": detail,
+                    "seconds": time.perf_counter() - started, "stage_seconds": result.seconds,
+                    "speedup": (result.speedup or {}).get(baseline), "cases": cases,
+                    "feedback": result.feedback[-600:] if not result.correct else ""})
+print("RESULT " + json.dumps(out, default=str))
+"""
+
+
+def _summary(runs: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    rows = []
+    for i, (task_id, baseline) in enumerate(PAIRS):
+        per = [run[i] for run in runs if len(run) > i]
+        n_cases = max((len(p["cases"]) for p in per), default=0)
+        for c in range(n_cases):
+            ratios = [p["cases"][c]["ratio"] for p in per if len(p["cases"]) > c and p["cases"][c]["ratio"]]
+            medians = [r["median"] for r in ratios]
+            covers = all(r["low"] <= m <= r["high"] for r in ratios for m in medians)
+            rows.append({
+                "task": task_id, "baseline": baseline, "case": per[0]["cases"][c]["case"],
+                "speedups": medians, "max_over_min": max(medians) / min(medians) if medians else None,
+                "every_interval_covers_the_others": covers,
+                "ended_by": [p["cases"][c]["ended_by"] for p in per if len(p["cases"]) > c],
+                "timing_seconds": [p["stage_seconds"].get("timing") for p in per],
+            })
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", default="paired_repeat.json")
+    parser.add_argument("--processes", type=int, default=5)
+    parser.add_argument("--timeout", type=float, default=300)
+    parser.add_argument("--pairs", help="task=baseline,... (default: the four above)")
+    args = parser.parse_args()
+    runs, errors = [], []
+    started = time.perf_counter()
+    for i in range(args.processes):
+        proc = subprocess.run([sys.executable, "-c", CHILD, json.dumps(PAIRS)], capture_output=True,
+                              text=True, timeout=args.timeout)
+        line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
+        if line is None:
+            errors.append({"process": i, "rc": proc.returncode, "stderr": proc.stderr[-2000:]})
+            continue
+        runs.append(json.loads(line[len("RESULT "):]))
+        print(f"process {i}: " + ", ".join(f"{r['task']} {r['speedup']}" for r in runs[-1]), flush=True)
+        Path(args.out).write_text(json.dumps({"runs": runs, "errors": errors}, indent=1, default=str))
+    summary = _summary(runs)
+    for row in summary:
+        spread = row["max_over_min"] and round(row["max_over_min"], 4)
+        print(f"{row['task']} {row['case']}: {[round(s, 3) for s in row['speedups']]} max/min {spread} "
+              f"covers {row['every_interval_covers_the_others']} ended {row['ended_by']}")
+    Path(args.out).write_text(json.dumps({"runs": runs, "summary": summary, "errors": errors,
+                                          "seconds": time.perf_counter() - started}, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()

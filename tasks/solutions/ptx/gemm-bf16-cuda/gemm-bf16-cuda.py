@@ -1,0 +1,64 @@
+"""Reference solution for ptx/gemm-bf16 in hand-written CUDA C++ with inline PTX, built by the loader.
+
+The CUDA sources beside this module (its attachments) are compiled with NVRTC for the evaluation's target:
+``gemm_bf16_wgmma.cu`` on sm_90a (a warp-specialised persistent kernel: one producer warpgroup issuing
+TMA loads into a ring of mbarrier-guarded stages, two consumer warpgroups running wgmma m64n256k16,
+registers moved from producer to consumers with setmaxnreg) and ``gemm_bf16_tcgen05.cu`` on sm_100a
+(TMA, tcgen05.mma into a double-buffered tensor-memory accumulator, tcgen05.ld epilogue). Both take A and B
+through TMA descriptors with the 128-byte swizzle the MMA descriptors expect.
+"""
+
+import torch
+
+from warpgym import loader
+
+BM, BK = 128, 64
+CONFIGS = {
+    "sm_90a": {"source": "gemm_bf16_wgmma.cu", "kernel": "gemm_bf16_wgmma", "threads": 384,
+               "barriers": 0, "defines": {"BN": 256, "STAGES": 4, "INFLIGHT": 1, "GROUP_M": 8}},
+    "sm_100a": {"source": "gemm_bf16_tcgen05.cu", "kernel": "gemm_bf16_tcgen05", "threads": 256,
+                "barriers": 4, "defines": {"BN": 256, "STAGES": 4, "GROUP_M": 8}},
+}
+"""Per target: the attachment, its kernel, threads per block, the mbarriers beside the two per stage
+(the tensor-memory accumulators' full and empty pairs) and the tile options."""
+
+
+def shared_bytes(config: dict) -> int:
+    """Dynamic shared memory: the stages, 1024 bytes to align them for the swizzle, then the mbarriers
+    and the tensor-memory address slot."""
+    d = config["defines"]
+    stages = d["STAGES"] * (BM + d["BN"]) * BK * 2
+    return stages + 1024 + 8 * (2 * d["STAGES"] + config["barriers"]) + 16
+
+
+def build(target: str, defines: dict | None = None) -> tuple[dict, "loader.Kernel"]:
+    """Compile the target's source with its tile options (or ``defines`` over them) and return the kernel."""
+    config = dict(CONFIGS[target])
+    config["defines"] = {**config["defines"], **(defines or {})}
+    module = loader.load_cuda(loader.attachment(config["source"]), name=config["kernel"], target=target,
+                              defines=config["defines"])
+    config["shared"] = shared_bytes(config)
+    return config, module.kernel(config["kernel"])
+
+
+CONFIG, KERNEL = build(loader.default_target())
+_SMS: dict = {}
+
+
+def launch(config: dict, kernel: "loader.Kernel", a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    m, k = a.shape
+    n = b.shape[0]
+    bn = config["defines"]["BN"]
+    c = torch.empty((m, n), dtype=torch.bfloat16, device=a.device)
+    tiles = -(-m // BM) * -(-n // bn)
+    if a.device not in _SMS:
+        _SMS[a.device] = torch.cuda.get_device_properties(a.device).multi_processor_count if a.is_cuda else 1
+    a_map = loader.tensor_map(a, (BM, BK), swizzle=128)
+    b_map = loader.tensor_map(b, (bn, BK), swizzle=128)
+    kernel(a_map, b_map, c, m, n, k, grid=min(tiles, _SMS[a.device]), block=config["threads"],
+           shared_mem=config["shared"])
+    return c
+
+
+def gemm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return launch(CONFIG, KERNEL, a, b)
