@@ -155,7 +155,8 @@ class Worker:
         self._close_dir()
         self._dir_fd = os.open(self.workdir, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
         parent_sock, child_sock = socket.socketpair()
-        log = open(self.workdir / "output.log", "wb")  # noqa: SIM115 - the child owns it
+        # appending: after the judge truncates the log (log_tail), the next line starts at its beginning
+        log = open(self.workdir / "output.log", "ab")  # noqa: SIM115 - the child owns it
         env = clean_environment(self.device, self.mode, self.workdir)
         env.update(self.extra_env)
         command = [sys.executable, "-m", "warpgym.env.worker.main", str(child_sock.fileno())]
