@@ -27,10 +27,11 @@ def check_class(entry: Any, params: list[str], name: str) -> str | None:
     if not (isinstance(entry, type) and issubclass(entry, torch.nn.Module)):
         return f"{name} is not a class derived from torch.nn.Module"
     try:
-        got = [p for p in inspect.signature(entry.forward).parameters if p != "self"]
+        found = [p for p in inspect.signature(entry.forward).parameters.values() if p.name != "self"]
     except (TypeError, ValueError):
         return None
-    if got[: len(params)] != params and not any(p.startswith("*") for p in got):
+    got = [p.name for p in found]
+    if got[: len(params)] != params and not any(p.kind is p.VAR_POSITIONAL for p in found):
         return f"{name}.forward({', '.join(got)}) does not take the problem's inputs ({', '.join(params)})"
     return None
 
