@@ -185,3 +185,51 @@ pass_k = [1]
     assert "kernelbench" in report
     saved = config_mod.from_resolved(json.loads(json.dumps(exp.model_dump())))
     assert saved.suites == exp.suites
+
+
+SCHEDULED = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, features):
+        super().__init__()
+        # a schedule read with .item(), as Swin's stochastic depth: no meta tensor can answer it
+        self.rates = [r.item() for r in torch.linspace(0, 0.5, 4)]
+        self.proj = nn.Linear(features, features)
+
+    def forward(self, x):
+        return self.proj(x) * self.rates[-1]
+
+
+batch = 4096
+features = 2048
+
+
+def get_inputs():
+    return [torch.randn(batch, features)]
+
+
+def get_init_inputs():
+    return [features]
+"""
+
+
+def test_importing_draws_no_parameters_and_reads_schedules(tmp_path: Path) -> None:
+    """Sizes and dtypes are found on meta tensors: no model with real parameters is built or kept by an
+    import (a suite's level-3 models would hold gigabytes), and a constructor that needs real values is
+    built once on the CPU for that, then dropped."""
+    from warpgym.tasks.importers import model_problem
+
+    (tmp_path / "level1").mkdir()
+    (tmp_path / "level1" / "1_Scheduled.py").write_text(SCHEDULED)
+    done = import_suite("kernelbench", tmp_path, register=False)
+    (task,) = done.tasks
+    linear = import_suite("kernelbench", FIXTURES / "level2", register=False).tasks[0]
+    ids = {t.model.state.__self__._id for t in (task, linear)}
+    assert not [key for key in model_problem._BUILT if key[0] in ids]
+    case = task.cases("dev")[0]
+    assert case["features"] < 2048 and task.flops(case) == 2 * case["batch"] * case["features"] ** 2
+    assert set(task.model.state(case)) == {"proj.weight", "proj.bias"}
+    assert len(model_problem._BUILT) <= model_problem.MAX_BUILT

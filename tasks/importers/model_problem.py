@@ -8,10 +8,13 @@ worker, which never sees it, receives the inputs and the model's parameters as t
 from __future__ import annotations
 
 import ast
+import copy
 import inspect
+import itertools
 import os
 import threading
 import types
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,6 +71,28 @@ def _key(case: dict[str, Any]) -> tuple[Any, ...]:
     return tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in case.items()))
 
 
+MAX_BUILT = 6
+"""Reference models with real parameters (and their copies on a device or in float64) kept across every
+problem, most recently used first: a level-3 model at its own sizes holds hundreds of megabytes, so a
+suite's worth is never held at once. A model dropped is built again, with the same values."""
+_BUILT: OrderedDict[tuple[Any, ...], torch.nn.Module] = OrderedDict()
+_BUILT_LOCK = threading.Lock()
+_IDS = itertools.count()
+
+
+def _kept(key: tuple[Any, ...], build: Callable[[], torch.nn.Module]) -> torch.nn.Module:
+    with _BUILT_LOCK:
+        if key in _BUILT:
+            _BUILT.move_to_end(key)
+            return _BUILT[key]
+    model = build()
+    with _BUILT_LOCK:
+        _BUILT[key] = model
+        while len(_BUILT) > MAX_BUILT:
+            _BUILT.popitem(last=False)
+    return model
+
+
 class Problem:
     """The problem file, run once per set of sizes; every builder is cached per case."""
 
@@ -81,8 +106,9 @@ class Problem:
             raise ProblemError(f"{path}: cannot be read as Python: {exc}") from None
         self.constants = scaling.size_constants(self.tree)
         self._modules: dict[tuple[Any, ...], types.ModuleType] = {}
-        self._models: dict[tuple[Any, ...], torch.nn.Module] = {}
-        self._variants: dict[tuple[Any, ...], torch.nn.Module] = {}
+        self._meta: dict[tuple[Any, ...], torch.nn.Module] = {}
+        """Models on the meta device (no storage: kept), for shapes, dtypes and counts."""
+        self._id = next(_IDS)
         self._lock = threading.RLock()
         self.narrowed = False
         """Whether a float64 reference failed (a forward that makes float32 tensors of its own) and ran in
@@ -123,14 +149,14 @@ class Problem:
     def model(self, case: dict[str, Any]) -> torch.nn.Module:
         """The reference model for a case: built on the CPU under ``MODEL_SEED``, in its own dtypes, and left
         in training mode as KernelBench runs it (batch norms use the batch's statistics)."""
-        key = _key(case)
+        def build() -> torch.nn.Module:
+            cls = getattr(self.module(case), self.names.model)
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(MODEL_SEED)
+                return cls(*self.init_inputs(case))
+
         with self._lock:
-            if key not in self._models:
-                cls = getattr(self.module(case), self.names.model)
-                with torch.random.fork_rng(devices=[]):
-                    torch.manual_seed(MODEL_SEED)
-                    self._models[key] = cls(*self.init_inputs(case))
-            return self._models[key]
+            return _kept((self._id, *_key(case)), build)
 
     def state(self, case: dict[str, Any]) -> dict[str, torch.Tensor]:
         return {k: v.detach().clone() for k, v in self.model(case).state_dict().items()}
@@ -139,20 +165,32 @@ class Problem:
         self, case: dict[str, Any], device: torch.device, dtype: torch.dtype | None
     ) -> torch.nn.Module:
         """The reference model on ``device`` with its floating parameters in ``dtype`` (None: as built)."""
-        key = (*_key(case), str(device), str(dtype))
-        with self._lock:
-            if key not in self._variants:
-                import copy
+        if device.type == "meta":
+            return self._on_meta(case)
 
-                model = copy.deepcopy(self.model(case))
-                if device.type == "meta":
-                    model = model.to("meta")
-                elif dtype is not None:
-                    model = model.to(device=device, dtype=dtype)
-                else:
-                    model = model.to(device)
-                self._variants[key] = model
-            return self._variants[key]
+        def build() -> torch.nn.Module:
+            model = copy.deepcopy(self.model(case))
+            return model.to(device=device, dtype=dtype) if dtype is not None else model.to(device)
+
+        with self._lock:
+            return _kept((self._id, *_key(case), str(device), str(dtype)), build)
+
+    def _on_meta(self, case: dict[str, Any]) -> torch.nn.Module:
+        """The model built on the meta device (no parameter is drawn); a constructor that needs real values
+        (``.item()`` of a schedule) is built on the CPU, not kept, and moved."""
+        key = _key(case)
+        with self._lock:
+            if key not in self._meta:
+                cls = getattr(self.module(case), self.names.model)
+                try:
+                    with torch.device("meta"):
+                        model = cls(*self.init_inputs(case))
+                except Exception:  # noqa: BLE001 - data-dependent construction
+                    with torch.random.fork_rng(devices=[]):
+                        torch.manual_seed(MODEL_SEED)
+                        model = cls(*self.init_inputs(case)).to("meta")
+                self._meta[key] = model
+            return self._meta[key]
 
     def reference_for(self, case: dict[str, Any]) -> Callable[..., Any]:
         def reference(**inputs: Any) -> Any:
@@ -193,9 +231,8 @@ class Problem:
         """Elements of the inputs, outputs and parameters at a case's sizes; None when it fails there."""
         try:
             inputs = self.make_inputs(case, Sampler(0, "problem", "meta"))
+            model = self._on_meta(case)
             with torch.device("meta"):
-                cls = getattr(self.module(case), self.names.model)
-                model = cls(*self.init_inputs(case))
                 outputs = sequence(model(*inputs.values()))
         except Exception:  # noqa: BLE001 - a shift at which the file fails is skipped
             return None
