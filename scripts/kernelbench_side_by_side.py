@@ -201,6 +201,31 @@ def chosen_problems(kb: Path, level1: int, level2: int, only: list[str]) -> list
     return chosen
 
 
+def summary(device: str, tasks: dict, rows: list[dict], walls: dict[str, float]) -> dict:
+    compared = [r for r in rows if "agree" in r]
+    disagreements = [r for r in compared if not r["agree"]]
+    return {
+        "device": device,
+        "problems": {
+            "level1": sum(1 for p in tasks if p.parent.name == "level1"),
+            "level2": sum(1 for p in tasks if p.parent.name == "level2"),
+        },
+        "evaluations": len(rows),
+        "agreement": 1 - len(disagreements) / len(compared) if compared else None,
+        "evaluations_per_minute": {k: 60 * len(rows) / v if v else None for k, v in walls.items()},
+        "disagreements": [
+            {
+                "task": r["task"],
+                "candidate": r["candidate"],
+                "warpgym": r["warpgym_allow-torch"],
+                "kernelbench": r["kernelbench"],
+            }
+            for r in disagreements
+        ],
+        "rows": rows,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument(
@@ -255,30 +280,12 @@ def main() -> None:
                     row["agree"] = bool(ours) == bool(theirs)
                 rows.append(row)
                 print(json.dumps(row, default=str)[:400], flush=True)
-    compared = [r for r in rows if "agree" in r]
-    disagreements = [r for r in compared if not r["agree"]]
-    report = {
-        "device": args.device,
-        "problems": {
-            "level1": sum(1 for p in tasks if p.parent.name == "level1"),
-            "level2": sum(1 for p in tasks if p.parent.name == "level2"),
-        },
-        "evaluations": len(rows),
-        "agreement": 1 - len(disagreements) / len(compared) if compared else None,
-        "evaluations_per_minute": {k: 60 * len(rows) / v if v else None for k, v in walls.items()},
-        "disagreements": [
-            {
-                "task": r["task"],
-                "candidate": r["candidate"],
-                "warpgym": r["warpgym_allow-torch"],
-                "kernelbench": r["kernelbench"],
-            }
-            for r in disagreements
-        ],
-        "rows": rows,
-    }
+                # after every row: a run stopped by its time limit keeps what it measured
+                Path(args.out).write_text(json.dumps(summary(args.device, tasks, rows, walls), default=str))
+    report = summary(args.device, tasks, rows, walls)
     Path(args.out).write_text(json.dumps(report, indent=1, default=str))
-    agreement = f"{report['agreement']:.2%}" if compared else "not measured (no KernelBench side)"
+    measured = report["agreement"] is not None
+    agreement = f"{report['agreement']:.2%}" if measured else "not measured (no KernelBench side)"
     print(f"agreement {agreement} over {len(rows)} evaluations; "
           f"evaluations/min {report['evaluations_per_minute']}")
 
