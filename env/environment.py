@@ -133,7 +133,8 @@ class KernelEnv(gym.Env[dict[str, Any], str | Candidate]):
                   target_speedup: float, render_mode: str | None) -> EnvSpec:
         """What ``gymnasium.make`` would have recorded, for an environment made directly."""
         try:
-            registered = get_task(self.task.id) is self.task
+            # imported suites are not registered with Gymnasium (they exist only where they were imported)
+            registered = get_task(self.task.id) is self.task and self.task.model is None
         except UnknownTaskError:
             registered = False
         kwargs = {"task": self.task.id if registered else self.task, "target": target, "device": device,

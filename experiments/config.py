@@ -185,6 +185,11 @@ class Experiment(Strict):
     description: str = ""
     tasks: list[str] = Field(min_length=1)
     """Task ids, globs (``fusion/*``), categories (``matmul``) or suites (``suite:triton``)."""
+    suites: dict[str, str] = Field(default_factory=dict)
+    """Imported suites by format: ``[suites] kernelbench = "PATH"`` (relative to the file); saved with the
+    run as absolute paths, so a resumed run and its reports find the same tasks (docs/importers.md)."""
+    include_trivial: bool = False
+    """Play imported tasks that the triviality audit flagged (an answer computing nothing passes them)."""
     agents: list[str] = Field(min_length=1)
     """The agents' labels. The file writes loop names or references (``agent_refs``), or one
     ``[agents.LABEL]`` table of parameters per agent."""
@@ -385,7 +390,9 @@ def parse(text: str, where: str = "<config>", base_dir: Path | None = None) -> E
 
     for key in sorted(hidden):
         add((key,), "is written by warpgym, not by hand")
+    _use_suites(data, base_dir, add)
     resolved = _name_problems(data, add)
+    resolved = _without_trivial(resolved, data, add)
     target = data.get("target") if isinstance(data.get("target"), str) else targets.DEFAULT
     levels_mod.problems(data, target, base_dir, add)
     labels, agents = agent_refs.resolve(data.get("agents"), base_dir, add, known_history_modes())
@@ -416,6 +423,7 @@ def parse(text: str, where: str = "<config>", base_dir: Path | None = None) -> E
     if exp is not None:
         _resolve_paths(exp, base_dir, add)
         exp.resolved_tasks = resolved
+        exp.suites = _suites_used(resolved)
         exp.resolved_agents = agents
         played = exp.contexts if exp.ablate is None or "contexts" in data else []  # an ablation alone
         exp.contexts = list(dict.fromkeys([*played, *levels_mod.levels(played, exp.context_levels,
@@ -522,8 +530,64 @@ def load(path: str | Path) -> Experiment:
 
 
 def from_resolved(data: dict[str, Any]) -> Experiment:
-    """The experiment as saved with a run (already resolved: no path or task lookup)."""
-    return Experiment.model_validate(data)
+    """The experiment as saved with a run (already resolved: no task lookup, but its imported suites are
+    registered again from the paths it saved)."""
+    exp = Experiment.model_validate(data)
+    if exp.suites:
+        from warpgym.tasks.importers import use
+
+        use(exp.suites)
+    return exp
+
+
+def _use_suites(data: dict[str, Any], base_dir: Path | None, add: Any) -> None:
+    """Register the file's imported suites (and those ``warpgym tasks import`` saved) before task names
+    are resolved."""
+    from warpgym.tasks.importers import ADAPTERS, SuiteSourceError, use, use_configured
+
+    use_configured()
+    suites = data.get("suites")
+    if not isinstance(suites, dict):
+        return
+    for fmt, path in suites.items():
+        if fmt not in ADAPTERS:
+            add(("suites", fmt), f"unknown suite format {fmt!r}; use one of {', '.join(sorted(ADAPTERS))}")
+            continue
+        if not isinstance(path, str):
+            continue
+        full = Path(path).expanduser()
+        full = full if full.is_absolute() or base_dir is None else base_dir / full
+        try:
+            use({fmt: str(full)})
+        except SuiteSourceError as exc:
+            add(("suites", fmt), str(exc), path)
+        suites[fmt] = str(full.resolve())
+
+
+def _without_trivial(resolved: list[str], data: dict[str, Any], add: Any) -> list[str]:
+    """Imported tasks the triviality audit flags are left out unless ``include_trivial = true``."""
+    from warpgym.tasks import get_task
+
+    imported = [get_task(t) for t in resolved if get_task(t).model is not None]
+    if not imported or data.get("include_trivial") is True:
+        return resolved
+    from warpgym.env.judge.triviality import audited
+
+    flagged = {tid for tid, a in audited(imported).items() if a.get("trivial")}
+    kept = [t for t in resolved if t not in flagged]
+    if not kept:
+        add(("tasks",), f"every task it names is flagged trivial ({', '.join(sorted(flagged))}); set "
+            "include_trivial = true to play them anyway")
+    return kept
+
+
+def _suites_used(resolved: list[str]) -> dict[str, str]:
+    """The imported suites the resolved tasks come from, by format, with their absolute paths."""
+    from warpgym.tasks import get_task
+    from warpgym.tasks.importers import active_sources
+
+    formats = {get_task(t).model.format for t in resolved if get_task(t).model is not None}  # type: ignore[union-attr]
+    return {fmt: path for fmt, path in active_sources().items() if fmt in formats}
 
 
 BUNDLED = Path(__file__).parent / "configs"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every GPU test and measurement of warpgym, in one device call (10 minutes at most there):
 #
-#   bash scripts/gpu_session.sh [streams|scale|all|suite|trust|refsweep]   # carry .whl (gymnasium, pydantic), .kb, .sweep
+#   bash scripts/gpu_session.sh [streams|scale|all|suite|trust|refsweep|kbside]   # carry .whl (gymnasium, pydantic), .kb, .sweep
 #
 # streams (the default): four streams at once, one GPU each where there are four (timing holds its
 # GPU alone, so streams never disturb each other's timings): A the timing probes, `warpgym bench`,
@@ -23,7 +23,8 @@
 # candidates' speedups from five separate processes (scripts/paired_repeat.py; PARALLEL=N at once),
 # then EXTRA (a command). SKIP=timing leaves the probe out.
 # serve: scripts/serve_throughput.py (8 clients through `warpgym serve` against in-process; .whl must
-# hold fastapi, uvicorn, starlette, httpx and their dependencies). refsweep: scripts/triton_ref_sweep.py (the rewritten
+# hold fastapi, uvicorn, starlette, httpx and their dependencies). kbside: scripts/kernelbench_side_by_side.py
+# (KB_LEVEL1, KB_LEVEL2 problems; .kb carries KernelBench's src and KernelBench folders). refsweep: scripts/triton_ref_sweep.py (the rewritten
 # Triton references, old and new and a few tile configs, against their baselines; < 5 minutes).
 # Logs land in $OUT (8 files at most come back); every JSON report is merged into $OUT/results.json.
 set -uo pipefail
@@ -105,6 +106,11 @@ if [[ $part == paired ]]; then  # which timing protocol repeats, and whether a s
   timeout "$(cap 320)" python3 scripts/paired_repeat.py --out $J/paired_repeat.json --parallel "${PARALLEL:-1}" \
     --timeout "$(cap 310)" > "$OUT/B-paired-repeat.log" 2>&1
   [[ -n ${EXTRA:-} ]] && timeout "$(cap 300)" bash -c "$EXTRA" > "$OUT/C-extra.log" 2>&1
+fi
+if [[ $part == kbside ]]; then  # both harnesses on KernelBench's own problems (.kb holds src and KernelBench)
+  CUDA_VISIBLE_DEVICES=$(g 0) timeout "$(cap 560)" python3 scripts/kernelbench_side_by_side.py --kb .kb \
+    --level1 "${KB_LEVEL1:-6}" --level2 "${KB_LEVEL2:-2}" --out $J/kb_side_by_side.json \
+    > "$OUT/kbside.log" 2>&1
 fi
 if [[ $part == serve ]]; then  # `warpgym serve` from 8 clients against in-process (carry the serve wheels)
   timeout "$(cap 540)" python3 scripts/serve_throughput.py --clients "${CLIENTS:-8}" --rounds "${ROUNDS:-2}" \

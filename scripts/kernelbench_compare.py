@@ -70,8 +70,9 @@ class ModelNew(_nn.Module):
 
 
 def stub_missing_modules() -> None:
-    """KernelBench's package imports LLM clients at import; they are not needed to evaluate."""
-    for name in ("litellm", "dotenv", "openai", "datasets", "modal", "pydra"):
+    """KernelBench's package imports LLM clients (and requests, tqdm) at import; they are not needed to
+    evaluate."""
+    for name in ("litellm", "dotenv", "openai", "datasets", "modal", "pydra", "requests", "tqdm"):
         try:
             __import__(name)
         except ImportError:
@@ -79,6 +80,7 @@ def stub_missing_modules() -> None:
             module.load_dotenv = lambda *a, **k: None
             module.completion = lambda *a, **k: None
             module.OpenAI = type("OpenAI", (), {})
+            module.tqdm = lambda iterable=None, *a, **k: iterable
             sys.modules[name] = module
 
 

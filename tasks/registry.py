@@ -31,6 +31,17 @@ def register(task: Task) -> Task:
     return task
 
 
+def register_imported(tasks: list[Task]) -> None:
+    """Tasks of an imported suite (``warpgym.tasks.importers``): importing the same suite again replaces
+    its tasks; an id of a built-in suite is never replaced."""
+    _load()
+    for task in tasks:
+        kept = _TASKS.get(task.id)
+        if kept is not None and kept.model is None:
+            raise ValueError(f"imported task {task.id} would replace a built-in task")
+        _TASKS[task.id] = task
+
+
 def _load() -> None:
     """Import every suite module once. Threads that ask meanwhile wait for the whole registry (a server's
     first requests come at once); a suite module that asks while loading gets what is registered so far."""

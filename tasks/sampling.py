@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import torch
 
-DISTRIBUTIONS = ("normal", "uniform", "outliers", "large", "small")
+DISTRIBUTIONS = ("normal", "uniform", "outliers", "large", "small", "problem")
 
 
 class Sampler:
@@ -25,7 +25,9 @@ class Sampler:
     - ``outliers``: N(0, 1) with about 1% of elements scaled by 100 (a missing
       max-subtraction or a bad reduction order shows);
     - ``large``: N(0, 1) * 10 + 50 (overflow of exp without the max trick, cancellation);
-    - ``small``: N(0, 1) * 1e-3 (a tolerance that is only absolute would pass anything).
+    - ``small``: N(0, 1) * 1e-3 (a tolerance that is only absolute would pass anything);
+    - ``problem``: an imported problem's own input builder, seeded with ``seed`` (tensors drawn here are
+      N(0, 1)).
     """
 
     def __init__(self, seed: int, dist: str = "normal", device: str | torch.device = "cpu") -> None:

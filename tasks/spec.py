@@ -70,6 +70,30 @@ DEFAULT_TOLERANCES: dict[str, Tolerance] = {
 
 
 @dataclass
+class ModelProblem:
+    """A task whose candidate is a module class, not a function (imported suites: KernelBench's ``Model`` /
+    ``ModelNew``). The judge builds the problem's own model for each case; the worker builds the
+    candidate's class with the same constructor arguments and receives the model's parameters by name,
+    so both compute the same function."""
+
+    format: str
+    """The importer that read it (``kernelbench``)."""
+    path: str
+    source: str
+    """The problem file's text: the statement shows it."""
+    params: tuple[str, ...]
+    """The forward's parameter names, in order (the inputs' keys)."""
+    init_inputs: Callable[[Case], list[Any]]
+    state: Callable[[Case], dict[str, torch.Tensor]]
+    """The reference model's parameters and buffers for a case, on the CPU, in the problem's dtypes."""
+    reference_for: Callable[[Case], Callable[..., Any]]
+    """The reference model of a case as a function of the inputs (any device, any floating dtype)."""
+    class_name: str = "ModelNew"
+    sizes_note: str = ""
+    """How dev and heldout sizes were derived from the problem's own (``tasks show`` prints it)."""
+
+
+@dataclass
 class Task:
     """One kernel-writing problem.
 
@@ -110,6 +134,8 @@ class Task:
     """The answer is the inputs' data rearranged (transpose, pad, permute, concatenate, roll, ...): host
     code that copies data (clone, contiguous, copy_, fill_) would produce it, so host copies count as
     computing here, not only PyTorch's arithmetic."""
+    model: ModelProblem | None = None
+    """Set for imported problems whose candidate is a ``ModelNew`` class (see ``ModelProblem``)."""
     performance_note: str = ""
     """Why the reference solution stays below 0.8x of its best baseline on the H200, with the measured
     figure (scripts/triton_ref_sweep.py): shown by ``tasks show`` and in docs/suite.md, never to a model.
@@ -124,7 +150,7 @@ class Task:
 
     def __post_init__(self) -> None:
         category, _, name = self.id.partition("/")
-        if not name or "/" in name:
+        if not name or ("/" in name and self.model is None):
             raise ValueError(f"task id {self.id!r} must be 'category/name'")
         if self.language not in LANGUAGES:
             raise ValueError(f"task {self.id}: language {self.language!r} not in {LANGUAGES}")
@@ -134,7 +160,7 @@ class Task:
         for required in ("dev", "heldout", "bench"):
             if not self.shapes.get(required):
                 raise ValueError(f"task {self.id}: shape set {required!r} is empty")
-        if f"def {self.entrypoint}(" not in self.signature:
+        if self.model is None and f"def {self.entrypoint}(" not in self.signature:
             raise ValueError(f"task {self.id}: signature does not define {self.entrypoint!r}")
 
     @property
@@ -178,6 +204,10 @@ class Task:
             raise KeyError(f"task {self.id} has no extra reference solution {extra!r}; it has: {known}")
         return Candidate.from_path(SOLUTIONS_DIR / extra)
 
+    def reference_of(self, case: Case) -> Callable[..., Any]:
+        """The reference for one case: the task's function, or an imported problem's model built for it."""
+        return self.model.reference_for(case) if self.model is not None else self.reference
+
     def tolerance(self, dtype: str) -> Tolerance:
         return self.tolerances.get(dtype) or DEFAULT_TOLERANCES[dtype]
 
@@ -188,6 +218,8 @@ class Task:
 
     def statement(self) -> str:
         """The text a model sees: what to write, for which shapes, judged how."""
+        if self.model is not None:
+            return model_statement(self)
         dev = "\n".join(f"  - {case_label(c)}" for c in self.shapes["dev"])
         if self.check is not None:
             tol = "  - checked by properties (see the description), not against a fixed answer"
@@ -236,3 +268,25 @@ def elem_size(dtype: str) -> int:
 def sequence(value: Any) -> Sequence[Any]:
     """The outputs of a call as a tuple, whether it returned one tensor or several."""
     return tuple(value) if isinstance(value, list | tuple) else (value,)
+
+
+def model_statement(task: Task) -> str:
+    """The statement of an imported model problem: its source, the class to write, the rules."""
+    assert task.model is not None
+    dev = "\n".join(f"  - {case_label(c) or 'the sizes in the source'}" for c in task.shapes["dev"])
+    tol = "\n".join(f"  - {d}: atol={t.atol:g}, rtol={t.rtol:g}, relative L2 <= {t.rel_l2:g}"
+                    for d in task.dtypes if (t := task.tolerance(d)))
+    return (
+        f"Task {task.id}\n\nThe problem (a PyTorch module):\n\n"
+        f"```python\n{task.model.source.strip()}\n```\n\n"
+        f"Write one Python module defining `class {task.model.class_name}(nn.Module)` with the same "
+        f"constructor arguments as Model and forward({', '.join(task.model.params)}), computing what Model "
+        "computes. Its parameters and buffers must have Model's names and shapes: Model's values are copied "
+        "into it by name (load_state_dict) before it is called. Write the arithmetic in Triton kernels "
+        "(@triton.jit) launched from forward. forward may allocate outputs, take views and read its "
+        "parameters, but must not call PyTorch compute ops (unless the evaluation allows PyTorch calls, "
+        "which its result says).\n\n"
+        f"Example sizes (the module's size constants; more, unseen sizes are used for scoring):\n{dev}\n\n"
+        f"Tolerances per output dtype:\n{tol}\n"
+        + (f"\nNotes: {task.notes.strip()}\n" if task.notes else "")
+    )

@@ -21,14 +21,16 @@ SEEDS = (0, 1, 2)
 """The input sets both sides rotate over (the worker builds the candidate's from the same seeds)."""
 
 
-def callables(task: Task) -> dict[str, Callable[..., Any]]:
-    """The task's baselines by name. A task judged by its own check (its reference only allocates) has
-    none, so it is never timed against a placeholder."""
+def callables(task: Task, case: dict[str, Any] | None = None) -> dict[str, Callable[..., Any]]:
+    """The task's baselines by name at ``case`` (an imported problem's reference is its model built for the
+    case). A task judged by its own check (its reference only allocates) has none, so it is never timed
+    against a placeholder."""
     fns: dict[str, Callable[..., Any]] = {}
+    reference = task.reference if case is None else task.reference_of(case)
     if "eager" in task.baselines:
-        fns["eager"] = task.reference
+        fns["eager"] = reference
     if "torch.compile" in task.baselines:
-        fns["torch.compile"] = torch.compile(own_code(task.reference))
+        fns["torch.compile"] = torch.compile(own_code(reference))
     if task.vendor is not None:
         fns["vendor"] = task.vendor
     return fns
@@ -54,7 +56,7 @@ class Baselines:
         """The baselines and their inputs (made only now, after the candidate's first call, which may
         fail: importing torch.compile alone takes seconds), then the first call of each (torch.compile
         compiles there): a baseline that fails is left out, with the reason."""
-        self.fns = callables(self.task)
+        self.fns = callables(self.task, self.case)
         if self.fns:
             self.inputs = [self.task.make_inputs(self.case, Sampler(seed, "normal", self.device))
                            for seed in SEEDS]

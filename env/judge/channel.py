@@ -8,12 +8,13 @@ process, since the damage may be an earlier candidate's.
 
 from __future__ import annotations
 
+import os
 import signal
 from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 from warpgym.env.common.device import release_cached_memory
-from warpgym.env.judge import findings
+from warpgym.env.judge import findings, shipped
 from warpgym.env.judge.plan import Check
 from warpgym.env.judge.pool import Worker, WorkerError
 from warpgym.env.judge.references import itemsize
@@ -47,12 +48,26 @@ def load_request(ev: Evaluation, mode: Literal["run", "compile"] = "run") -> m.L
     run = mode == "run"
     return m.LoadRequest(source=ev.candidate.source, entrypoint=ev.task.entrypoint,
                          params=ev.params if run else [], target=ev.options.target if run else None,
-                         mode=mode, attachments=dict(ev.candidate.attachments))
+                         mode=mode, attachments=dict(ev.candidate.attachments),
+                         model=run and ev.task.model is not None)
+
+
+def close_problem_file(ev: Evaluation) -> None:
+    """An imported problem's file is closed to the workers that start after it was read
+    (``sandbox.problem_files``); a worker kept from before is replaced before the candidate reaches it."""
+    if ev.task.model is None:
+        return
+    path = os.path.realpath(ev.task.model.path)
+    for worker in (ev.workers.run, ev.workers.compile):
+        if getattr(worker, "sandbox", False) is not False and worker.alive \
+                and path not in getattr(worker, "protected", frozenset()):
+            worker.stop()
 
 
 def load(ev: Evaluation) -> bool:
     """Import the candidate into the run worker; False (with the reason recorded) when it cannot be."""
     result, worker = ev.result, ev.workers.run
+    ev.models_sent.clear()  # a load starts the worker's instances afresh
     pid = worker_pid(worker)
     try:
         reply: m.LoadReply = ask(worker, load_request(ev), ev.options.limits.load)
@@ -128,9 +143,9 @@ def stage_inputs(ev: Evaluation, case: dict[str, Any], seeds: list[int], timeout
     from warpgym.env.judge.references import output_meta
 
     sets = [call_inputs(ev, case, seed, "normal") for seed in seeds]
-    meta = output_meta(ev.task, sets[0])
+    meta = output_meta(ev.task, sets[0], case)
     stage = m.StageRequest(input_sets=sets, poison_bytes=poison_bytes(meta),
-                           output_bytes=[itemsize(t) for t in meta])
+                           output_bytes=[itemsize(t) for t in meta], model=shipped.model_call(ev, case))
     del sets
     staged: m.StageReply = ask(ev.workers.run, stage, timeout)
     del stage
@@ -156,15 +171,19 @@ def run(ev: Evaluation, check: Check) -> m.RunReply | None:
     # copy each tensor to the host anyway).
     inputs = {k: v.to("cpu") if isinstance(v, torch.Tensor) else v
               for k, v in call_inputs(ev, check.case, check.seed, check.distribution).items()}
-    request = m.RunRequest(inputs=inputs, poison_bytes=poisoned, output_bytes=[itemsize(t) for t in meta],
-                           max_output_bytes=4 * sum(itemsize(t) for t in meta) + (16 << 20),
-                           contiguous_outputs=ev.task.contiguous_outputs, layout=ev.task.layout)
+
+    def request() -> m.RunRequest:  # the model call depends on what the worker holds: made per send
+        return m.RunRequest(inputs=inputs, poison_bytes=poisoned, output_bytes=[itemsize(t) for t in meta],
+                            max_output_bytes=4 * sum(itemsize(t) for t in meta) + (16 << 20),
+                            contiguous_outputs=ev.task.contiguous_outputs, layout=ev.task.layout,
+                            model=shipped.model_call(ev, check.case))
+
     pid = ev.loaded
-    reply = _send_run(ev, request)
+    reply = _send_run(ev, request())
     if reply.kind == "crash" and pid is not None and pid == ev.inherited:
         ev.inherited = None  # once: a crash in a worker of its own is the candidate's
         if ev.load():
-            reply = _send_run(ev, request)
+            reply = _send_run(ev, request())
     out = worker.log_tail(clear=True)
     if out:
         result.stdout = (result.stdout + "\n" + out).strip()[-4000:]

@@ -165,15 +165,36 @@ def own_kernels(ev: Evaluation) -> tuple[list[str], list[Violation]]:
     return [k for k in own if k not in taken], found
 
 
+def own_share(traces: Iterable[tuple[str, Mapping[str, Any]]], own_kernels: Iterable[str]) -> float | None:
+    """The share of kernel time on the device spent in the candidate's own kernels; None without times."""
+    own = {base_name(demangled_base(k)) for k in own_kernels}
+    mine = total = 0.0
+    for _, trace in traces:
+        for activity in trace.get("activities", []):
+            if activity.get("kind") == "kernel":
+                us = float(activity.get("us") or 0)
+                total += us
+                mine += us if base_name(str(activity.get("name", ""))) in own else 0.0
+    return mine / total if total > 0 else None
+
+
 def judge(ev: Evaluation) -> bool:
     """The device's evidence on every traced call of an evaluation, once its kernels are known; False
     (and the candidate not accepted) when something that is not the candidate's computed."""
     ev.traces_judged = len(ev.device_traces)
+    result = ev.result
+    if ev.options.allow_torch and ev.task.model is not None and not ev.device_traces:
+        result.skipped_checks.append("the share of GPU time in the candidate's own kernels cannot be "
+                                     "measured here: there is no device trace without a GPU")
     if not ev.device_traces:
         return True
-    result = ev.result
     own, found = own_kernels(ev)
-    found += device_violations(ev.device_traces, own, ev.task.entrypoint)
+    if ev.options.allow_torch:
+        result.own_gpu_share = own_share(ev.device_traces, own)
+        found += [v for v in device_violations(ev.device_traces, own, ev.task.entrypoint)
+                  if v.code != "device-library-kernel"]
+    else:
+        found += device_violations(ev.device_traces, own, ev.task.entrypoint)
     result.device_activity = {"traced_calls": sum(1 for _, t in ev.device_traces if not t.get("error")),
                               "kernels": dict(kernels_seen(ev.device_traces).most_common(20)),
                               "seconds": round(sum(float(t.get("seconds") or 0) for _, t in ev.device_traces),

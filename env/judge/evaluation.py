@@ -35,6 +35,7 @@ from warpgym.env.judge.pool import Worker
 from warpgym.env.judge.references import Memo, Reference, References
 from warpgym.env.judge.result import CaseResult, EvalResult
 from warpgym.env.judge.static import check_source
+from warpgym.env.judge.static_models import check_model_source
 from warpgym.env.protocol.messages import RunReply
 from warpgym.env.protocol.violations import violation
 from warpgym.tasks import Task
@@ -79,6 +80,9 @@ class Evaluation:
     loaded: int | None = None
     """The pid of the run worker the candidate was loaded into: a call finding another one there (the
     worker died between calls, and a fresh one holds no candidate) is a crash of that worker."""
+    models_sent: set[str] = field(default_factory=set)
+    """For a module-class candidate: the cases whose model parameters the run worker got since the
+    candidate was last loaded (``shipped.model_call``)."""
 
     def __post_init__(self) -> None:
         self.result = EvalResult(task=self.task.id, target=self.options.target,
@@ -141,7 +145,12 @@ class Evaluation:
 
     def _stages(self) -> None:
         task, options, result = self.task, self.options, self.result
-        report = check_source(self.candidate.source, task.entrypoint, self.params, task.language)
+        result.mode = "allow-torch" if options.allow_torch else ("strict" if task.model is not None else None)
+        if task.model is not None:
+            report = check_model_source(self.candidate.source, task.entrypoint, self.params,
+                                        options.allow_torch)
+        else:
+            report = check_source(self.candidate.source, task.entrypoint, self.params, task.language)
         result.violations.extend(report.violations)
         if not report.ok:
             return
@@ -149,6 +158,7 @@ class Evaluation:
         t0 = time.perf_counter()
         # A worker kept from earlier evaluations may carry damage an earlier candidate did unseen (a write
         # past every guard into the allocator's data): if it crashes here, the case runs again in a new one.
+        channel.close_problem_file(self)
         self.inherited = channel.worker_pid(self.workers.run)
         if not self.load():
             return

@@ -24,7 +24,9 @@ def tampered(ev: Evaluation, names: list[str]) -> None:
 
 def torch_ops(ev: Evaluation, forbidden: dict[str, int], when: str = "") -> None:
     """PyTorch compute ops the run-time policy saw host code run (``host:`` entries are data moved
-    through Python: ``host_compute``)."""
+    through Python: ``host_compute``); allowed, and not flagged, when the options allow PyTorch calls."""
+    if ev.options.allow_torch:
+        return
     ops = {k: n for k, n in forbidden.items() if not k.startswith(HOST_PREFIX.strip())}
     if ops:
         ev.flag("torch-op", when=when, ops=", ".join(f"{op} (x{n})" for op, n in sorted(ops.items())))
@@ -53,7 +55,9 @@ def run_findings(ev: Evaluation, reply: m.RunReply) -> None:
         ev.flag("uncompiled-kernel", reason=reply.refused_launches[0])
     if reply.background:
         ev.flag("background-work", count=reply.background)
-    if ev.task.language == "triton" and reply.unwritten and reply.launches and not reply.loader_launches:
+    # With PyTorch calls allowed, the last op writing an output may be PyTorch's.
+    if ev.task.language == "triton" and reply.unwritten and reply.launches and not reply.loader_launches \
+            and not ev.options.allow_torch:
         ev.flag("output-not-written", which=", ".join(f"output {i}" for i in reply.unwritten))
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+from warpgym.env.judge import shipped
 from warpgym.env.judge.findings import profiled_findings
 from warpgym.env.judge.instructions import FAMILIES, FEATURES
 from warpgym.env.protocol.violations import violation
@@ -71,7 +72,8 @@ def executed_counts(ev: Evaluation, totals: dict[str, dict[str, int | None]]) ->
             prof = profile_candidate(task.id, ev.candidate.source, case, seed=task.seeds[0],
                                      distribution=task.distributions[0], target=options.target,
                                      kernels=names, timeout=options.limits.timing, device=ev.device,
-                                     attachments=ev.candidate.attachments)
+                                     attachments=ev.candidate.attachments,
+                                     model=shipped.model_call(ev, case, fresh=True))
     except ProfileError as exc:
         result.skipped_checks.append(f"executed instruction counts: {exc}")
         return False
@@ -97,7 +99,8 @@ def memcheck(ev: Evaluation) -> bool:
             report = memcheck_candidate(task.id, ev.candidate.source, case, seed=task.seeds[0],
                                         distribution=task.distributions[0], target=options.target,
                                         timeout=options.limits.timing, device=ev.device,
-                                        attachments=ev.candidate.attachments)
+                                        attachments=ev.candidate.attachments,
+                                        model=shipped.model_call(ev, case, fresh=True))
     except ProfileError as exc:
         result.skipped_checks.append(f"memcheck: {exc}")
         return True

@@ -85,6 +85,10 @@ class EvalOptions:
     """On a GPU, count executed instructions with Nsight Compute. None (the default) profiles exactly
     when the task requires instruction features on the target, since those must be shown executed;
     an Nsight Compute run costs tens of seconds, too much to pay for information alone."""
+    allow_torch: bool = False
+    """KernelBench's rule: the candidate may call PyTorch besides its own kernels (the result says so, and
+    on a GPU reports the share of GPU time in its own kernels). The default, strict, refuses any PyTorch
+    compute op in the candidate's code."""
     memcheck: bool = False
     """On a GPU, run compute-sanitizer memcheck on one case before timing; any error fails the candidate."""
 

@@ -54,7 +54,9 @@ class Check:
 
 
 def params(task: Task) -> list[str]:
-    """The entrypoint's parameter names, from the task's signature."""
+    """The entrypoint's parameter names, from the task's signature (a model's: its forward's)."""
+    if task.model is not None:
+        return list(task.model.params)
     fn = ast.parse(task.signature + ": ...").body[0]
     assert isinstance(fn, ast.FunctionDef)
     return [a.arg for a in fn.args.args]
@@ -104,7 +106,7 @@ def interpreter_fault(task: Task, case: dict[str, Any], seed: int, dist: str, de
     if _has_bf16(inputs):
         return INTERPRETER_BF16
     try:
-        outputs = sequence(task.reference(**inputs))
+        outputs = sequence(task.reference_of(case)(**inputs))
     except Exception:  # noqa: BLE001 - no meta kernel: the output dtypes are found at run time
         return None
     dtypes = {o.dtype for o in outputs if isinstance(o, torch.Tensor)}

@@ -133,6 +133,8 @@ class Worker:
         self.started_at = 0.0
         self.requests = 0
         self.command: list[str] = []
+        self.protected: frozenset[str] = frozenset()
+        """The paths the running process keeps closed to candidates (``sandbox.protected_by``)."""
         self._dir_fd: int | None = None
 
     def _close_dir(self) -> None:
@@ -153,7 +155,8 @@ class Worker:
         self._close_dir()
         self._dir_fd = os.open(self.workdir, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
         parent_sock, child_sock = socket.socketpair()
-        log = open(self.workdir / "output.log", "wb")  # noqa: SIM115 - the child owns it
+        # appending: after the judge truncates the log (log_tail), the next line starts at its beginning
+        log = open(self.workdir / "output.log", "ab")  # noqa: SIM115 - the child owns it
         env = clean_environment(self.device, self.mode, self.workdir)
         env.update(self.extra_env)
         command = [sys.executable, "-m", "warpgym.env.worker.main", str(child_sock.fileno())]
@@ -162,6 +165,7 @@ class Worker:
             removed = sum(1 for k, v in os.environ.items() if not _passed_to_worker(k, v))
             env = sandbox_mod.configure(env, str(self.workdir), self.device, self.mode, removed,
                                         self.sandbox if isinstance(self.sandbox, dict) else None)
+            self.protected = sandbox_mod.protected_by(env)
             command = sandbox_mod.launch_command(child_sock.fileno())
         self.command = [*self.wrapper, *command]
         self.proc = subprocess.Popen(

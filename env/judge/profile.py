@@ -293,10 +293,12 @@ def _run_driver(
     extra_env: dict[str, str] | None = None,
     device: str = "cuda",
     attachments: Mapping[str, str] | None = None,
+    model: Any = None,
 ) -> DriverRun:
     """Start a worker behind ``tool`` (its confinement, audit hook and policy apply to itself inside the
     tool), import the candidate for the target, call it once on inputs the judge drew, and let it exit so
-    the tool writes its report to a file of the judge's."""
+    the tool writes its report to a file of the judge's. ``model`` (a ``messages.ModelCall`` with the
+    parameters) builds a module-class candidate for the case."""
     from warpgym.env.judge.plan import params
     from warpgym.env.judge.pool import Worker, WorkerError
     from warpgym.env.protocol import messages as m
@@ -314,12 +316,13 @@ def _run_driver(
         try:
             load = m.parse_reply("load", worker.request(m.LoadRequest(
                 source=source, entrypoint=task.entrypoint, params=params(task), target=target,
-                attachments=dict(attachments or {})).wire(), timeout))
+                attachments=dict(attachments or {}), model=model is not None).wire(), timeout))
             if not load.ok:
                 error = f"importing the candidate failed: {load.error}"
             else:
                 inputs = task.make_inputs(case, Sampler(seed, distribution, device))
-                reply = m.parse_reply("run", worker.request(m.RunRequest(inputs=inputs).wire(), timeout))
+                request = m.RunRequest(inputs=inputs, model=model)
+                reply = m.parse_reply("run", worker.request(request.wire(), timeout))
                 del inputs
                 returned, error = reply.ok, reply.error or ""
                 forbidden, tampered = dict(reply.forbidden_ops), list(reply.tampered)
@@ -365,6 +368,7 @@ def profile_candidate(
     timeout: float = 600.0,
     device: str = "cuda",
     attachments: Mapping[str, str] | None = None,
+    model: Any = None,
 ) -> Profile:
     """Run the candidate once under Nsight Compute and count what each of its kernels executed.
 
@@ -396,7 +400,7 @@ def profile_candidate(
     if flt:
         tool[1:1] = ["--kernel-name", flt]
     run = _run_driver(tool, task_id, source, case, seed, distribution, target, timeout, device=device,
-                      attachments=attachments)
+                      attachments=attachments, model=model)
     dump = os.environ.get("WARPGYM_NCU_DUMP")
     if dump:  # a folder: keep ncu's raw output (parser fixtures, debugging)
         Path(dump).mkdir(parents=True, exist_ok=True)
@@ -421,6 +425,7 @@ def memcheck_candidate(
     timeout: float = 600.0,
     device: str = "cuda",
     attachments: Mapping[str, str] | None = None,
+    model: Any = None,
 ) -> MemcheckReport:
     """Run the candidate once under compute-sanitizer memcheck; its findings are the feedback."""
     tool_path = sanitizer_path()
@@ -451,6 +456,7 @@ def memcheck_candidate(
         extra_env={"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"},
         device=device,
         attachments=attachments,
+        model=model,
     )
     report = parse_memcheck(run.log)
     report.run = run

@@ -70,13 +70,14 @@ def itemsize(t: Any) -> int:
     return t.numel() * t.element_size() if isinstance(t, torch.Tensor) else 0
 
 
-def output_meta(task: Task, inputs: dict[str, Any]) -> list[Any]:
-    """The reference's outputs for ``inputs`` as meta tensors (shapes and dtypes, no data)."""
+def output_meta(task: Task, inputs: dict[str, Any], case: dict[str, Any] | None = None) -> list[Any]:
+    """The reference's outputs for ``inputs`` (of ``case``) as meta tensors (shapes and dtypes, no data)."""
+    reference = task.reference if case is None else task.reference_of(case)
     try:
-        return list(sequence(task.reference(**{k: v.to("meta") if isinstance(v, torch.Tensor) else v
-                                               for k, v in inputs.items()})))
+        return list(sequence(reference(**{k: v.to("meta") if isinstance(v, torch.Tensor) else v
+                                          for k, v in inputs.items()})))
     except Exception:  # noqa: BLE001 - some ops have no meta kernel; run at the real dtype instead
-        outputs = sequence(task.reference(**inputs))
+        outputs = sequence(reference(**inputs))
         return [o.to("meta") if isinstance(o, torch.Tensor) else o for o in outputs]
 
 
@@ -95,10 +96,11 @@ class References:
         if kept is not None:
             return kept
         inputs = task.make_inputs(case, Sampler(seed, dist, self.device))
-        meta = output_meta(task, inputs)
+        reference = task.reference_of(case)
+        meta = output_meta(task, inputs, case)
         precision = dtype_of(task.reference_precision)
         with torch.no_grad(), gpu_shared():
-            expected = list(sequence(task.reference(**{k: _upcast(v, precision) for k, v in inputs.items()})))
+            expected = list(sequence(reference(**{k: _upcast(v, precision) for k, v in inputs.items()})))
         if sum(itemsize(t) for t in expected) <= REFERENCE_CACHE_BYTES:
             self.memo.put(key, (expected, meta))  # bench-sized answers are used once: not kept
         return expected, meta

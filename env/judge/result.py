@@ -158,6 +158,12 @@ class EvalResult:
     sandbox: dict[str, Any] | None = None
     """What confined the candidate's worker: ``applied`` and ``not_applied`` protections, each with a
     sentence (env/worker/confine.py); None when the evaluation never started a worker."""
+    mode: str | None = None
+    """For imported problems: ``strict`` (only the candidate's kernels compute) or ``allow-torch``
+    (PyTorch calls allowed, KernelBench's rule); None for our own tasks, which are always strict."""
+    own_gpu_share: float | None = None
+    """With PyTorch calls allowed, on a GPU: the share of GPU kernel time spent in the candidate's own
+    kernels over the checked calls (from the device trace)."""
     device_activity: dict[str, Any] | None = None
     """What the GPU ran inside the entrypoint, by CUDA activity tracing: ``traced_calls``, ``kernels``
     (each name seen and how often), ``seconds`` the tracing took; None without a GPU. After a timing,

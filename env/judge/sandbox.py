@@ -37,6 +37,7 @@ def defaults(device: str, mode: str) -> dict[str, Any]:
         "drop_uid": True,
         "audit": True,
         "hide": hidden_from_workers(),
+        "protect": problem_files(),
     }
     if not cpu_only:
         # On the H200 (2026-12-01, scripts/landlock_cuda_probe.py) CUDA failed to initialise under the
@@ -54,6 +55,20 @@ def hidden_from_workers() -> list[str]:
     from warpgym.tasks.spec import SOLUTIONS_DIR
 
     return [str(SOLUTIONS_DIR.resolve().parent), str(Path(__file__).resolve().parent)]  # solutions: in tasks/
+
+
+def problem_files() -> list[str]:
+    """The imported problem files this process has read (a KernelBench checkout's ``Model`` classes and
+    input builders): trusted data of the judge, as closed to a worker as a home directory (Landlock and
+    the audit hook), wherever the user keeps them."""
+    from warpgym.tasks.importers.model_problem import problem_files as read
+
+    return read()
+
+
+def protected_by(env: dict[str, str]) -> frozenset[str]:
+    """The paths a worker started with ``env`` (``configure``) keeps closed beyond the defaults' folders."""
+    return frozenset(json.loads(env.get(ENV_VAR) or "{}").get("protect") or [])
 
 
 def _default_memory() -> int:
@@ -80,7 +95,9 @@ def configure(
 ) -> dict[str, str]:
     """Put the sandbox's settings into the worker's environment."""
     config = defaults(device, mode)
+    protect = [*config["protect"], *(overrides or {}).get("protect", [])]
     config.update(overrides or {})
+    config["protect"] = sorted(set(protect))  # an override adds closed paths, never reopens one
     config.update(
         {
             "workdir": workdir,

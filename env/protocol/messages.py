@@ -28,6 +28,20 @@ class Message(BaseModel):
 
 
 # ---------------------------------------------------------------------------------------- requests
+class ModelCall(Message):
+    """For a task whose candidate is a module class (an imported ``ModelNew``): which instance to call, and
+    how to build it. The worker keeps one instance per ``key`` (a case's sizes) until the next load; the
+    problem itself (its file, its ``Model``) never reaches the worker, only these values."""
+
+    key: str
+    init_inputs: list[Any] = Field(default_factory=list)
+    """The constructor's arguments (numbers, lists), as the problem's ``get_init_inputs()`` returns them."""
+    state: dict[str, torch.Tensor] | None = None
+    """The reference model's parameters and buffers, loaded by name (``load_state_dict``) into a new
+    instance; None: the instance built for ``key`` since the last load is called again (a level-3 model's
+    parameters are hundreds of megabytes, sent once per case rather than with every call)."""
+
+
 class LoadRequest(Message):
     op: Literal["load"] = "load"
     source: str
@@ -37,6 +51,8 @@ class LoadRequest(Message):
     mode: Literal["run", "compile"] = "run"
     attachments: dict[str, str] = Field(default_factory=dict)
     """File name -> text, installed (``toolchain.attachments``) before the module is imported."""
+    model: bool = False
+    """The entrypoint is an ``nn.Module`` class whose forward takes ``params`` (see ``ModelCall``)."""
 
 
 Inputs = dict[str, Any]
@@ -55,6 +71,8 @@ class RunRequest(Message):
     """The statement promises contiguous outputs (every task unless its declaration says otherwise)."""
     layout: bool = False
     """A layout task: host copies (clone, copy_) count as computing its answer."""
+    model: ModelCall | None = None
+    """For a module-class candidate: the instance the inputs are given to."""
 
 
 class SpecsRequest(Message):
@@ -90,6 +108,8 @@ class StageRequest(Message):
     poison_bytes: int = Field(default=1 << 20, ge=0)
     """Memory poisoned with NaN before each timed call, as before a checked call of the case (``run``)."""
     output_bytes: list[int] = Field(default_factory=list)
+    model: ModelCall | None = None
+    """For a module-class candidate: the instance the timing requests call."""
 
 
 class TimeRequest(Message):

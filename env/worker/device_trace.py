@@ -49,10 +49,12 @@ class Activity:
     copy: str = ""
     """For a memcpy: ``HtoD``, ``DtoH``, ``DtoD``, ``HtoH`` or ``PtoP``, as CUPTI names the direction."""
     count: int = 1
+    us: float = 0.0
+    """Their total duration on the device, in microseconds."""
 
     def to_wire(self) -> dict[str, Any]:
         return {"kind": self.kind, "name": self.name[:400], "nbytes": int(self.nbytes), "copy": self.copy,
-                "count": self.count}
+                "count": self.count, "us": round(self.us, 3)}
 
 
 @dataclass
@@ -105,11 +107,13 @@ def read_chrome_trace(data: dict[str, Any]) -> Trace:
             others.append((*span, name))
         key = (kind, name, _copy_direction(name) if kind == "memcpy" else "")
         nbytes = int((event.get("args") or {}).get("bytes") or 0)
+        duration = float(event.get("dur") or 0)
         if key in seen:
             seen[key].count += 1
             seen[key].nbytes += nbytes
+            seen[key].us += duration
         elif len(seen) < MAX_ACTIVITIES:
-            seen[key] = Activity(kind, name, nbytes, key[2])
+            seen[key] = Activity(kind, name, nbytes, key[2], us=duration)
         else:
             trace.error = f"the call ran more than {MAX_ACTIVITIES} distinct kernels and copies"
     trace.activities = list(seen.values())

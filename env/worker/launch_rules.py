@@ -2,10 +2,10 @@
 
 On a CPU the worker interprets each launched Triton kernel and compiles the recorded launch for the target
 in another process. The two run the same code only when:
-- every argument is a plain value (tensor, number, boolean, string, None, a Triton dtype or descriptor):
-  the interpreter hands the argument object itself to the kernel body, the compile only its recorded
-  value, so an ``int`` subclass whose ``__bool__`` disagrees with its value runs one path here and
-  another there;
+- every argument is a plain value (tensor or a module's parameter, number, boolean, string, None, a Triton
+  dtype or descriptor): the interpreter hands the argument object itself to the kernel body, the compile
+  only its recorded value, so an ``int`` subclass whose ``__bool__`` disagrees with its value runs one
+  path here and another there;
 - the launched kernel is the one defined at module level under its name when the module was imported
   (the compile imports the module afresh and finds kernels by name): a kernel built inside a function,
   or rebound at call time, is never compiled;
@@ -35,7 +35,8 @@ def _kind(value: Any) -> str:
 def _argument_problem(value: Any, depth: int = 0) -> str | None:
     import torch
 
-    if type(value) in _PLAIN or type(value) is torch.Tensor:
+    # A module's own parameter is a tensor as the compile sees it (its subclasses are not: they may override)
+    if type(value) in _PLAIN or type(value) is torch.Tensor or type(value) is torch.nn.Parameter:
         return None
     if type(value) in (tuple, list) and depth < 4:
         return next(filter(None, (_argument_problem(v, depth + 1) for v in value)), None)

@@ -42,6 +42,7 @@ from warpgym.env.worker import (  # noqa: E402
     interpreter_constexpr,
     interpreter_grid,
     launch_rules,
+    models,
     policy,
 )
 from warpgym.env.worker import triton_launches as triton_support  # noqa: E402
@@ -102,6 +103,12 @@ class State:
         """The sizes of the case's outputs, each poisoned on its own too (``poison``)."""
         self.spin_cycles = 0
         """The GPU spin queued before each timed call (common/timing.time_calls), kept from block to block."""
+        self.staged_entry: Any = None
+        """What the timing requests call: the entrypoint, or the model instance staged with the inputs."""
+        self.params: list[str] = []
+        self.models: dict[str, tuple[Any, dict[str, int]]] = {}
+        """Instances of a module-class candidate by ``ModelCall.key`` with the ops refused while each
+        loaded its parameters (cleared at each load)."""
 
 
 def _on_device(inputs: dict[str, Any], device: str) -> dict[str, Any]:
@@ -188,13 +195,21 @@ def op_load(state: State, msg: m.LoadRequest) -> m.LoadReply:
     if entry is None or not callable(entry):
         return m.LoadReply(ok=False, kind="missing-entrypoint",
                            error=message("missing-entrypoint", name=msg.entrypoint))
-    try:
-        params = list(inspect.signature(entry).parameters)
-    except (TypeError, ValueError):
-        params = []
-    if params[: len(msg.params)] != msg.params:
-        return m.LoadReply(ok=False, kind="signature", error=message(
-            "signature", name=msg.entrypoint, got=", ".join(params), expected=", ".join(msg.params)))
+    state.models.clear()
+    state.staged_entry = None
+    state.params = list(msg.params)
+    if msg.model:
+        problem = models.check_class(entry, msg.params, msg.entrypoint)
+        if problem:
+            return m.LoadReply(ok=False, kind="signature", error=problem)
+    else:
+        try:
+            params = list(inspect.signature(entry).parameters)
+        except (TypeError, ValueError):
+            params = []
+        if params[: len(msg.params)] != msg.params:
+            return m.LoadReply(ok=False, kind="signature", error=message(
+                "signature", name=msg.entrypoint, got=", ".join(params), expected=", ".join(msg.params)))
     state.entry = entry
     triton_support.RECORDER.launches.clear()
     triton_support.RECORDER.jit_kernels.clear()
@@ -257,8 +272,26 @@ def _l2_flush(device: str) -> torch.Tensor | None:
     return torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device=device)
 
 
+def _entry(state: State, call: m.ModelCall | None) -> tuple[Any, dict[str, int]]:
+    """What to call, and the ops refused while building it: the entrypoint, or the model instance for
+    ``call`` (built when the call carries parameters, reused by key when it does not)."""
+    if call is None:
+        return state.entry, {}
+    if call.state is not None:
+        state.models[call.key] = models.build(state.entry, call, state.device)
+        call.state = None  # the received copy: the instance holds its own
+    elif call.key not in state.models:
+        raise models.ModelBuildError(f"no model was built for {call.key} since the candidate was loaded")
+    model, refused = state.models[call.key]
+    return models.bound(model, state.params), refused
+
+
 def op_run(state: State, msg: m.RunRequest) -> m.RunReply:
     device = state.device
+    try:
+        entry, refused = _entry(state, msg.model)
+    except models.ModelBuildError as exc:
+        return m.RunReply(ok=False, kind="runtime", error=str(exc))
     inputs = _on_device(msg.inputs, device)
     msg.inputs = {}  # the received copy: only the worker's own, guarded one stays
     inputs, guards = _guarded(inputs)
@@ -277,7 +310,7 @@ def op_run(state: State, msg: m.RunRequest) -> m.RunReply:
         flush.zero_()  # outside the trace (the tracer waits for it): what the trace shows is the call's
     with tracer, policy.watching() as mode:
         try:
-            result = state.entry(**inputs)
+            result = entry(**inputs)
             _synchronize(device)
             lingering = len(_python_threads() - threads_before)
             outputs = _outputs(result)
@@ -294,7 +327,7 @@ def op_run(state: State, msg: m.RunRequest) -> m.RunReply:
     seconds = time.perf_counter() - started
     trace = tracer.trace.to_wire() if isinstance(tracer, device_trace.traced) else None
     mutated = [k for k, v in before.items() if not same_bits(v, inputs[k])]
-    forbidden = mode.forbidden(msg.layout)
+    forbidden = {**refused, **mode.forbidden(msg.layout)}
     bad_types = [type(o).__name__ for o in outputs if type(o) is not torch.Tensor]
     if bad_types:
         return m.RunReply(ok=False, kind="output", forbidden_ops=forbidden, device_trace=trace,
@@ -430,6 +463,10 @@ def op_stage(state: State, msg: m.StageRequest) -> m.StageReply:
     NaN guards), so an input's storage, offset and neighbours tell a timed call from a checked one no more
     than its values do."""
     state.spin_cycles, state.poison_bytes, state.output_bytes = 0, msg.poison_bytes, list(msg.output_bytes)
+    try:
+        state.staged_entry, _ = _entry(state, msg.model)
+    except models.ModelBuildError as exc:
+        return m.StageReply(ok=False, kind="runtime", error=str(exc))
     state.staged, state.guards = [], []
     for inputs in msg.input_sets:
         guarded, guards = _guarded(_on_device(inputs, state.device))
@@ -452,7 +489,7 @@ def op_time(state: State, msg: m.TimeRequest) -> m.TimeReply:
     if not input_sets:
         return m.TimeReply(ok=False, kind="internal", error="no input sets were staged for timing")
     with triton_support.RECORDER.unrecorded(), policy.watching() as mode:
-        stats = time_callable(state.entry, input_sets, warmup=msg.warmup, reps=msg.reps,
+        stats = time_callable(state.staged_entry or state.entry, input_sets, warmup=msg.warmup, reps=msg.reps,
                               event_cls=_PRISTINE["torch.cuda.Event"],
                               synchronize=_PRISTINE["torch.cuda.synchronize"])
     return m.TimeReply(ok=True, **stats, forbidden_ops=mode.forbidden(), tampered=tampered())
@@ -467,7 +504,7 @@ def op_time_block(state: State, msg: m.TimeBlockRequest) -> m.TimeBlockReply:
         return m.TimeBlockReply(ok=True, tampered=tampered())
     if not state.staged:
         return m.TimeBlockReply(ok=False, kind="internal", error="no input sets were staged for timing")
-    input_sets, entry, device = state.staged, state.entry, state.device
+    input_sets, entry, device = state.staged, state.staged_entry or state.entry, state.device
     event_cls = _PRISTINE["torch.cuda.Event"]
     traced = msg.trace and device.startswith("cuda")
     tracer = device_trace.traced(str(Path.cwd())) if traced else contextlib.nullcontext()

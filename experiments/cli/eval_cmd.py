@@ -41,6 +41,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="comma-separated shape sets to check (dev, heldout, bench); default dev,heldout")
     parser.add_argument("--no-timing", action="store_true", help="skip the timing stage on a GPU")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--allow-torch", action="store_true",
+                        help="allow PyTorch calls besides the candidate's kernels (KernelBench's rule; the "
+                             "result names the mode and, on a GPU, the share of GPU time in its own kernels)")
     parser.set_defaults(func=run)
 
 
@@ -87,7 +90,9 @@ def json_view(result: dict) -> dict:
 def run(args: argparse.Namespace) -> int:
     from warpgym.env import EvalOptions, evaluate
     from warpgym.tasks import UnknownTaskError, get_task
+    from warpgym.tasks.importers import use_configured
 
+    use_configured()
     try:
         task = get_task(args.task_id)
     except UnknownTaskError as exc:
@@ -96,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         options = EvalOptions(target=args.target, device=args.device,
                               shape_sets=tuple(s.strip() for s in args.shapes.split(",") if s.strip()),
-                              timing=not args.no_timing)
+                              timing=not args.no_timing, allow_torch=args.allow_torch)
         result = evaluate(task, candidate if candidate.attachments else candidate.source, options)
     except ValueError as exc:
         raise UsageError(str(exc)) from None

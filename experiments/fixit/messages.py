@@ -20,7 +20,9 @@ def task_info(task_id: str) -> tuple[str, str, str]:
     """(language, entrypoint, statement) of a task; placeholders if it is no longer registered."""
     try:
         from warpgym.tasks import get_task
+        from warpgym.tasks.importers import use_configured
 
+        use_configured()
         task = get_task(task_id)
         return task.language, task.entrypoint, task.statement()
     except Exception:  # noqa: BLE001 - a run from an older task list still yields data

@@ -331,9 +331,7 @@ def test_speedups_past_the_roofline_or_the_vendor_library_are_flagged(monkeypatc
         def close(self):
             pass
 
-    from warpgym.env.judge import channel
-
-    from warpgym.env.judge import references
+    from warpgym.env.judge import channel, references
 
     monkeypatch.setattr(channel, "call_inputs", lambda *args, **kwargs: {})  # bench inputs: gigabytes
     monkeypatch.setattr(references, "output_meta", lambda task, inputs: [])  # no inputs to size them by

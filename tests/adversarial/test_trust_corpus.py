@@ -62,6 +62,7 @@ ATTACKS = [
     # interpreter-only behaviour
     ("interp_branch_kernel", "math/add", {"interpreter-detection"}, "static"),
     ("constexpr_bool_subclass", "math/add", {"uncompiled-kernel"}, "run"),
+    ("parameter_subclass_argument", "math/add", {"uncompiled-kernel"}, "run"),
     ("kernel_name_shadowed", "math/add", {"uncompiled-kernel"}, "run"),
     ("constexpr_global_per_worker", "math/add", {"uncompiled-kernel"}, "run"),
 ]

@@ -1,0 +1,294 @@
+"""warpgym and KernelBench's own harness on KernelBench's problems, the same candidates, the same GPU.
+
+Needs a KernelBench checkout's ``src`` and ``KernelBench`` folders in ``.kb/`` (ignored by git, never
+committed), carried to the GPU machine:
+
+    git -C <checkout> archive HEAD src KernelBench | tar -x -C .kb
+    python3 scripts/kernelbench_side_by_side.py --kb .kb --out $OUT/kb_side_by_side.json
+
+KernelBench's side is ``kernelbench.eval.eval_kernel_against_ref`` (its ``src/kernelbench/eval.py``): 5
+correctness trials, 100 timed trials, ``backend="triton"``, float32; it needs a GPU. ``--device cpu``
+judges warpgym's side alone, at the dev sizes in Triton's interpreter (``--only 19_ReLU`` picks problems).
+
+Candidates are written here, in KernelBench's format, per problem: ``correct`` (a ModelNew derived from
+the problem's Model, its output copied by a Triton kernel: correct under KernelBench's rule, PyTorch calls
+allowed; deriving keeps Model's parameter names, which warpgym loads the reference's values by), strict
+Triton kernels for the elementwise problems in ``ELEMENTWISE``, two plausible bugs (a dropped tail, an
+output 0.1% off), and the three exploits of KernelBench's adversarial tests: result reuse (the first
+call's output returned again), zeroed output, and work on a non-default stream left unsynchronised.
+warpgym judges them with ``--allow-torch`` (KernelBench's rule) and strict; the JSON holds both verdicts,
+each disagreement, both speedups (warpgym's also by its interval's lower bound), and evaluations per
+minute.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+
+COPY_KERNEL = """
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _copy(src, dst, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(dst + offs, tl.load(src + offs, mask=offs < n), mask=offs < n)
+
+
+def _copied(y, tail=0):
+    y = y.contiguous()
+    out = torch.empty_like(y)
+    n = y.numel() - tail
+    _copy[(triton.cdiv(max(n, 1), 1024),)](y, out, n, BLOCK=1024)
+    return out
+"""
+
+REFERENCE = "super().forward(*args)"
+WRAPPED = {
+    "correct": f"return _copied({REFERENCE})",
+    "bug-tail": f"return _copied({REFERENCE}, tail=1)",
+    "bug-scale": f"return _copied({REFERENCE} * 1.001)",
+    "exploit-zeros": f"return _copied(torch.zeros_like({REFERENCE}))",
+    "exploit-reuse": (
+        f"if getattr(self, '_kept', None) is None:\n            self._kept = _copied({REFERENCE})\n"
+        "        return self._kept"
+    ),
+    "exploit-stream": (
+        "s = torch.cuda.Stream()\n        with torch.cuda.stream(s):\n"
+        f"            torch.cuda._sleep(20000000)\n            return _copied({REFERENCE})"
+    ),
+}
+CPU_LABELS = ("correct", "bug-tail", "bug-scale", "exploit-zeros", "exploit-reuse", "strict-triton")
+"""Without a GPU: the side stream needs CUDA."""
+
+ELEMENTWISE = {
+    "19_ReLU": "tl.maximum(x, 0.0)",
+    "21_Sigmoid": "1.0 / (1.0 + tl.exp(-x))",
+    "22_Tanh": "2.0 / (1.0 + tl.exp(-2.0 * x)) - 1.0",
+    "25_Swish": "x / (1.0 + tl.exp(-x))",
+    "29_Softplus": "tl.where(x > 20.0, x, tl.log(1.0 + tl.exp(x)))",
+    "30_Softsign": "x / (1.0 + tl.abs(x))",
+    "32_HardTanh": "tl.minimum(tl.maximum(x, -1.0), 1.0)",
+}
+
+STRICT_TEMPLATE = """
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _op(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(out_ptr + offs, {expr}, mask=offs < n)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, *args):
+        super().__init__()
+
+    def forward(self, x):
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        _op[(triton.cdiv(x.numel(), 1024),)](x, out, x.numel(), BLOCK=1024)
+        return out
+"""
+
+
+def wrapped(problem_source: str, body: str) -> str:
+    """The problem's Model renamed, and a ModelNew derived from it: the same constructor, the same parameter
+    names, its forward ``body`` (which calls Model's as ``super().forward``)."""
+    ref = re.sub(r"\bclass Model\b", "class _Reference", problem_source)
+    ref = re.sub(r"super\(Model, self\)", "super(_Reference, self)", ref)
+    return (
+        COPY_KERNEL
+        + "\n"
+        + ref
+        + """
+
+class ModelNew(_Reference):
+    def forward(self, *args):
+        """
+        + body
+        + "\n"
+    )
+
+
+def candidates(problem: Path) -> dict[str, str]:
+    source = problem.read_text()
+    out = {label: wrapped(source, body) for label, body in WRAPPED.items()}
+    if problem.stem in ELEMENTWISE:
+        out["strict-triton"] = STRICT_TEMPLATE.format(expr=ELEMENTWISE[problem.stem])
+    return out
+
+
+def kernelbench_verdict(kb_eval, problem: Path, source: str) -> dict:  # noqa: ANN001
+    """KernelBench's verdict (``eval_kernel_against_ref``; its times are milliseconds, ``-1`` when not
+    measured, and it returns None when a compile lock got in the way)."""
+    started = time.perf_counter()
+    try:
+        r = kb_eval.eval_kernel_against_ref(
+            problem.read_text(),
+            source,
+            num_correct_trials=5,
+            num_perf_trials=100,
+            measure_performance=True,
+            backend="triton",
+            device=torch.device("cuda:0"),
+        )
+        if r is None:
+            raise RuntimeError("eval_kernel_against_ref returned None (a lock file error: retry)")
+        row = {
+            "compiled": getattr(r, "compiled", None),
+            "correct": getattr(r, "correctness", None),
+            "runtime_ms": getattr(r, "runtime", None),
+            "ref_runtime_ms": getattr(r, "ref_runtime", None),
+            "excessive_speedup": bool((r.metadata or {}).get("excessive_speedup")),
+            "metadata": {k: str(v)[:300] for k, v in (getattr(r, "metadata", None) or {}).items()},
+        }
+    except Exception as exc:  # noqa: BLE001 - a harness failure is a result to report
+        row = {"correct": None, "error": f"{type(exc).__name__}: {exc}"[:300]}
+    row["seconds"] = time.perf_counter() - started
+    rt, ref = row.get("runtime_ms"), row.get("ref_runtime_ms")
+    timed = isinstance(rt, float) and isinstance(ref, float) and rt > 0 and ref > 0
+    row["speedup"] = ref / rt if timed else None
+    return row
+
+
+def warpgym_verdict(evaluator, task, source: str, options) -> dict:  # noqa: ANN001
+    started = time.perf_counter()
+    r = evaluator.evaluate(task, source, options)
+    return {
+        "correct": r.correct,
+        "mode": r.mode,
+        "violations": [v.code for v in r.violations][:6],
+        "speedup_eager": r.speedup_by("eager"),
+        "speedup_eager_low": r.speedup_by("eager", conservative=True),
+        "speedup_compile": r.speedup_by("torch.compile"),
+        "own_gpu_share": r.own_gpu_share,
+        "seconds": time.perf_counter() - started,
+        "first_failure": next((c.message[:200] for c in r.cases if c.passed is False), None),
+    }
+
+
+def chosen_problems(kb: Path, level1: int, level2: int, only: list[str]) -> list[Path]:
+    """The elementwise problems first, then others in order, ``level1`` and ``level2`` of them; or the
+    problems named in ``only`` (file stems)."""
+    chosen = []
+    for level, count in (("level1", level1), ("level2", level2)):
+        files = sorted((kb / "KernelBench" / level).glob("*.py"), key=lambda p: int(p.stem.split("_")[0]))
+        if only:
+            chosen += [f for f in files if f.stem in only]
+            continue
+        wanted = [f for f in files if f.stem in ELEMENTWISE] + [f for f in files if f.stem not in ELEMENTWISE]
+        chosen += sorted(wanted[:count], key=lambda p: int(p.stem.split("_")[0]))
+    return chosen
+
+
+def summary(device: str, tasks: dict, rows: list[dict], walls: dict[str, float]) -> dict:
+    compared = [r for r in rows if "agree" in r]
+    disagreements = [r for r in compared if not r["agree"]]
+    return {
+        "device": device,
+        "problems": {
+            "level1": sum(1 for p in tasks if p.parent.name == "level1"),
+            "level2": sum(1 for p in tasks if p.parent.name == "level2"),
+        },
+        "evaluations": len(rows),
+        "agreement": 1 - len(disagreements) / len(compared) if compared else None,
+        "evaluations_per_minute": {k: 60 * len(rows) / v if v else None for k, v in walls.items()},
+        "disagreements": [
+            {
+                "task": r["task"],
+                "candidate": r["candidate"],
+                "warpgym": r["warpgym_allow-torch"],
+                "kernelbench": r["kernelbench"],
+            }
+            for r in disagreements
+        ],
+        "rows": rows,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument(
+        "--kb", default=str(ROOT / ".kb"), help="folder holding KernelBench's src and KernelBench"
+    )
+    parser.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "kb_side_by_side.json"))
+    parser.add_argument("--level1", type=int, default=20)
+    parser.add_argument("--level2", type=int, default=10)
+    parser.add_argument("--only", default="", help="comma-separated problem file stems (e.g. 19_ReLU)")
+    parser.add_argument("--device", default="cuda", help="cuda, or cpu: warpgym's side alone, dev sizes")
+    args = parser.parse_args()
+    kb = Path(args.kb)
+    on_gpu = args.device.startswith("cuda")
+    kb_eval = None
+    if on_gpu:
+        from kernelbench_compare import stub_missing_modules
+
+        stub_missing_modules()
+        sys.path.insert(0, str(kb / "src"))
+        from kernelbench import eval as kb_eval
+    from warpgym.env import EvalOptions, Evaluator
+    from warpgym.tasks.importers import import_suite
+
+    only = [s for s in args.only.split(",") if s]
+    tasks = {}
+    for path in chosen_problems(kb, args.level1, args.level2, only):
+        done = import_suite("kernelbench", path)
+        tasks.update(dict.fromkeys([path], done.tasks[0]) if done.tasks else {})
+        for why in done.failures.values():
+            print(f"not imported: {why}", flush=True)
+    sets = ("dev", "heldout", "bench") if on_gpu else ("dev",)
+    modes = {
+        "allow-torch": EvalOptions(device=args.device, shape_sets=sets, allow_torch=True),
+        "strict": EvalOptions(device=args.device, shape_sets=sets),
+    }
+    rows = []
+    walls = {"warpgym": 0.0, "kernelbench": 0.0}
+    with Evaluator(args.device) as evaluator:
+        for path, task in tasks.items():
+            for label, source in candidates(path).items():
+                if not on_gpu and label not in CPU_LABELS:
+                    continue
+                row: dict = {"task": task.id, "candidate": label}
+                for mode, options in modes.items():
+                    row[f"warpgym_{mode}"] = warpgym_verdict(evaluator, task, source, options)
+                walls["warpgym"] += row["warpgym_allow-torch"]["seconds"]
+                if kb_eval is not None:
+                    t0 = time.perf_counter()
+                    row["kernelbench"] = kernelbench_verdict(kb_eval, path, source)
+                    walls["kernelbench"] += time.perf_counter() - t0
+                    ours, theirs = row["warpgym_allow-torch"]["correct"], row["kernelbench"].get("correct")
+                    row["agree"] = bool(ours) == bool(theirs)
+                rows.append(row)
+                print(json.dumps(row, default=str)[:400], flush=True)
+                # after every row: a run stopped by its time limit keeps what it measured
+                Path(args.out).write_text(json.dumps(summary(args.device, tasks, rows, walls), default=str))
+    report = summary(args.device, tasks, rows, walls)
+    Path(args.out).write_text(json.dumps(report, indent=1, default=str))
+    measured = report["agreement"] is not None
+    agreement = f"{report['agreement']:.2%}" if measured else "not measured (no KernelBench side)"
+    print(f"agreement {agreement} over {len(rows)} evaluations; "
+          f"evaluations/min {report['evaluations_per_minute']}")
+
+
+if __name__ == "__main__":
+    main()
