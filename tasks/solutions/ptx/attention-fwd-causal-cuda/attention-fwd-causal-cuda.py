@@ -22,7 +22,7 @@ HEAD_DIM = 128
 LOG2E = 1.4426950408889634
 CONFIGS = {
     "sm_90a": {"source": "attention_fwd_wgmma.cu", "kernel": "attention_fwd_wgmma", "threads": 384,
-               "barriers": 2, "buffers": 1, "defines": {"STAGES": 2, "OVERLAP": 1, "PINGPONG": 1}},
+               "barriers": 2, "buffers": 1, "defines": {"STAGES": 2, "OVERLAP": 0, "PINGPONG": 0}},
     "sm_100a": {"source": "attention_fwd_tcgen05.cu", "kernel": "attention_fwd_tcgen05", "threads": 256,
                 "barriers": 7, "buffers": 2, "defines": {"STAGES": 2}},
 }
