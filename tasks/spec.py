@@ -89,6 +89,8 @@ class ModelProblem:
     reference_for: Callable[[Case], Callable[..., Any]]
     """The reference model of a case as a function of the inputs (any device, any floating dtype)."""
     class_name: str = "ModelNew"
+    elements: Callable[[Case], int | None] | None = None
+    """Elements of the inputs, outputs and parameters at a case's sizes (None where it fails there)."""
     sizes_note: str = ""
     """How dev and heldout sizes were derived from the problem's own (``tasks show`` prints it)."""
 

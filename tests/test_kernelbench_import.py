@@ -233,3 +233,56 @@ def test_importing_draws_no_parameters_and_reads_schedules(tmp_path: Path) -> No
     assert case["features"] < 2048 and task.flops(case) == 2 * case["batch"] * case["features"] ** 2
     assert set(task.model.state(case)) == {"proj.weight", "proj.bias"}
     assert len(model_problem._BUILT) <= model_problem.MAX_BUILT
+
+
+UNPACKED = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, channels, widths):
+        super().__init__()
+        self.conv = nn.Conv3d(channels, channels, 3, padding=1)
+        self.norm = nn.LayerNorm(widths[-1])  # needs W == widths[-1]: both must shrink together
+        self.widths = widths
+
+    def forward(self, x):
+        return self.norm(self.conv(x))
+
+
+batch_size = 64
+channels = 64
+D, H, W = 32, 64, 256
+widths = [1024, 256]
+kernel = 3
+
+
+def get_inputs():
+    return [torch.randn(batch_size, channels, D, H, W)]
+
+
+def get_init_inputs():
+    return [channels, widths]
+"""
+
+
+def test_unpacked_and_list_sizes_shrink_with_the_rest(tmp_path: Path) -> None:
+    """``D, H, W = ...`` and a list of widths are size constants: left at their own values, the LayerNorm's
+    width would stop matching the shrunk input and no shift but 0 would run (dev at the own sizes)."""
+    (tmp_path / "level2").mkdir()
+    (tmp_path / "level2" / "1_Unpacked.py").write_text(UNPACKED)
+    (task,) = import_suite("kernelbench", tmp_path, register=False).tasks
+    dev = task.cases("dev")[0]
+    assert dev["W"] == dev["widths"][-1] < 256 and "kernel" not in dev, dev  # 3 is not a size
+    assert isinstance(dev["widths"], tuple) and task.model.init_inputs(dev)[1] == list(dev["widths"])
+    assert task.model.elements(dev) * 1000 < task.model.elements(task.cases("bench")[0])
+    assert "shifted right by" in task.model.sizes_note and "by 0 bits" not in task.model.sizes_note
+
+
+def test_the_audit_skips_tasks_too_large_for_the_cpu(suite, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    task = suite[0]["kernelbench/level1/4_Clamp_fixed"]  # flagged at its real size (above)
+    monkeypatch.setattr(triviality, "MAX_ELEMENTS", 10)
+    skipped = triviality.audit(task)
+    assert skipped["trivial"] == [] and "tensor elements" in skipped["skipped"]
+    assert triviality.describe(skipped).startswith("not audited")

@@ -23,7 +23,11 @@ from warpgym.tasks import Sampler, Task
 
 CONSTANT = 0.5
 """The constant answer: the mean of U(0, 1), which many problems draw their inputs from."""
-AUDIT_VERSION = 1
+AUDIT_VERSION = 2
+MAX_ELEMENTS = 1 << 25
+"""Past this many tensor elements at the dev sizes (a level-3 network whose layer widths are not size
+constants: VGG16 holds 138M parameters) the audit is not run: its float64 references and answers would not
+fit a laptop's memory. Such a task is reported as not audited, with the count."""
 
 Answer = Callable[[list[Any], list[Any], dict[str, Any]], list[Any]]
 
@@ -69,8 +73,12 @@ def _answers(meta: list[Any], expected: list[Any], inputs: dict[str, Any]) -> di
 
 
 def audit(task: Task) -> dict[str, Any]:
-    """``{"trivial": [names of the answers that pass], "checks": n}``, or ``{"error": ...}`` when the task's
-    reference cannot run at its dev sizes on the CPU."""
+    """``{"trivial": [names of the answers that pass], "checks": n}``; ``{"error": ...}`` when the task's
+    reference cannot run at its dev sizes on the CPU, ``{"skipped": ...}`` when they are too large for it."""
+    count = task.model.elements(task.cases("dev")[0]) if task.model and task.model.elements else None
+    if count is not None and count > MAX_ELEMENTS:
+        return {"trivial": [], "skipped": f"its dev sizes hold {count} tensor elements, more than the "
+                f"{MAX_ELEMENTS} the audit runs on the CPU"}
     refs = References("cpu")
     passing: dict[str, bool] = {}
     checks = plan(task, EvalOptions(device="cpu", shape_sets=("dev",)), "cpu")
@@ -131,5 +139,7 @@ def describe(result: dict[str, Any] | None) -> str:
         return "not audited"
     if result.get("error"):
         return f"audit failed ({result['error']})"
+    if result.get("skipped"):
+        return f"not audited ({result['skipped']})"
     trivial = result.get("trivial") or []
     return f"TRIVIAL: passed by {', '.join(trivial)}" if trivial else "not trivial"

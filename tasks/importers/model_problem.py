@@ -311,6 +311,7 @@ def build_task(task_id: str, path: Path, fmt: str, names: Names = Names(), descr
             state=problem.state,
             reference_for=problem.reference_for,
             class_name=names.candidate,
+            elements=problem.elements,
             sizes_note=how,
         ),
     )

@@ -1,7 +1,8 @@
 """Smaller sizes for an imported problem: its module-level size constants, shifted down.
 
 The rule (docs/importers.md): a size constant is a module-level assignment of an integer literal (or an
-arithmetic expression of literals, or a tuple of them) of at least ``SIZE_MIN``; smaller integers
+arithmetic expression of literals, or a tuple or list of them, or one name of ``D, H, W = 16, 32, 32``) of
+at least ``SIZE_MIN``; smaller integers
 (dimensions to reduce over, kernel sizes, strides, groups) are left alone. Shift ``k`` maps each size
 ``c`` to ``max(SIZE_MIN, c >> k)``, the same shift for every size, so ratios and divisibility by powers
 of two mostly survive. ``dev`` takes the smallest shift whose tensors (inputs, outputs, parameters) hold
@@ -28,8 +29,9 @@ def _literal(node: ast.expr) -> Any:
     None for anything else (names, calls, floats)."""
     if isinstance(node, ast.Constant) and type(node.value) is int:
         return node.value
-    if isinstance(node, ast.Tuple):
+    if isinstance(node, ast.Tuple | ast.List):
         items = [_literal(e) for e in node.elts]
+        # a list is a tuple here too (a case is hashable); written back as a list (``with_constants``)
         return tuple(items) if items and all(type(i) is int for i in items) else None
     if isinstance(node, ast.BinOp) and isinstance(
         node.op, ast.Mult | ast.Add | ast.Sub | ast.FloorDiv | ast.Pow | ast.LShift
@@ -54,17 +56,44 @@ def _is_size(value: Any) -> bool:
     return isinstance(value, tuple) and any(v >= SIZE_MIN for v in value)
 
 
+def _assigned(node: ast.Assign) -> list[tuple[str, ast.expr]]:
+    """(name, value expression) of each name a module-level assignment binds to a value of its own:
+    ``n = 4096``, ``a = b = 4096``, and each name of ``D, H, W = 16, 32, 32``."""
+    if _unpacked(node):
+        names, values = node.targets[0].elts, node.value.elts  # type: ignore[attr-defined]
+        if len(names) == len(values) and all(isinstance(n, ast.Name) for n in names):
+            return [(n.id, v) for n, v in zip(names, values, strict=True)]  # type: ignore[attr-defined]
+        return []
+    if all(isinstance(t, ast.Name) for t in node.targets):
+        return [(t.id, node.value) for t in node.targets]  # type: ignore[attr-defined]
+    return []
+
+
+def _unpacked(node: ast.Assign) -> bool:
+    one = len(node.targets) == 1
+    return one and isinstance(node.targets[0], ast.Tuple) and isinstance(node.value, ast.Tuple)
+
+
+def _bound(node: ast.Assign) -> list[str]:
+    """Every plain name an assignment binds (unpacked or not)."""
+    names = []
+    for target in node.targets:
+        elts = target.elts if isinstance(target, ast.Tuple | ast.List) else [target]
+        names += [e.id for e in elts if isinstance(e, ast.Name)]
+    return names
+
+
 def size_constants(tree: ast.Module) -> dict[str, Constant]:
     """The module's size constants by name, in the order assigned (the last assignment wins)."""
     found: dict[str, Constant] = {}
     for node in tree.body:
         if not isinstance(node, ast.Assign):
             continue
-        value = _literal(node.value)
-        names = [t.id for t in node.targets if isinstance(t, ast.Name)]
-        for name in names:
+        for name in _bound(node):
             found.pop(name, None)
-            if value is not None and _is_size(value) and len(names) == len(node.targets):
+        for name, expr in _assigned(node):
+            value = _literal(expr)
+            if value is not None and _is_size(value):
                 found[name] = value
     return found
 
@@ -81,17 +110,25 @@ def with_constants(tree: ast.Module, values: dict[str, Any]) -> ast.Module:
     as ``shape = (dim,)`` follow, since they are computed from these)."""
     import copy
 
+    def node_of(value: Any, like: ast.expr) -> ast.expr:
+        if type(value) is int:
+            made: ast.expr = ast.Constant(value)
+        elif isinstance(like, ast.List):
+            made = ast.List([ast.Constant(v) for v in value], ast.Load())
+        else:
+            made = ast.Tuple([ast.Constant(v) for v in value], ast.Load())
+        return ast.copy_location(made, like)
+
     new = copy.deepcopy(tree)
     for node in new.body:
-        if isinstance(node, ast.Assign):
-            names = [t.id for t in node.targets if isinstance(t, ast.Name)]
-            if names and names[0] in values and _literal(node.value) is not None:
-                node.value = ast.copy_location(
-                    ast.Constant(values[names[0]])
-                    if type(values[names[0]]) is int
-                    else ast.Tuple([ast.Constant(v) for v in values[names[0]]], ast.Load()),
-                    node.value,
-                )
+        if not isinstance(node, ast.Assign):
+            continue
+        pairs = _assigned(node)
+        if pairs and _unpacked(node):  # D, H, W = 16, 32, 32: each element on its own
+            node.value.elts = [node_of(values[n], e) if n in values and _literal(e) is not None else e
+                               for n, e in pairs]  # type: ignore[attr-defined]
+        elif pairs and pairs[0][0] in values and _literal(node.value) is not None:
+            node.value = node_of(values[pairs[0][0]], node.value)
     return ast.fix_missing_locations(new)
 
 
