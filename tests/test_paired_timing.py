@@ -397,4 +397,4 @@ def test_the_preroll_covers_the_median_issue_time_and_is_bounded():
     assert timing.preroll_ms([]) == 0.0
     assert timing.preroll_ms([0.3, 0.31, 5.0]) == pytest.approx(0.31 + timing.PREROLL_MARGIN_MS)
     assert timing.preroll_ms([50.0]) == timing.MAX_PREROLL_MS
-    assert timing.spin_cycles(0.0) == 0
+    assert timing.spin_cycles_of(0.0) == 0

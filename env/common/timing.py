@@ -236,10 +236,10 @@ def time_calls(fn: Callable[..., Any], input_sets: Sequence[dict[str, Any]], cou
     (an event before it) is taken off the wall clock, so a spin never reads as hidden work; work on a
     side stream that runs under the spin is what the device trace of sampled timed calls looks for.
     ``before`` runs ahead of each attempt's synchronise, outside both clocks (the worker poisons memory
-    there, as before a checked call); HOST_BOUND as ``spin_cycles`` times every call once, with no spin
-    (a traced block: the trace's only spin kernels are its sentinels)."""
+    there, as before a checked call); HOST_BOUND as ``spin_cycles`` times every call once, with no spin."""
     sleep = sleep or torch.cuda._sleep
     calls = Calls(spin_cycles=spin_cycles)
+    longest = spin_cycles_of(MAX_PREROLL_MS, cycles_per_ms)
     for i in range(start, start + count):
         inputs = input_sets[i % len(input_sets)]
         for attempt in range(MAX_STARVED_RETRIES + 1):
@@ -259,7 +259,6 @@ def time_calls(fn: Callable[..., Any], input_sets: Sequence[dict[str, Any]], cou
             end.record()
             synchronize()
             wall = (time.perf_counter() - wall_start) * 1e3
-            longest = spin_cycles_of(MAX_PREROLL_MS, cycles_per_ms)
             if starved and calls.spin_cycles >= longest:
                 calls.spin_cycles = HOST_BOUND
             if not starved or attempt == MAX_STARVED_RETRIES or calls.spin_cycles == HOST_BOUND:
@@ -318,10 +317,6 @@ def preroll_ms(issue: Sequence[float]) -> float:
     if not issue:
         return 0.0
     return min(statistics.median(issue) + PREROLL_MARGIN_MS, MAX_PREROLL_MS)
-
-
-def spin_cycles(ms: float) -> int:
-    return spin_cycles_of(ms)
 
 
 def spin_cycles_of(ms: float, cycles_per_ms: float | None = None) -> int:

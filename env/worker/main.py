@@ -524,7 +524,7 @@ def op_time_block(state: State, msg: m.TimeBlockRequest) -> m.TimeBlockReply:
             if msg.calls:
                 if not state.spin_cycles:
                     first = timing.issue_ms(entry, input_sets[0], synchronize)
-                    state.spin_cycles = timing.spin_cycles(timing.preroll_ms([first]))
+                    state.spin_cycles = timing.spin_cycles_of(timing.preroll_ms([first]))
                 flush = torch.empty(timing.L2_FLUSH_BYTES, dtype=torch.uint8, device=device)
                 # One trace over the block: its calls follow each other as untraced ones do, each after
                 # the same spin, so work a call leaves unordered on another stream (which would run under
