@@ -125,7 +125,6 @@ def overlapping(kernels: list[tuple[float, float, str]], spins: list[tuple[float
     """Names of the kernels whose [start, end) meets a spin's: on one stream a kernel runs strictly before
     or after the spin, so an overlap is a kernel on a stream the call's did not wait for."""
     names: list[str] = []
-    spins = sorted(spins)
     for start, end, name in kernels:
         if name in names:
             continue
