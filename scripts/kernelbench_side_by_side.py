@@ -24,6 +24,7 @@ minute.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import re
@@ -130,9 +131,15 @@ class ModelNew(_Reference):
     )
 
 
-def candidates(problem: Path) -> dict[str, str]:
+WRONG = [label for label in WRAPPED if label != "correct"]
+
+
+def candidates(problem: Path, index: int | None = None) -> dict[str, str]:
+    """Every candidate for the problem; with ``index``, the correct ones and one wrong kind, taken in turn
+    from problem to problem (so every kind meets several problems in a run that fits a time limit)."""
     source = problem.read_text()
-    out = {label: wrapped(source, body) for label, body in WRAPPED.items()}
+    labels = list(WRAPPED) if index is None else ["correct", WRONG[index % len(WRONG)]]
+    out = {label: wrapped(source, WRAPPED[label]) for label in labels}
     if problem.stem in ELEMENTWISE:
         out["strict-triton"] = STRICT_TEMPLATE.format(expr=ELEMENTWISE[problem.stem])
     return out
@@ -236,6 +243,12 @@ def main() -> None:
     parser.add_argument("--level2", type=int, default=10)
     parser.add_argument("--only", default="", help="comma-separated problem file stems (e.g. 19_ReLU)")
     parser.add_argument("--device", default="cuda", help="cuda, or cpu: warpgym's side alone, dev sizes")
+    parser.add_argument("--all-candidates", action="store_true",
+                        help="every wrong kind on every problem (default: one wrong kind per problem, "
+                        "in turn)")
+    parser.add_argument("--baselines", default="eager",
+                        help="warpgym's baselines (default eager, the one KernelBench times against; "
+                        "torch.compile compiles every problem, tens of seconds each)")
     args = parser.parse_args()
     kb = Path(args.kb)
     on_gpu = args.device.startswith("cuda")
@@ -252,8 +265,11 @@ def main() -> None:
     only = [s for s in args.only.split(",") if s]
     tasks = {}
     for path in chosen_problems(kb, args.level1, args.level2, only):
+        started = time.perf_counter()
         done = import_suite("kernelbench", path)
-        tasks.update(dict.fromkeys([path], done.tasks[0]) if done.tasks else {})
+        print(f"imported {path.stem} in {time.perf_counter() - started:.1f} s", flush=True)
+        if done.tasks:
+            tasks[path] = dataclasses.replace(done.tasks[0], baselines=tuple(args.baselines.split(",")))
         for why in done.failures.values():
             print(f"not imported: {why}", flush=True)
     sets = ("dev", "heldout", "bench") if on_gpu else ("dev",)
@@ -264,8 +280,8 @@ def main() -> None:
     rows = []
     walls = {"warpgym": 0.0, "kernelbench": 0.0}
     with Evaluator(args.device) as evaluator:
-        for path, task in tasks.items():
-            for label, source in candidates(path).items():
+        for index, (path, task) in enumerate(tasks.items()):
+            for label, source in candidates(path, None if args.all_candidates else index).items():
                 if not on_gpu and label not in CPU_LABELS:
                     continue
                 row: dict = {"task": task.id, "candidate": label}

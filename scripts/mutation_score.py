@@ -8,8 +8,8 @@ a surviving mutant must be killed by a new case or listed, with why it computes 
 skips mutants already judged against the same task declaration, so a long run can be stopped and
 resumed, or run one category at a time.
 
-    python scripts/mutation_score.py --category normalization --jobs 2 --results runs/mutants.jsonl
-    python scripts/mutation_score.py --results runs/mutants.jsonl --report-only --markdown docs/suite.md
+    python scripts/mutation_score.py --category normalization --jobs 2 --results docs/runs/mutants.jsonl
+    python scripts/mutation_score.py --results docs/runs/mutants.jsonl --report-only --markdown docs/suite.md
 """
 
 from __future__ import annotations
@@ -177,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--operator", action="append", default=None, choices=sorted(mutation_ops.OPERATORS))
     parser.add_argument("--max-sites", type=int, default=1, help="mutants per task and operator (default 1)")
     parser.add_argument("--jobs", type=int, default=1)
-    parser.add_argument("--results", type=Path, default=ROOT / "runs" / "mutants.jsonl")
+    parser.add_argument("--results", type=Path, default=ROOT / "docs" / "runs" / "mutants.jsonl")
     parser.add_argument("--report-only", action="store_true", help="judge nothing; report the results file")
     parser.add_argument("--markdown", type=Path, help="write the table into this file's generated block")
     parser.add_argument("--gpu-only", action="store_true",

@@ -221,10 +221,12 @@ def main() -> int:
         "mix": len(warm), "measured": len(pairs),
     }
     report["in_process"] = in_process(devices, warm, pairs, timing)
+    args.out.write_text(json.dumps(report, indent=1))  # each phase kept as it ends: a time limit loses none
     with tempfile.TemporaryDirectory() as tmp:
         proc, url = start_server(device_args, Path(tmp) / "journal.sqlite")
         try:
             report["served"] = served(url, len(devices), args.clients, warm, pairs, timing)
+            args.out.write_text(json.dumps(report, indent=1))
             report["overhead"] = overhead(url, warm, args.overhead_requests, timing, tag)
         finally:
             proc.terminate()

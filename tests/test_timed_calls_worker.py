@@ -77,6 +77,23 @@ def test_a_timed_call_that_writes_past_an_input_is_out_of_bounds(cpu_evaluator):
     ev.workers.run.stop()  # its memory was written past an input: never reused
 
 
+def test_the_host_read_limit_holds_per_call_in_a_block_of_many_calls(cpu_evaluator):
+    """A few values read by every call (offsets, a length table) add up over a long block; only more than
+    the limit in one call is the host computing."""
+    task = get_task("math/add")
+    case = task.cases("dev")[2]
+    for per_call, flagged in ((32, False), (4000, True)):
+        ev = cpu_evaluator.evaluation(task, ADD.format(body=f"x.reshape(-1)[:{per_call}].tolist()"),
+                                      EvalOptions(device="cpu"))
+        assert ev.load(), (ev.result.compile_errors, ev.result.violations)
+        assert stage_inputs(ev, case, [0, 1, 2], 120).ok
+        reply = ask(ev.workers.run, m.TimeBlockRequest(calls=0, warmup_calls=64), 120)
+        ask(ev.workers.run, m.TimeBlockRequest(calls=0, release=True), 60)
+        assert reply.ok, reply.error
+        flags = reply.forbidden_ops
+        assert ("host: tolist() of tensor data" in flags) is flagged, (per_call, flags)
+        ev.workers.run.stop()  # the host read tensor data in it: not reused
+
 class FakeEvent:
     """Every call starved (its start event already reached as it returns) when ``starved`` is set."""
 

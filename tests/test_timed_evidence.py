@@ -76,6 +76,16 @@ def test_timed_calls_that_launch_none_of_the_candidate_s_kernels_fail():
     assert codes([("block 3", trace(*[("kernel", "add_kernel", 0)] * 10, calls=5))]) == []
 
 
+def test_with_pytorch_allowed_a_library_kernel_is_the_candidate_s_launch_and_a_kept_answer_still_fails():
+    """KernelBench's rule: a ModelNew may call PyTorch, so a library kernel in a timed call is its work;
+    the worker's own fills and scrub still are not, and a call that ran nothing still fails."""
+    library = block(("kernel", SOFTMAX, 0))
+    assert codes([("block 4", library)])[:1] == ["device-library-kernel"]
+    allowed = timed_violations([("block 4", library)], CHECKED, OWN, "add", allow_torch=True)
+    assert [v.code for v in allowed] == []
+    idle = timed_violations([("block 4", block())], CHECKED, OWN, "add", allow_torch=True)
+    assert [v.code for v in idle] == ["device-timed-no-kernel"]
+
 def test_host_to_device_bytes_are_allowed_per_call_of_a_block():
     small = block(("kernel", "add_kernel", 0), ("gpu_memcpy", HTOD, HOST_TO_DEVICE_BYTES))
     assert codes([("block 4", small)]) == []
@@ -96,3 +106,26 @@ def test_the_worker_s_scrub_kernel_name_is_reserved():
     """It passes inside a timed block as the worker's own, so a candidate may not call a kernel of its
     own so."""
     assert reserved(["scrub_kernel", "scrub_kernel_v2", "add_kernel"]) == ["scrub_kernel"]
+
+
+def test_the_verdict_after_timing_allows_library_kernels_only_with_pytorch_allowed():
+    """The checked bench calls and the traced timed blocks are judged after the timing: with PyTorch
+    allowed a ModelNew that calls a library kernel keeps its verdict and its speedup."""
+    from types import SimpleNamespace
+
+    from warpgym.env.judge.options import EvalOptions
+    from warpgym.env.judge.result import EvalResult
+    from warpgym.env.judge.timed_evidence import judge_after_timing
+
+    for allow_torch, passes in ((True, True), (False, False)):
+        result = EvalResult(task="kernelbench/level1/x", target="sm_90a", device="cuda", correct=True,
+                            speedup={"eager": 1.0})
+        result.kernels = [SimpleNamespace(name="add_kernel")]
+        checked = ("bench", trace(("kernel", "add_kernel", 0), ("kernel", SOFTMAX, 0)))
+        ev = SimpleNamespace(result=result, device_traces=[*CHECKED, checked], traces_judged=1,
+                             timed_traces=[("block 1", block(("kernel", "add_kernel", 0),
+                                                             ("kernel", SOFTMAX, 0)))],
+                             options=EvalOptions(device="cuda", allow_torch=allow_torch),
+                             task=SimpleNamespace(entrypoint="forward"))
+        assert judge_after_timing(ev) is passes, result.violations
+        assert (result.correct, bool(result.speedup)) == (passes, passes), result.violations

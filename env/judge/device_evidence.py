@@ -90,7 +90,7 @@ def reserved(names: Iterable[str]) -> list[str]:
     return sorted({n for n in names if RESERVED_NAMES.match(base_name(demangled_base(n)))})
 
 
-def _allowed_library(name: str) -> bool:
+def allowed_library(name: str) -> bool:
     return any(p.match(name) for p in ALLOWED_LIBRARY_KERNELS)
 
 
@@ -121,7 +121,7 @@ def device_violations(traces: Iterable[tuple[str, Mapping[str, Any]]], own_kerne
         host_bytes, limit = 0, HOST_TO_DEVICE_BYTES * max(1, int(trace.get("calls") or 1))
         for activity in trace.get("activities", []):
             kind, name = activity.get("kind"), str(activity.get("name", ""))
-            if kind == "kernel" and base_name(name) not in own and not _allowed_library(name):
+            if kind == "kernel" and base_name(name) not in own and not allowed_library(name):
                 foreign[name] += int(activity.get("count") or 1)
                 first_case.setdefault(name, case)
             elif kind == "memcpy" and activity.get("copy") == "HtoD":

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from warpgym.env.judge.device_evidence import (
     HARNESS_KERNELS,
+    allowed_library,
     base_name,
     demangled_base,
     device_violations,
@@ -34,11 +35,15 @@ if TYPE_CHECKING:
 Traces = Iterable[tuple[str, Mapping[str, Any]]]
 
 
-def timed_violations(timed: Traces, checked: Traces, own: Iterable[str], entrypoint: str) -> list[Violation]:
+def timed_violations(timed: Traces, checked: Traces, own: Iterable[str], entrypoint: str,
+                     allow_torch: bool = False) -> list[Violation]:
     """Violations in traced timed blocks (label, trace with its ``calls``), against the kernels the
-    checked calls ran and the candidate's own kernels."""
+    checked calls ran and the candidate's own kernels. With ``allow_torch`` (KernelBench's rule) library
+    kernels are the candidate's work too: none is a violation, and each counts as a timed call's launch."""
     timed, own_names = list(timed), {base_name(demangled_base(k)) for k in own}
     found = device_violations(timed, [*own, *HARNESS_KERNELS], entrypoint)
+    if allow_torch:
+        found = [v for v in found if v.code != "device-library-kernel"]
     if any(v.code == "device-trace" for v in found):
         return found  # an untrusted trace says nothing more
     ran_checked = {base_name(name) for name in kernels_seen(checked)}
@@ -48,7 +53,11 @@ def timed_violations(timed: Traces, checked: Traces, own: Iterable[str], entrypo
         calls, launches = max(1, int(trace.get("calls") or 1)), 0
         for activity in trace.get("activities", []):
             name = str(activity.get("name", ""))
-            if activity.get("kind") != "kernel" or base_name(name) not in own_names:
+            if activity.get("kind") != "kernel":
+                continue
+            if base_name(name) not in own_names:
+                library = not allowed_library(name) and base_name(name) not in HARNESS_KERNELS
+                launches += int(activity.get("count") or 1) if allow_torch and library else 0
                 continue
             launches += int(activity.get("count") or 1)
             if base_name(name) not in ran_checked:
@@ -76,8 +85,10 @@ def judge_after_timing(ev: Evaluation) -> bool:
     ev.traces_judged = len(ev.device_traces)
     own, found = own_kernels(ev)
     found += device_violations(later, own, entrypoint) if later else []
+    if ev.options.allow_torch:
+        found = [v for v in found if v.code != "device-library-kernel"]
     if ev.timed_traces:
-        found += timed_violations(ev.timed_traces, ev.device_traces, own, entrypoint)
+        found += timed_violations(ev.timed_traces, ev.device_traces, own, entrypoint, ev.options.allow_torch)
         _record(ev)
     new = [v for v in found if not any((v.code, v.message) == (w.code, w.message) for w in result.violations)]
     if not new:

@@ -492,7 +492,8 @@ def op_time(state: State, msg: m.TimeRequest) -> m.TimeReply:
         stats = time_callable(state.staged_entry or state.entry, input_sets, warmup=msg.warmup, reps=msg.reps,
                               event_cls=_PRISTINE["torch.cuda.Event"],
                               synchronize=_PRISTINE["torch.cuda.synchronize"])
-    return m.TimeReply(ok=True, **stats, forbidden_ops=mode.forbidden(), tampered=tampered())
+    return m.TimeReply(ok=True, **stats, forbidden_ops=mode.forbidden(calls=msg.warmup + msg.reps),
+                       tampered=tampered())
 
 
 def op_time_block(state: State, msg: m.TimeBlockRequest) -> m.TimeBlockReply:
@@ -547,7 +548,8 @@ def op_time_block(state: State, msg: m.TimeBlockRequest) -> m.TimeBlockReply:
         trace = {**tracer.trace.to_wire(), "calls": msg.calls}
     return m.TimeBlockReply(ok=True, event_ms=calls.event_ms, wall_ms=calls.wall_ms, issue_ms=calls.issue_ms,
                             starved=calls.starved, retimed=calls.retimed, warmup_call_ms=warmup_ms,
-                            forbidden_ops=mode.forbidden(), tampered=tampered(), out_of_bounds=overrun,
+                            forbidden_ops=mode.forbidden(calls=warmed + len(calls.event_ms) + calls.retimed),
+                            tampered=tampered(), out_of_bounds=overrun,
                             device_trace=trace)
 
 

@@ -40,8 +40,9 @@ DEVICE_ATTACKS = [
     ("layout_transpose_contiguous", "index/transpose", {"device-library-kernel", "torch-op"}),
     ("layout_pad_fill_copy", "spatial/pad-constant", {"device-library-kernel", "torch-op"}),
     ("dlpack_numpy", "normalization/softmax", {"device-host-copy", "host-compute"}),
-    # No host-code rule can see a graph replay: the device trace alone must name the library kernel.
-    ("cuda_graph_replay", "normalization/softmax", {"device-library-kernel"}),
+    # A graph replay is no PyTorch op: the capture is seen when it runs under the import's policy, and a
+    # library kernel replayed is named by the device trace.
+    ("cuda_graph_replay", "normalization/softmax", {"device-library-kernel", "torch-op"}),
 ]
 
 
