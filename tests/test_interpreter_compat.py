@@ -159,3 +159,34 @@ def test_crash_description_without_a_stack_or_output():
         "limit))); it wrote nothing before dying")
     assert crash.describe(3, "x" * 1000).startswith("the worker process died (exit 3); the last lines")
     assert len(crash.describe(3, ("x" * 1000 + "\n") * 50)) < 4000
+
+
+READS_PAST_THE_END = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    total = tl.load(x_ptr + offsets, mask=offsets <= n, other=0.0) + tl.load(y_ptr + offsets, mask=offsets < n)
+    tl.store(out_ptr + offsets, total, mask=offsets < n)
+
+
+def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    add_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, out, x.numel(), BLOCK=1024)
+    return out
+'''
+
+
+def test_a_load_one_past_an_input_is_out_of_bounds_though_the_lane_is_never_stored(cpu_evaluator):
+    """The input sits inside the worker's NaN guard, so the stray lane reads NaN that no store keeps: the
+    result is right, the access is not (past the end of a real allocation it faults on a GPU)."""
+    result = cpu_evaluator.evaluate(get_task("math/add"), READS_PAST_THE_END, DEV)
+    assert result.correct is False, explain(result)
+    message = next(c.message for c in result.cases if c.passed is False)
+    assert "out-of-bounds load" in message, message
+    honest = READS_PAST_THE_END.replace("offsets <= n", "offsets < n")
+    assert cpu_evaluator.evaluate(get_task("math/add"), honest, DEV).correct is True

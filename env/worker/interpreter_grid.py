@@ -9,7 +9,9 @@
   computes the same result.
 - **Memory bounds.** Every active lane of a load, store or atomic must address bytes inside the storage
   of a tensor passed to that launch. A read or write past the end of a tensor lands in whatever the
-  process holds next to it on the CPU, silently; compute-sanitizer would flag it on a GPU.
+  process holds next to it on the CPU, silently; compute-sanitizer would flag it on a GPU. An input the
+  worker placed inside a guard buffer (``guard``) is bounded by its own bytes, not the buffer's: a read
+  of the guard past an input's end is out of bounds even where the lanes it fed are never stored.
 
 Both wrap the interpreter's one builder object; a Triton without it gets neither check, never a false
 rejection.
@@ -18,12 +20,35 @@ rejection.
 from __future__ import annotations
 
 import functools
+import weakref
 from typing import Any
 
 import numpy as np
 
 _EXTENTS: list[list[tuple[int, int]]] = []
 """The (start, end) byte ranges of the tensors of each launch being interpreted (nested launches stack)."""
+
+
+_GUARDED: dict[int, tuple[weakref.ref[Any], int, int]] = {}
+"""Guard buffers by storage address: (the buffer, while alive; the input's first and end byte)."""
+
+
+def guard(buffer: Any, inner: Any) -> None:
+    """``inner``, a view in the middle of ``buffer``, is the input the launch may address: not the rest."""
+    start = inner.data_ptr()
+    _GUARDED[buffer.untyped_storage().data_ptr()] = (weakref.ref(buffer), start,
+                                                      start + inner.numel() * inner.element_size())
+
+
+def _bounds(storage: Any) -> tuple[int, int]:
+    start, end = storage.data_ptr(), storage.data_ptr() + storage.nbytes()
+    entry = _GUARDED.get(start)
+    if entry is not None:
+        buffer = entry[0]()
+        if buffer is not None and buffer.untyped_storage().data_ptr() == start:
+            return entry[1], entry[2]
+        del _GUARDED[start]  # freed: the address may hold anything now
+    return start, end
 
 
 class OutOfBounds(RuntimeError):
@@ -47,8 +72,7 @@ def _extents(args: Any) -> list[tuple[int, int]]:
             for item in arg:
                 visit(item)
         elif hasattr(arg, "untyped_storage"):
-            storage = arg.untyped_storage()
-            found.append((storage.data_ptr(), storage.data_ptr() + storage.nbytes()))
+            found.append(_bounds(arg.untyped_storage()))
         elif base is not None and hasattr(base, "untyped_storage"):  # a TensorWrapper or TensorDescriptor
             visit(base)
 

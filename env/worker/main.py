@@ -390,6 +390,7 @@ def _guarded(inputs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         view = buf[pad:pad + t.numel()].view(t.shape)
         view.copy_(t)
         out[name], guards[name] = view, (buf, pad, pad + t.numel())
+        interpreter_grid.guard(buf, view)
     return out, guards
 
 
