@@ -322,7 +322,8 @@ Accumulate in float32; return a new contiguous (M, H) tensor of the input dtype.
 
 def _norm_linear_inputs(case, s, rms: bool):
     m, n, k, dt = case["m"], case["n"], case["k"], case["dtype"]
-    inputs = {"x": s.tensor((m, k), dt), "norm_weight": s.normal((k,), dt, mean=1.0, std=0.3)}
+    inputs = {"x": s.tensor((m, k), dt, scale=case.get("scale", 1.0)),
+              "norm_weight": s.normal((k,), dt, mean=1.0, std=0.3)}
     if not rms:
         inputs["norm_bias"] = s.normal((k,), dt, std=0.3)
     inputs["weight"] = _weight(s, n, k, dt)
@@ -351,6 +352,7 @@ weight, bias): x is a contiguous (M, K) tensor, norm_weight and norm_bias are (K
 features of each row, computed in float32 (rows can have a mean of about 50; prefer a two-pass or Welford
 variance to E[x^2] - E[x]^2). Apply the normalisation while loading the GEMM's A tiles (or in a
 prologue kernel), accumulate in float32 and return a new contiguous (M, N) tensor of the input dtype.
+Inputs include rows whose variance is below eps.
 """,
     performance_note=(
         "0.75x (bf16) and 0.82x (fp16) of eager (ATen's layer norm, then cuBLAS) on the H200, "
@@ -363,7 +365,9 @@ prologue kernel), accumulate in float32 and return a new contiguous (M, N) tenso
     make_inputs=lambda case, s: _norm_linear_inputs(case, s, rms=False),
     shapes={
         "dev": _GEMM_SHAPES["dev"],
-        "heldout": [*_GEMM_SHAPES["heldout"], _gemm_case(128, 128, 96, "float16")],
+        "heldout": [*_GEMM_SHAPES["heldout"], _gemm_case(128, 128, 96, "float16"),
+                    # variance 1e-6 against eps = 1e-5: eps under the root or beside it differ by 3x
+                    _gemm_case(9, 40, 96, "float16") | {"scale": 1e-3}],
         "bench": [_gemm_case(8192, 8192, 4096, "bfloat16"), _gemm_case(4096, 12288, 4096, "float16")],
     },
     dtypes=_HALF,
@@ -387,14 +391,16 @@ F.linear(F.rms_norm(x, (K,), norm_weight, eps), weight): x is a contiguous (M, K
 (K,), weight is (N, K) (nn.Linear layout); all float16 or bfloat16.
 rms_norm(x) = x / sqrt(mean(x^2) + eps) * norm_weight, the mean over the K features of each row, in float32.
 Apply the normalisation while loading the GEMM's A tiles (or in a prologue kernel), accumulate in float32
-and return a new contiguous (M, N) tensor of the input dtype.
+and return a new contiguous (M, N) tensor of the input dtype. Inputs include rows whose mean(x^2) is below
+eps.
 """,
     reference=lambda x, norm_weight, weight, eps=1e-6: F.linear(
         F.rms_norm(x, (x.shape[-1],), norm_weight, eps), weight),
     make_inputs=lambda case, s: _norm_linear_inputs(case, s, rms=True),
     shapes={
         "dev": _GEMM_SHAPES["dev"],
-        "heldout": _GEMM_SHAPES["heldout"],
+        # mean(x^2) ~1e-7 against eps = 1e-6: eps under the root or beside it differ by 3x
+        "heldout": [*_GEMM_SHAPES["heldout"], _gemm_case(9, 40, 96, "float16") | {"scale": 3e-4}],
         "bench": [_gemm_case(8192, 8192, 4096, "bfloat16"), _gemm_case(4096, 12288, 4096, "float16")],
     },
     dtypes=_HALF,
@@ -495,20 +501,25 @@ _ROW_SHAPES = {
 }
 
 
-# Layer-norm shapes: the fp32 cases shift x by +100 (mean/std ~ 70), where the one-pass E[x^2] - E[x]^2 loses
-# ~1e-3 of the variance in float32 and fails, while a two-pass or Welford kernel stays near 1e-5.
+# Layer-norm shapes: the fp32 offset cases shift x by +100 (mean/std ~ 70), where the one-pass E[x^2] - E[x]^2
+# loses ~1e-3 of the variance in float32 and fails, while a two-pass or Welford kernel stays near 1e-5.
 _LN_SHAPES = {
     "dev": [_row_case(4, 100, "float32") | {"offset": 100.0}, _row_case(16, 768, "float16"),
             _row_case(8, 512, "bfloat16")],
     "heldout": [_row_case(3, 1, "float32"), _row_case(33, 1537, "float16"), _row_case(64, 781, "bfloat16"),
-                _row_case(8, 300, "float32") | {"offset": 100.0}],
+                _row_case(8, 300, "float32") | {"offset": 100.0},
+                # every summand scaled by 1e-3: variance ~2e-6 against eps = 1e-5, where eps under the root
+                # or beside it differ by 2.4x
+                _row_case(3, 257, "float32") | {"scale": 1e-3}],
     "bench": _ROW_SHAPES["bench"],
 }
 
 
 def _add_norm_inputs(case, s, rms: bool):
     m, n, dt = case["m"], case["n"], case["dtype"]
-    inputs = {"x": s.tensor((m, n), dt, offset=case.get("offset", 0.0)), "residual": s.tensor((m, n), dt),
+    scale = case.get("scale", 1.0)
+    inputs = {"x": s.tensor((m, n), dt, scale=scale, offset=case.get("offset", 0.0)),
+              "residual": s.tensor((m, n), dt, scale=scale),
               "weight": s.normal((n,), dt, mean=1.0, std=0.5)}
     if not rms:
         inputs["bias"] = s.normal((n,), dt, std=0.5)
@@ -534,8 +545,8 @@ y = F.layer_norm(h, (N,), weight, bias, eps). Return (h, y), both new contiguous
 dtype: h is the updated residual stream, y feeds the next block. x and residual are contiguous (M, N),
 weight and bias (N,); all share one dtype, float32, float16 or bfloat16. Mean and biased variance over the N
 features of each row, in float32; rows can have a large mean (about 100 after the add), where
-E[x^2] - E[x]^2 loses precision. Normalising the float32 sum or the rounded h both pass. N can be 1 (then
-y is the bias).
+E[x^2] - E[x]^2 loses precision, and rows whose variance is below eps. Normalising the float32 sum or the
+rounded h both pass. N can be 1 (then y is the bias).
 """,
     reference=_add_layer_norm_reference,
     make_inputs=lambda case, s: _add_norm_inputs(case, s, rms=False),
@@ -584,8 +595,9 @@ are contiguous (M, N), weight (N,); all share one dtype, float32, float16 or bfl
 
 def _bias_residual_ln_inputs(case, s):
     m, n, dt = case["m"], case["n"], case["dtype"]
-    return {"x": s.tensor((m, n), dt, offset=case.get("offset", 0.0)), "bias": s.normal((n,), dt, std=0.5),
-            "residual": s.tensor((m, n), dt),
+    scale = case.get("scale", 1.0)
+    return {"x": s.tensor((m, n), dt, scale=scale, offset=case.get("offset", 0.0)),
+            "bias": s.normal((n,), dt, std=0.5 * scale), "residual": s.tensor((m, n), dt, scale=scale),
             "norm_weight": s.normal((n,), dt, mean=1.0, std=0.5), "norm_bias": s.normal((n,), dt, std=0.5),
             "eps": 1e-5}
 
@@ -602,8 +614,8 @@ The post-norm (BERT) block ending: a dense layer's bias, the residual add and la
 y = F.layer_norm(x + bias + residual, (N,), norm_weight, norm_bias, eps) (dropout is off). x and residual
 are contiguous (M, N); bias, norm_weight and norm_bias are (N,); all share one dtype, float32, float16 or
 bfloat16. Form the sum in float32 and take the mean and biased variance over each row in float32; rows can
-have a large mean (about 100), where E[x^2] - E[x]^2 loses precision. Return a new contiguous (M, N) tensor
-of the input dtype. N can be 1 (then y is norm_bias).
+have a large mean (about 100), where E[x^2] - E[x]^2 loses precision, and rows can have a variance below
+eps. Return a new contiguous (M, N) tensor of the input dtype. N can be 1 (then y is norm_bias).
 """,
     reference=lambda x, bias, residual, norm_weight, norm_bias, eps=1e-5: F.layer_norm(
         x + bias + residual, (x.shape[-1],), norm_weight, norm_bias, eps),
@@ -623,7 +635,8 @@ def _adaln_case(b: int, s: int, c: int, dtype: str) -> dict:
 
 def _adaln_inputs(case, s):
     b, n, c, dt = case["b"], case["s"], case["c"], case["dtype"]
-    return {"x": s.tensor((b, n, c), dt), "shift": s.normal((b, c), dt, std=0.5),
+    return {"x": s.tensor((b, n, c), dt, scale=case.get("scale", 1.0)),
+            "shift": s.normal((b, c), dt, std=0.5),
             "scale": s.normal((b, c), dt, std=0.5), "eps": 1e-6}
 
 
@@ -640,7 +653,7 @@ y = F.layer_norm(x, (C,), eps=eps) * (1 + scale[:, None, :]) + shift[:, None, :]
 (layer norm without its own affine parameters, then a per-sample scale and shift). x is a contiguous
 (B, S, C) tensor; shift and scale are (B, C); all share one dtype, float32, float16 or bfloat16. Mean and
 biased variance over the C features of each token, in float32; return a new contiguous (B, S, C) tensor of
-the input dtype.
+the input dtype. Inputs include tokens whose variance is below eps.
 """,
     reference=lambda x, shift, scale, eps=1e-6: (
         F.layer_norm(x, (x.shape[-1],), eps=eps) * (1 + scale[:, None, :]) + shift[:, None, :]),
@@ -649,7 +662,9 @@ the input dtype.
         "dev": [_adaln_case(2, 8, 96, "float32"), _adaln_case(2, 16, 384, "float16"),
                 _adaln_case(1, 8, 256, "bfloat16")],
         "heldout": [_adaln_case(3, 7, 1000, "float32"), _adaln_case(2, 33, 1152, "float16"),
-                    _adaln_case(2, 5, 200, "bfloat16")],
+                    _adaln_case(2, 5, 200, "bfloat16"),
+                    # variance 1e-8 against eps = 1e-6: eps under the root or beside it differ by 10x
+                    _adaln_case(2, 3, 200, "float32") | {"scale": 1e-4}],
         "bench": [_adaln_case(16, 4096, 1152, "bfloat16"), _adaln_case(8, 4096, 3072, "float16")],
     },
     dtypes=_ALL,
@@ -666,7 +681,8 @@ def _gn_case(b: int, c: int, h: int, w: int, groups: int, dtype: str) -> dict:
 
 def _gn_inputs(case, s):
     c, dt = case["c"], case["dtype"]
-    x = s.tensor((case["b"], c, case["h"], case["w"]), dt, offset=case.get("offset", 0.0))
+    x = s.tensor((case["b"], c, case["h"], case["w"]), dt, scale=case.get("scale", 1.0),
+                 offset=case.get("offset", 0.0))
     return {"x": x, "num_groups": case["groups"],
             "weight": s.normal((c,), dt, mean=1.0, std=0.5), "bias": s.normal((c,), dt, std=0.5), "eps": 1e-5}
 
@@ -685,7 +701,7 @@ bias are (C,); all share one dtype, float32, float16 or bfloat16. Each (sample, 
 C / num_groups channels times H * W values together (mean and biased variance in float32; groups hold up
 to ~100k values and can have a large mean, where E[x^2] - E[x]^2 loses precision), then applies the
 per-channel weight and bias and silu(z) = z * sigmoid(z). Return a new contiguous tensor of x's shape and
-dtype. C is a multiple of num_groups.
+dtype. C is a multiple of num_groups. Inputs include groups whose variance is below eps.
 """,
     reference=lambda x, num_groups, weight, bias, eps=1e-5: F.silu(
         F.group_norm(x, num_groups, weight, bias, eps)),
@@ -695,7 +711,9 @@ dtype. C is a multiple of num_groups.
                 _gn_case(1, 8, 4, 4, 2, "bfloat16")],
         "heldout": [_gn_case(1, 12, 5, 7, 3, "float32") | {"offset": 100.0},
                     _gn_case(2, 64, 9, 9, 32, "float16"),
-                    _gn_case(3, 16, 6, 6, 4, "bfloat16")],
+                    _gn_case(3, 16, 6, 6, 4, "bfloat16"),
+                    # variance 1e-6 against eps = 1e-5: eps under the root or beside it differ by 3x
+                    _gn_case(2, 8, 3, 5, 2, "float32") | {"scale": 1e-3}],
         "bench": [_gn_case(16, 512, 64, 64, 32, "bfloat16"), _gn_case(8, 256, 128, 128, 32, "float16")],
     },
     dtypes=_ALL,
@@ -786,7 +804,9 @@ def _rope_case(b: int, s: int, hq: int, hkv: int, d: int, dtype: str) -> dict:
 def _rope_inputs(case, s, norm: bool = False):
     b, n, d, dt = case["b"], case["s"], case["d"], case["dtype"]
     cos, sin = _rope_tables(n, d)
-    inputs = {"q": s.tensor((b, n, case["hq"], d), dt), "k": s.tensor((b, n, case["hkv"], d), dt)}
+    scale = case.get("scale", 1.0)
+    inputs = {"q": s.tensor((b, n, case["hq"], d), dt, scale=scale),
+              "k": s.tensor((b, n, case["hkv"], d), dt, scale=scale)}
     if norm:
         inputs["q_weight"] = s.normal((d,), dt, mean=1.0, std=0.3)
         inputs["k_weight"] = s.normal((d,), dt, mean=1.0, std=0.3)
@@ -890,11 +910,14 @@ vector is normalised over its D features, x / sqrt(mean(x^2) + eps) * weight (q_
 k, both (D,) of the input dtype), then rotated with the HALF-SPLIT convention: with x1 = x[..., :D/2] and
 x2 = x[..., D/2:], for the token at position p,
     out[..., :D/2] = x1 * cos[p] - x2 * sin[p],   out[..., D/2:] = x2 * cos[p] + x1 * sin[p].
-Keep the normalised value in float32 (do not round it before the rotation).
+Keep the normalised value in float32 (do not round it before the rotation). Inputs include heads whose
+mean(x^2) is below eps.
 """ + _ROPE_COMMON,
     reference=_qk_norm_rope_reference,
     make_inputs=lambda case, s: _rope_inputs(case, s, norm=True),
-    shapes=_ROPE_SHAPES,
+    # mean(x^2) = 1e-8 against eps = 1e-6: eps under the root or beside it differ by 10x
+    shapes=_ROPE_SHAPES | {"heldout": [*_ROPE_SHAPES["heldout"],
+                                       _rope_case(1, 4, 2, 1, 32, "float32") | {"scale": 1e-4}]},
     dtypes=_ALL,
     tolerances={
         "float32": Tolerance(1e-5, 1e-4, 1e-5, "fp32 sum of squares over D, then a rotation"),
