@@ -153,7 +153,10 @@ stride and padding are ints (padding <= K // 2), dilation is 1:"""
         "heldout": [_c2(1, 1, 2, 2, 1, 1, "float16", s=1, p=0), _c2(2, 5, 17, 15, 24, 7, "float16", s=2, p=3),
                     _c2(1, 20, 11, 11, 12, 5, "float16", s=3, p=1),
                     _c2(1, 8, 5, 5, 8, 3, "bfloat16", s=1, p=0),
-                    _c2(1, 32, 6, 5, 24, 3, "float16", s=2, p=1)],
+                    _c2(1, 32, 6, 5, 24, 3, "float16", s=2, p=1),
+                    # channels a multiple of 16 (a kernel may then step tap by tap) with the padding
+                    # reaching past the last row and column: the edge a row-bound mask gets wrong
+                    _c2(1, 16, 7, 7, 8, 3, "float16", s=1, p=1)],
         "bench": [_c2(256, 3, 224, 224, 64, 7, "bfloat16", s=2, p=3),
                   _c2(64, 256, 56, 56, 256, 5, "float16", s=1, p=2)],
     },
@@ -430,7 +433,10 @@ OL = (L - 1) * stride - 2 * padding + K (padding < K). Accumulate in float32 and
         "dev": [_t1(2, 4, 20, 8, 4, 2, 1, "float16"), _t1(1, 16, 30, 32, 3, 1, 1, "float16"),
                 _t1(1, 8, 16, 16, 8, 4, 2, "bfloat16")],
         "heldout": [_t1(1, 1, 1, 1, 1, 1, 0, "float16"), _t1(2, 20, 33, 24, 5, 3, 2, "float16"),
-                    _t1(3, 33, 17, 17, 16, 8, 4, "float16"), _t1(1, 8, 10, 8, 4, 2, 1, "bfloat16")],
+                    _t1(3, 33, 17, 17, 16, 8, 4, "float16"), _t1(1, 8, 10, 8, 4, 2, 1, "bfloat16"),
+                    # channels a multiple of 16 (a kernel may step tap by tap) and K not a multiple of
+                    # the stride: one residue's last tap is past the kernel
+                    _t1(1, 16, 9, 8, 5, 2, 1, "float16")],
         "bench": [_t1(32, 512, 8192, 256, 16, 8, 4, "bfloat16"),
                   _t1(32, 256, 16384, 256, 4, 2, 1, "float16")],
     },
@@ -484,7 +490,9 @@ Accumulate in float32 and return a new contiguous (N, C_out, OH, OW) tensor.
         "dev": [_t2(2, 4, 5, 5, 8, 4, 2, 1, "float16"), _t2(1, 16, 6, 7, 16, 3, 1, 1, "float16"),
                 _t2(1, 8, 4, 4, 16, 2, 2, 0, "bfloat16")],
         "heldout": [_t2(1, 1, 1, 1, 1, 1, 1, 0, "float16"), _t2(2, 20, 9, 7, 24, 3, 2, 1, "float16"),
-                    _t2(1, 33, 6, 6, 17, 4, 2, 1, "float16"), _t2(1, 8, 5, 5, 8, 4, 2, 1, "bfloat16")],
+                    _t2(1, 33, 6, 6, 17, 4, 2, 1, "float16"), _t2(1, 8, 5, 5, 8, 4, 2, 1, "bfloat16"),
+                    # channels a multiple of 16 and K not a multiple of the stride, as for conv-transpose1d
+                    _t2(1, 16, 5, 5, 8, 3, 2, 1, "float16")],
         "bench": [_t2(64, 512, 32, 32, 256, 4, 2, 1, "bfloat16"),
                   _t2(32, 256, 64, 64, 128, 4, 2, 1, "float16")],
     },

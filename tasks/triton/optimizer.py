@@ -247,12 +247,16 @@ new_param = param - clr * g / (sqrt(total) + eps). Returns (new_param, total).
 
 def _lion_inputs(c: Any, s: Any) -> dict[str, Any]:
     """exp_avg is nudged so that beta1 * m + (1 - beta1) * g is never within 1e-4 of zero: its sign
-    decides a whole lr-sized step, and float32 and float64 could disagree on it right at zero."""
+    decides a whole lr-sized step, and float32 and float64 could disagree on it right at zero. Every
+    97th element has no gradient and no momentum yet (a parameter not used so far): c is exactly 0
+    there in any precision, and sign(0) = 0 leaves it undecayed but unmoved."""
     n, dtype = (c["n"],), getattr(torch, c["dtype"])
     grad = s.tensor(n, "float32")
     m = s.normal(n, "float32", std=0.5)
     blend = c["beta1"] * m + (1 - c["beta1"]) * grad
     m = torch.where(blend.abs() < 1e-4, m + torch.where(blend < 0, -1e-3, 1e-3), m)
+    unused = torch.arange(n[0], device=m.device) % 97 == 0
+    grad, m = grad.masked_fill(unused, 0.0), m.masked_fill(unused, 0.0)
     return {"param": s.tensor(n, dtype), "grad": grad.to(dtype), "exp_avg": m.to(dtype),
             **_hyper(c, "lr", "beta1", "beta2", "weight_decay")}
 
@@ -270,7 +274,8 @@ optimizer_task(
     """
 One Lion step (Chen et al., 2023): c = beta1 * exp_avg + (1 - beta1) * grad;
 new_param = param * (1 - lr * weight_decay) - lr * sign(c) (sign(0) = 0);
-new_exp_avg = beta2 * exp_avg + (1 - beta2) * grad. Returns (new_param, new_exp_avg).
+new_exp_avg = beta2 * exp_avg + (1 - beta2) * grad. Returns (new_param, new_exp_avg). Some elements
+have neither gradient nor momentum, so c is exactly 0 there.
 """,
     _lion_reference, _lion_inputs,
     dev={"lr": 0.001, "beta1": 0.9, "beta2": 0.99, "weight_decay": 0.1},

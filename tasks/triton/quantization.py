@@ -860,6 +860,8 @@ weights to x's dtype before tl.dot is fine. M ranges from a few tokens to thousa
             {"m": 1, "n": 130, "k": 256, "group_size": 128, "dtype": "float16"},
             {"m": 70, "n": 96, "k": 192, "group_size": 64, "dtype": "float16"},
             {"m": 20, "n": 64, "k": 256, "group_size": 32, "dtype": "bfloat16"},
+            # K an odd number of groups (5 x 32): no power-of-two K tile above 32 divides it
+            {"m": 9, "n": 40, "k": 160, "group_size": 32, "dtype": "float16"},
         ],
         "bench": [
             {"m": 16, "n": 28672, "k": 8192, "group_size": 128, "dtype": "bfloat16"},
