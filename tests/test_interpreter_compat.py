@@ -170,7 +170,8 @@ import triton.language as tl
 @triton.jit
 def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    total = tl.load(x_ptr + offsets, mask=offsets <= n, other=0.0) + tl.load(y_ptr + offsets, mask=offsets < n)
+    stray = tl.load(x_ptr + offsets, mask=offsets <= n, other=0.0)
+    total = stray + tl.load(y_ptr + offsets, mask=offsets < n)
     tl.store(out_ptr + offsets, total, mask=offsets < n)
 
 
