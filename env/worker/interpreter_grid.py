@@ -9,9 +9,10 @@
   computes the same result.
 - **Memory bounds.** Every active lane of a load, store or atomic must address bytes inside the storage
   of a tensor passed to that launch. A read or write past the end of a tensor lands in whatever the
-  process holds next to it on the CPU, silently; compute-sanitizer would flag it on a GPU. An input the
-  worker placed inside a guard buffer (``guard``) is bounded by its own bytes, not the buffer's: a read
-  of the guard past an input's end is out of bounds even where the lanes it fed are never stored.
+  process holds next to it on the CPU, silently; compute-sanitizer would flag it on a GPU. A load from
+  an input the worker placed inside a guard buffer (``guard``) is bounded by the input's own bytes, not
+  the buffer's: a read of the guard is out of bounds even where the lanes it fed are never stored. A
+  store into the guard is let through, so the worker's guard check names the input it overran.
 
 Both wrap the interpreter's one builder object; a Triton without it gets neither check, never a false
 rejection.
@@ -25,8 +26,9 @@ from typing import Any
 
 import numpy as np
 
-_EXTENTS: list[list[tuple[int, int]]] = []
-"""The (start, end) byte ranges of the tensors of each launch being interpreted (nested launches stack)."""
+_EXTENTS: list[list[tuple[int, int, int, int]]] = []
+"""The byte ranges of the tensors of each launch being interpreted (nested launches stack): (start, end)
+a load may read, then (start, end) a store may write."""
 
 
 _GUARDED: dict[int, tuple[weakref.ref[Any], int, int]] = {}
@@ -40,15 +42,15 @@ def guard(buffer: Any, inner: Any) -> None:
                                                       start + inner.numel() * inner.element_size())
 
 
-def _bounds(storage: Any) -> tuple[int, int]:
+def _bounds(storage: Any) -> tuple[int, int, int, int]:
     start, end = storage.data_ptr(), storage.data_ptr() + storage.nbytes()
     entry = _GUARDED.get(start)
     if entry is not None:
         buffer = entry[0]()
         if buffer is not None and buffer.untyped_storage().data_ptr() == start:
-            return entry[1], entry[2]
+            return entry[1], entry[2], start, end
         del _GUARDED[start]  # freed: the address may hold anything now
-    return start, end
+    return start, end, start, end
 
 
 class OutOfBounds(RuntimeError):
@@ -64,7 +66,7 @@ def program_index(i: int, n: int) -> int:
 
 
 def _extents(args: Any) -> list[tuple[int, int]]:
-    found: list[tuple[int, int]] = []
+    found: list[tuple[int, int, int, int]] = []
 
     def visit(arg: Any) -> None:
         base = getattr(arg, "base", None)
@@ -90,12 +92,13 @@ def _check(ptrs: Any, mask: Any, what: str) -> None:
     if addresses.size == 0:
         return
     size = max(1, ptrs.get_element_ty().primitive_bitwidth // 8)
+    extents = [(e[0], e[1]) if what == "load" else (e[2], e[3]) for e in _EXTENTS[-1]]
     inside = np.zeros(addresses.shape, dtype=bool)
-    for start, end in _EXTENTS[-1]:
+    for start, end in extents:
         inside |= (addresses >= start) & (addresses + size <= end)
     if not inside.all():
         bad = int(addresses[~inside][0])
-        start, end = min(_EXTENTS[-1], key=lambda e: min(abs(bad - e[0]), abs(bad - e[1])), default=(0, 0))
+        start, end = min(extents, key=lambda e: min(abs(bad - e[0]), abs(bad - e[1])), default=(0, 0))
         where = f" (byte {bad - start} of the nearest, a {end - start}-byte tensor argument)" if end else ""
         lanes = int((~inside).sum())
         raise OutOfBounds(f"out-of-bounds {what}: {lanes} active lane(s) address memory outside every tensor "
