@@ -95,10 +95,11 @@ def allowed_library(name: str) -> bool:
 
 
 def device_violations(traces: Iterable[tuple[str, Mapping[str, Any]]], own_kernels: Iterable[str],
-                      entrypoint: str) -> list[Violation]:
+                      entrypoint: str, allow_library: bool = False) -> list[Violation]:
     """Violations in the traced calls (case, trace) of one candidate; ``own_kernels`` are the symbols of
     every kernel it built. A foreign kernel is named once, with the first case it ran in and how often it
-    ran over all of them; a large host copy by the first call that made one."""
+    ran over all of them (none is, with ``allow_library``: KernelBench's rule, PyTorch allowed); a large
+    host copy by the first call that made one."""
     own = {base_name(demangled_base(k)) for k in own_kernels}
     foreign: Counter[str] = Counter()
     first_case: dict[str, str] = {}
@@ -121,7 +122,8 @@ def device_violations(traces: Iterable[tuple[str, Mapping[str, Any]]], own_kerne
         host_bytes, limit = 0, HOST_TO_DEVICE_BYTES * max(1, int(trace.get("calls") or 1))
         for activity in trace.get("activities", []):
             kind, name = activity.get("kind"), str(activity.get("name", ""))
-            if kind == "kernel" and base_name(name) not in own and not allowed_library(name):
+            mine = allow_library or base_name(name) in own or allowed_library(name)
+            if kind == "kernel" and not mine:
                 foreign[name] += int(activity.get("count") or 1)
                 first_case.setdefault(name, case)
             elif kind == "memcpy" and activity.get("copy") == "HtoD":
@@ -191,10 +193,7 @@ def judge(ev: Evaluation) -> bool:
     own, found = own_kernels(ev)
     if ev.options.allow_torch:
         result.own_gpu_share = own_share(ev.device_traces, own)
-        found += [v for v in device_violations(ev.device_traces, own, ev.task.entrypoint)
-                  if v.code != "device-library-kernel"]
-    else:
-        found += device_violations(ev.device_traces, own, ev.task.entrypoint)
+    found += device_violations(ev.device_traces, own, ev.task.entrypoint, ev.options.allow_torch)
     result.device_activity = {"traced_calls": sum(1 for _, t in ev.device_traces if not t.get("error")),
                               "kernels": dict(kernels_seen(ev.device_traces).most_common(20)),
                               "seconds": round(sum(float(t.get("seconds") or 0) for _, t in ev.device_traces),

@@ -41,9 +41,7 @@ def timed_violations(timed: Traces, checked: Traces, own: Iterable[str], entrypo
     checked calls ran and the candidate's own kernels. With ``allow_torch`` (KernelBench's rule) library
     kernels are the candidate's work too: none is a violation, and each counts as a timed call's launch."""
     timed, own_names = list(timed), {base_name(demangled_base(k)) for k in own}
-    found = device_violations(timed, [*own, *HARNESS_KERNELS], entrypoint)
-    if allow_torch:
-        found = [v for v in found if v.code != "device-library-kernel"]
+    found = device_violations(timed, [*own, *HARNESS_KERNELS], entrypoint, allow_torch)
     if any(v.code == "device-trace" for v in found):
         return found  # an untrusted trace says nothing more
     ran_checked = {base_name(name) for name in kernels_seen(checked)}
@@ -84,9 +82,7 @@ def judge_after_timing(ev: Evaluation) -> bool:
     later = ev.device_traces[ev.traces_judged:]
     ev.traces_judged = len(ev.device_traces)
     own, found = own_kernels(ev)
-    found += device_violations(later, own, entrypoint) if later else []
-    if ev.options.allow_torch:
-        found = [v for v in found if v.code != "device-library-kernel"]
+    found += device_violations(later, own, entrypoint, ev.options.allow_torch) if later else []
     if ev.timed_traces:
         found += timed_violations(ev.timed_traces, ev.device_traces, own, entrypoint, ev.options.allow_torch)
         _record(ev)

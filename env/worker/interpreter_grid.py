@@ -36,20 +36,22 @@ _GUARDED: dict[int, tuple[weakref.ref[Any], int, int]] = {}
 
 
 def guard(buffer: Any, inner: Any) -> None:
-    """``inner``, a view in the middle of ``buffer``, is the input the launch may address: not the rest."""
-    start = inner.data_ptr()
-    _GUARDED[buffer.untyped_storage().data_ptr()] = (weakref.ref(buffer), start,
-                                                      start + inner.numel() * inner.element_size())
+    """``inner``, a view in the middle of ``buffer``, is the input the launch may address: not the rest.
+    The entry goes with the buffer (its address may then hold anything)."""
+    address, start = buffer.untyped_storage().data_ptr(), inner.data_ptr()
+
+    def forget(ref: weakref.ref[Any]) -> None:
+        if _GUARDED.get(address, (None,))[0] is ref:
+            del _GUARDED[address]
+
+    _GUARDED[address] = (weakref.ref(buffer, forget), start, start + inner.numel() * inner.element_size())
 
 
 def _bounds(storage: Any) -> tuple[int, int, int, int]:
     start, end = storage.data_ptr(), storage.data_ptr() + storage.nbytes()
     entry = _GUARDED.get(start)
-    if entry is not None:
-        buffer = entry[0]()
-        if buffer is not None and buffer.untyped_storage().data_ptr() == start:
-            return entry[1], entry[2], start, end
-        del _GUARDED[start]  # freed: the address may hold anything now
+    if entry is not None and entry[0]() is not None:
+        return entry[1], entry[2], start, end
     return start, end, start, end
 
 
@@ -65,7 +67,7 @@ def program_index(i: int, n: int) -> int:
     return 2 * (i - odds)
 
 
-def _extents(args: Any) -> list[tuple[int, int]]:
+def _extents(args: Any) -> list[tuple[int, int, int, int]]:
     found: list[tuple[int, int, int, int]] = []
 
     def visit(arg: Any) -> None:
