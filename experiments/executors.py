@@ -14,7 +14,9 @@ each worker one evaluation at a time and may be called from many episode threads
   (Ray sets each actor's ``CUDA_VISIBLE_DEVICES``), or one CPU apiece on a cluster without GPUs.
   A lost actor (killed, crashed, its node gone) is replaced in the background and its evaluation
   resubmitted to whichever actor is free first. An evaluation is a pure function of (task, source,
-  options), so running one again changes nothing, and the runner stores each turn once.
+  options), so running one again changes nothing, and the runner stores each turn once. An actor is a
+  process of its own, which knows only the built-in tasks: it imports the driver's imported suites
+  (format -> absolute path) before it takes an evaluation, from the same path on its own node.
 
 Ray is imported only when a ``RayExecutor`` is made (``pip install 'warpgym[ray]'``).
 """
@@ -30,6 +32,7 @@ import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -48,6 +51,8 @@ RAY_INIT: dict[str, Any] = {
     "logging_level": logging.WARNING,
 }
 """How the runner starts or joins Ray: no dashboard, no actor output or INFO lines over the progress."""
+
+log = logging.getLogger("warpgym.executors")
 
 
 class ExecutorError(RuntimeError):
@@ -174,27 +179,58 @@ def import_ray() -> Any:
 
 
 class EvalActor:
-    """A Ray actor holding one Evaluator (its worker processes live as long as the actor)."""
+    """A Ray actor holding one Evaluator (its worker processes live as long as the actor).
 
-    def __init__(self, device: str) -> None:
+    ``suites`` are the driver's imported suites: an imported task id means nothing in this process until
+    its suite is imported here, so they are imported before the actor reports ready or evaluates."""
+
+    def __init__(self, device: str, suites: dict[str, str] | None = None) -> None:
         from warpgym.env import Evaluator
 
         self.evaluator = Evaluator(device)
+        self.suites = dict(suites or {})
+        self.suites_error: str | None = None
+        self.registered = False
+
+    def _register(self) -> str | None:
+        """Import the suites once; why one could not be imported here, or None."""
+        if self.registered:
+            return self.suites_error
+        self.registered = True
+        from warpgym.tasks.importers import use
+
+        for fmt, path in self.suites.items():
+            try:
+                use({fmt: path})
+            except Exception as exc:  # noqa: BLE001 - reported to the driver, which stops this actor
+                self.suites_error = (
+                    f"the {fmt} suite at {path} could not be imported on {socket.gethostname()}: "
+                    f"{exc} (each Ray node needs the suite's files at that path)"
+                )
+                break
+        return self.suites_error
 
     def ready(self) -> dict[str, Any]:
         import ray
 
-        return {
+        info: dict[str, Any] = {
             "pid": os.getpid(),
             "host": socket.gethostname(),
             "node": ray.get_runtime_context().get_node_id(),
             "gpus": [str(g) for g in ray.get_gpu_ids()],
         }
+        error = self._register()
+        if error is not None:
+            info["error"] = error
+        return info
 
     def evaluate(self, task_id: str, candidate: str | Candidate, options: EvalOptions) -> dict[str, Any]:
         """The verdict as a dict: what crosses to the driver is plain data."""
         from warpgym.tasks import get_task
 
+        error = self._register()
+        if error is not None:
+            raise ExecutorError(error)
         return self.evaluator.evaluate(get_task(task_id), candidate, options).to_dict()
 
     def close(self) -> None:
@@ -222,7 +258,8 @@ class RayExecutor(Executor):
 
     ``address``: the cluster to join (``auto``, ``HOST:PORT``, ``ray://HOST:10001``); ``None`` starts
     a local Ray instance (or joins ``$RAY_ADDRESS``). When Ray is already initialised in this
-    process it is used as it is and left running on ``close``.
+    process it is used as it is and left running on ``close``. ``suites``: the imported suites each
+    actor imports (format -> absolute path); ``None`` takes those imported in this process now.
     """
 
     def __init__(
@@ -235,10 +272,16 @@ class RayExecutor(Executor):
         retries: int = LOST_RETRIES,
         start_timeout_s: float = 300.0,
         init_kwargs: dict[str, Any] | None = None,
+        suites: dict[str, str] | None = None,
     ) -> None:
         super().__init__()
         ray = import_ray()
         self.ray = ray
+        if suites is None:
+            from warpgym.tasks.importers import active_sources
+
+            suites = active_sources()
+        self.suites = {fmt: str(Path(path).expanduser().resolve()) for fmt, path in suites.items()}
         self.retries = retries
         self.start_timeout_s = start_timeout_s
         self.on_dispatch: Callable[[Slot, Any], None] | None = None
@@ -276,25 +319,35 @@ class RayExecutor(Executor):
 
     # ------------------------------------------------------------------ actors
     def _spawn(self, index: int, generation: int = 0) -> Slot:
-        handle = self.actor_class.options(**self.actor_options).remote(self.kind)
+        handle = self.actor_class.options(**self.actor_options).remote(self.kind, self.suites)
         return Slot(index, handle, generation)
 
     def _start(self, slots: list[Slot]) -> None:
         refs = {s.handle.ready.remote(): s for s in slots}
         done, _ = self.ray.wait(list(refs), num_returns=len(refs), timeout=self.start_timeout_s)
+        suite_errors: list[str] = []
         for ref in done:
             slot = refs[ref]
             try:
                 slot.info = self.ray.get(ref)
             except self.ray.exceptions.RayError:
                 continue
+            if slot.info.get("error"):
+                suite_errors.append(slot.info["error"])
+                continue
             self.current[slot.index] = slot
             self.free.put(slot)
         for slot in slots:
             if slot.index not in self.current:
                 self._kill(slot)
+        errors = list(dict.fromkeys(suite_errors))
+        if errors and self.current:
+            log.warning("%d of %d evaluation actors stopped: %s", len(suite_errors), len(slots),
+                        "; ".join(errors))
         if not self.current:
             self._shutdown()
+            if errors:
+                raise ExecutorError("no evaluation actor could import the run's suites: " + "; ".join(errors))
             raise ExecutorError(
                 f"no evaluation actor started within {self.start_timeout_s:g} s: the cluster has no free "
                 f"{'GPU' if self.kind == 'cuda' else 'CPU'} for them (`ray status` shows its resources)"
@@ -335,6 +388,9 @@ class RayExecutor(Executor):
             if not self.closed:
                 slot = self._spawn(old.index, old.generation + 1)
                 slot.info = self.ray.get(slot.handle.ready.remote(), timeout=self.start_timeout_s)
+                if slot.info.get("error"):
+                    log.warning("a replacement evaluation actor stopped: %s", slot.info["error"])
+                    raise ExecutorError(slot.info["error"])
         except Exception:  # noqa: BLE001 - no capacity left (a node gone for good): the pool shrinks
             if slot is not None:
                 self._kill(slot)

@@ -27,6 +27,7 @@ def make_executor(exp: Experiment) -> Executor:
                 devices=run.devices,
                 workers=run.workers,
                 workers_per_gpu=run.workers_per_gpu,
+                suites=exp.suites,
             )
         return LocalExecutor(resolve_devices(exp))
     except ExecutorError as exc:

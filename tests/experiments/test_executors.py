@@ -250,3 +250,64 @@ def test_an_actor_killed_mid_evaluation_is_replaced_and_the_step_retried(
     assert _verdicts(tmp_path / "run") == local_run  # ...yet every turn is stored, once, as judged locally
     with Store(tmp_path / "run" / "store.sqlite", readonly=True) as store:
         assert len(store.calls()) == 3  # one model call per turn: the retry asked the model nothing
+
+
+# --------------------------------------------------------------------------- imported suites
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "kernelbench"
+IMPORTED = "kernelbench/level1/1_Scale_rows"
+
+
+def _summary(result: Any) -> tuple[Any, ...]:
+    """What must agree between two places that judged one candidate (not seconds or sandbox paths)."""
+    return (result.task, result.stage, result.compiled, result.correct, result.mode,
+            sorted(v.code for v in result.violations), [(c.shape_set, c.passed) for c in result.cases])
+
+
+def test_the_runner_gives_ray_actors_the_suites_its_tasks_come_from(monkeypatch: pytest.MonkeyPatch) -> None:
+    made: list[dict[str, Any]] = []
+    monkeypatch.setattr(pool, "RayExecutor", lambda **kwargs: made.append(kwargs))
+    exp = _experiment('executor = "ray"\n')
+    pool.make_executor(exp)
+    exp.suites = {"kernelbench": str(FIXTURES.resolve())}
+    pool.make_executor(exp)
+    # {} rather than None: actors of a run without imported tasks import nothing, whatever else is imported
+    assert [m["suites"] for m in made] == [{}, {"kernelbench": str(FIXTURES.resolve())}]
+
+
+@needs_ray
+@pytest.mark.slow
+def test_an_imported_task_gets_the_same_verdict_on_a_ray_actor_as_locally(
+    ray_executor: Any, cpu_evaluator: Any
+) -> None:
+    from warpgym.env import EvalOptions
+    from warpgym.tasks import get_task
+    from warpgym.tasks.importers import use
+
+    use({"kernelbench": str(FIXTURES)})
+    options = EvalOptions(device="cpu", shape_sets=("dev",))
+    names = ("scale_rows_ok.py", "scale_rows_off_by_one.py")
+    sources = [(FIXTURES / "candidates" / name).read_text() for name in names]
+    ex = executors.RayExecutor(devices="cpu", workers=1)  # the suites imported here, by default
+    try:
+        assert ex.suites == {"kernelbench": str(FIXTURES.resolve())}
+        remote = [ex.evaluate(IMPORTED, source, options) for source in sources]
+    finally:
+        ex.close()
+    here = [cpu_evaluator.evaluate(get_task(IMPORTED), source, options) for source in sources]
+    assert [r.correct for r in remote] == [True, False], remote[0].feedback
+    assert [_summary(r) for r in remote] == [_summary(r) for r in here]
+
+
+@needs_ray
+@pytest.mark.slow
+def test_an_actor_that_cannot_import_a_suite_fails_to_start_naming_its_path(
+    tmp_path: Path, ray_executor: Any
+) -> None:
+    gone = tmp_path / "KernelBench"
+    with pytest.raises(executors.ExecutorError) as err:
+        executors.RayExecutor(devices="cpu", workers=1, suites={"kernelbench": str(gone)})
+    message = str(err.value)
+    assert message.startswith("no evaluation actor could import the run's suites")
+    assert f"kernelbench suite at {gone} could not be imported" in message
+    assert "no such file or folder" in message and "unknown task" not in message
+    assert len(ray_executor.slots) == 1  # the other executor's actor is untouched
