@@ -34,6 +34,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--executor", choices=("local", "ray"), default="local",
                         help="local processes (default) or Ray actors on a cluster")
     parser.add_argument("--ray-address", default=None, help="the Ray cluster to join (auto, HOST:PORT, ...)")
+    parser.add_argument("--suite", action="append", default=[], metavar="FORMAT=PATH",
+                        help="judge an imported suite's tasks too, e.g. kernelbench=~/src/KernelBench "
+                             "(repeatable; besides those `warpgym tasks import` saved and "
+                             "WARPGYM_SUITE_<FORMAT>)")
     parser.add_argument("--journal", metavar="PATH", default="warpgym-serve.sqlite",
                         help="SQLite file of accepted submissions and verdicts "
                              "(default ./warpgym-serve.sqlite)")
@@ -73,6 +77,17 @@ def read_token(path: str | None) -> str | None:
     return token
 
 
+def parse_suites(values: list[str]) -> dict[str, str]:
+    """``--suite FORMAT=PATH`` options as format -> path (the format and path are checked with the rest)."""
+    suites = {}
+    for value in values:
+        fmt, sep, path = value.partition("=")
+        if not sep or not fmt.strip() or not path.strip():
+            raise UsageError(f"--suite {value}: use FORMAT=PATH, e.g. kernelbench=~/src/KernelBench")
+        suites[fmt.strip().lower()] = path.strip()
+    return suites
+
+
 def run(args: argparse.Namespace) -> int:
     import logging
 
@@ -89,9 +104,10 @@ def run(args: argparse.Namespace) -> int:
         max_body_bytes=int(args.max_body_mb * (1 << 20)), max_timeout_s=args.max_timeout,
         requests_per_s=args.rate, request_burst=max(1, int(args.rate * 4)),
         submissions_per_s=args.submit_rate, submission_burst=max(args.max_batch, 2000),
-        attempts=args.attempts, drain_s=args.drain_timeout)
+        attempts=args.attempts, drain_s=args.drain_timeout, suites=parse_suites(args.suite))
     try:
         check(settings)
+        suites = server.use_suites(settings)  # a suite that cannot be imported stops the start here
         spec = server.Workers(devices=args.devices, workers=args.workers, per_gpu=args.workers_per_gpu,
                               executor=args.executor, ray_address=args.ray_address)
         executor = server.make_executor(spec)
@@ -103,6 +119,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"warpgym serve: listening on http://{args.host}:{port} with {status['workers']} "
               f"{status['kind']} worker(s); journal {settings.journal} ({status['resumed']} "
               "submission(s) resumed)"
+              f"{''.join(f'; suite {fmt} from {path}' for fmt, path in suites.items())}"
               f"{'' if settings.token else '; no token (loopback only)'}", file=sys.stderr, flush=True)
 
     try:

@@ -61,6 +61,7 @@ def local_devices(spec: Workers) -> list[str]:
 
 
 def make_executor(spec: Workers) -> Executor:
+    """Local evaluators, or Ray actors that import the suites imported here (``use_suites`` first)."""
     from warpgym.experiments.executors import LocalExecutor, RayExecutor
 
     if spec.executor == "ray":
@@ -83,6 +84,17 @@ def where(executor: Executor) -> str:
     return f"{executor.kind}:{name}:{__version__}"
 
 
+def use_suites(settings: Settings) -> dict[str, str]:
+    """Import the suites the server judges besides the built-in ones: those ``warpgym tasks import`` saved,
+    ``WARPGYM_SUITE_<FORMAT>``'s, then ``settings.suites`` (which win). Before the executor is made, so
+    Ray actors get them too. Returns format -> path of every suite imported in this process."""
+    from warpgym.tasks.importers import active_sources, use, use_configured
+
+    use_configured()
+    use(settings.suites)
+    return active_sources()
+
+
 def build(settings: Settings, executor: Executor) -> tuple[EvalService, Any]:
     """The service (its queue resumed from the journal, dispatch started) and the ASGI app over it."""
     from warpgym.tasks import all_tasks
@@ -91,6 +103,7 @@ def build(settings: Settings, executor: Executor) -> tuple[EvalService, Any]:
     from .journal import Journal
     from .service import EvalService
 
+    use_suites(settings)  # before the journal's unanswered submissions are queued again
     all_tasks()  # the registry, loaded before the first request rather than by it
     journal = Journal(settings.journal)
     try:

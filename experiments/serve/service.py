@@ -296,9 +296,12 @@ class EvalService:
 
     def _judge(self, request: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         """The verdict on one request, and whether the server (not the judge) gave up on it."""
-        from warpgym.tasks import get_task
+        from warpgym.tasks import UnknownTaskError, get_task
 
-        task = get_task(request["task"])
+        try:
+            task = get_task(request["task"])
+        except UnknownTaskError as exc:  # accepted by an earlier start that had the task's suite
+            return self._unknown(request, exc), True
         attachments = request.get("attachments") or {}
         candidate: str | Candidate = Candidate(request["source"], attachments) if attachments \
             else request["source"]
@@ -331,4 +334,14 @@ class EvalService:
         result.runtime_error = (f"{SERVER_ERROR} after {len(failures)} attempt(s): " + "; ".join(failures)
                                 if failures else f"{SERVER_ERROR}: the server was stopping")
         result.feedback = feedback.render(result, task, options.reveal_shapes)
+        return result.to_dict()
+
+    def _unknown(self, request: dict[str, Any], exc: Exception) -> dict[str, Any]:
+        from warpgym.env import EvalResult
+
+        result = EvalResult(task=request["task"], target=request["options"]["target"], device=self.kind,
+                            correct=False)
+        result.runtime_error = (f"{SERVER_ERROR}: {exc}; this server was started without the suite it "
+                                "comes from (warpgym serve --suite FORMAT=PATH)")
+        result.feedback = result.runtime_error
         return result.to_dict()

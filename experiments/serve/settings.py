@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 TOKEN_ENV = "SERVE_BEARER_TOKEN"
@@ -36,6 +36,9 @@ class Settings:
     """Tries per evaluation when the executor itself fails (a worker or actor lost)."""
     drain_s: float = 60.0
     """On SIGTERM: how long in-flight evaluations may take to finish before they are cancelled."""
+    suites: dict[str, str] = field(default_factory=dict)
+    """Imported suites by format (``--suite kernelbench=PATH``), on top of those ``warpgym tasks import``
+    saved and ``WARPGYM_SUITE_<FORMAT>`` names."""
 
 
 def is_loopback(host: str) -> bool:
@@ -66,3 +69,12 @@ def check(settings: Settings) -> None:
                          f"({settings.submission_burst}): a batch that large could never pass")
     if settings.drain_s < 0:
         raise ValueError("drain_s must not be negative")
+    if settings.suites:
+        from warpgym.tasks.importers import ADAPTERS
+
+        for fmt, path in settings.suites.items():
+            if fmt not in ADAPTERS:
+                raise ValueError(f"suite {fmt}={path}: unknown suite format {fmt!r}; importers: "
+                                 f"{', '.join(sorted(ADAPTERS))}")
+            if not Path(path).expanduser().exists():
+                raise ValueError(f"suite {fmt}={path}: no such file or folder")
