@@ -24,7 +24,8 @@
 # then EXTRA (a command). SKIP=timing leaves the probe out.
 # serve: scripts/serve_throughput.py (8 clients through `warpgym serve` against in-process; .whl must
 # hold fastapi, uvicorn, starlette, httpx and their dependencies). kbside: scripts/kernelbench_side_by_side.py
-# (KB_LEVEL1, KB_LEVEL2 problems; .kb carries KernelBench's src and KernelBench folders). refsweep: scripts/triton_ref_sweep.py (the rewritten
+# (KB_LEVEL1, KB_LEVEL2 problems, KB_ARGS more options, KB_RESUME an earlier call's JSON to go on from;
+# .kb carries KernelBench's src and KernelBench folders). refsweep: scripts/triton_ref_sweep.py (the rewritten
 # Triton references, old and new and a few tile configs, against their baselines; < 5 minutes).
 # Logs land in $OUT (8 files at most come back); every JSON report is merged into $OUT/results.json.
 set -uo pipefail
@@ -108,9 +109,14 @@ if [[ $part == paired ]]; then  # which timing protocol repeats, and whether a s
   [[ -n ${EXTRA:-} ]] && timeout "$(cap 300)" bash -c "$EXTRA" > "$OUT/C-extra.log" 2>&1
 fi
 if [[ $part == kbside ]]; then  # both harnesses on KernelBench's own problems (.kb holds src and KernelBench)
+  resume=()  # KB_RESUME=file: an earlier call's rows, kept (only the missing pairs are judged)
+  if [[ -n ${KB_RESUME:-} ]]; then cp "$KB_RESUME" $J/kb_side_by_side.json; resume=(--resume); fi
+  # KB_ARGS: more options of the script (--spread, --budget SECONDS, --only ...)
+  # shellcheck disable=SC2086
   CUDA_VISIBLE_DEVICES=$(g 0) timeout "$(cap 560)" python3 scripts/kernelbench_side_by_side.py --kb .kb \
-    --level1 "${KB_LEVEL1:-6}" --level2 "${KB_LEVEL2:-2}" --out $J/kb_side_by_side.json \
-    > "$OUT/kbside.log" 2>&1
+    --level1 "${KB_LEVEL1:-6}" --level2 "${KB_LEVEL2:-2}" --out $J/kb_side_by_side.json "${resume[@]}" \
+    ${KB_ARGS:-} > "$OUT/kbside.log" 2>&1
+  cp $J/kb_side_by_side.json "$OUT/" 2>/dev/null
 fi
 if [[ $part == serve ]]; then  # `warpgym serve` from 8 clients against in-process (carry the serve wheels)
   timeout "$(cap 540)" python3 scripts/serve_throughput.py --clients "${CLIENTS:-8}" --rounds "${ROUNDS:-2}" \

@@ -73,7 +73,8 @@ WRAPPED = {
         f"            torch.cuda._sleep(20000000)\n            return _copied({REFERENCE})"
     ),
 }
-CPU_LABELS = ("correct", "bug-tail", "bug-scale", "exploit-zeros", "exploit-reuse", "strict-triton")
+CPU_LABELS = ("correct", "bug-tail", "bug-scale", "exploit-zeros", "exploit-reuse", "strict-triton",
+              "strict-cuda")
 """Without a GPU: the side stream needs CUDA."""
 
 ELEMENTWISE = {
@@ -112,6 +113,52 @@ class ModelNew(nn.Module):
 """
 
 
+CUDA_ELEMENTWISE = {
+    "19_ReLU": "fmaxf(v, 0.f)",
+    "21_Sigmoid": "1.f / (1.f + expf(-v))",
+    "22_Tanh": "tanhf(v)",
+    "25_Swish": "v / (1.f + expf(-v))",
+    "29_Softplus": "v > 20.f ? v : log1pf(expf(v))",
+    "30_Softsign": "v / (1.f + fabsf(v))",
+    "32_HardTanh": "fminf(fmaxf(v, -1.f), 1.f)",
+}
+"""The same problems in KernelBench's CUDA format: the expression of ``v`` in C."""
+
+CUDA_TEMPLATE = '''
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+SOURCE = r"""
+__global__ void op_kernel(const float* __restrict__ x, float* __restrict__ y, long n) {{
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) {{
+        float v = x[i];
+        y[i] = {expr};
+    }}
+}}
+
+torch::Tensor op(torch::Tensor x) {{
+    auto y = torch::empty_like(x);
+    long n = x.numel();
+    long blocks = (n + 255) / 256;
+    op_kernel<<<blocks < 65535 * 8 ? blocks : 65535 * 8, 256>>>(x.data_ptr<float>(), y.data_ptr<float>(), n);
+    return y;
+}}
+"""
+
+ext = load_inline(name="op_ext", cpp_sources="torch::Tensor op(torch::Tensor x);", cuda_sources=SOURCE,
+                  functions=["op"], extra_cuda_cflags=["-O3"])
+
+
+class ModelNew(nn.Module):
+    def __init__(self, *args):
+        super().__init__()
+
+    def forward(self, x):
+        return ext.op(x.contiguous())
+'''
+
+
 def wrapped(problem_source: str, body: str) -> str:
     """The problem's Model renamed, and a ModelNew derived from it: the same constructor, the same parameter
     names, its forward ``body`` (which calls Model's as ``super().forward``)."""
@@ -142,6 +189,8 @@ def candidates(problem: Path, index: int | None = None) -> dict[str, str]:
     out = {label: wrapped(source, WRAPPED[label]) for label in labels}
     if problem.stem in ELEMENTWISE:
         out["strict-triton"] = STRICT_TEMPLATE.format(expr=ELEMENTWISE[problem.stem])
+    if problem.stem in CUDA_ELEMENTWISE:
+        out["strict-cuda"] = CUDA_TEMPLATE.format(expr=CUDA_ELEMENTWISE[problem.stem])
     return out
 
 
@@ -194,16 +243,20 @@ def warpgym_verdict(evaluator, task, source: str, options) -> dict:  # noqa: ANN
     }
 
 
-def chosen_problems(kb: Path, level1: int, level2: int, only: list[str]) -> list[Path]:
-    """The elementwise problems first, then others in order, ``level1`` and ``level2`` of them; or the
-    problems named in ``only`` (file stems)."""
+def chosen_problems(kb: Path, level1: int, level2: int, only: list[str], spread: bool = False) -> list[Path]:
+    """The elementwise problems first, then others in order (``spread``: evenly spaced through the level),
+    ``level1`` and ``level2`` of them; or the problems named in ``only`` (file stems)."""
     chosen = []
     for level, count in (("level1", level1), ("level2", level2)):
         files = sorted((kb / "KernelBench" / level).glob("*.py"), key=lambda p: int(p.stem.split("_")[0]))
         if only:
             chosen += [f for f in files if f.stem in only]
             continue
-        wanted = [f for f in files if f.stem in ELEMENTWISE] + [f for f in files if f.stem not in ELEMENTWISE]
+        others = [f for f in files if f.stem not in ELEMENTWISE]
+        if spread:
+            room = max(1, count - sum(1 for f in files if f.stem in ELEMENTWISE))
+            others = others[:: max(1, len(others) // room)]
+        wanted = [f for f in files if f.stem in ELEMENTWISE] + others
         chosen += sorted(wanted[:count], key=lambda p: int(p.stem.split("_")[0]))
     return chosen
 
@@ -220,6 +273,7 @@ def summary(device: str, tasks: dict, rows: list[dict], walls: dict[str, float])
         "evaluations": len(rows),
         "agreement": 1 - len(disagreements) / len(compared) if compared else None,
         "evaluations_per_minute": {k: 60 * len(rows) / v if v else None for k, v in walls.items()},
+        "walls": walls,
         "disagreements": [
             {
                 "task": r["task"],
@@ -246,6 +300,12 @@ def main() -> None:
     parser.add_argument("--all-candidates", action="store_true",
                         help="every wrong kind on every problem (default: one wrong kind per problem, "
                         "in turn)")
+    parser.add_argument("--spread", action="store_true",
+                        help="the other problems evenly spaced through each level, not the first ones")
+    parser.add_argument("--resume", action="store_true",
+                        help="keep the rows in --out; judge only the missing (problem, candidate) pairs")
+    parser.add_argument("--budget", type=float, default=None,
+                        help="warpgym's paired-timing seconds per bench case (default: EvalOptions')")
     parser.add_argument("--baselines", default="eager",
                         help="warpgym's baselines (default eager, the one KernelBench times against; "
                         "torch.compile compiles every problem, tens of seconds each)")
@@ -264,7 +324,7 @@ def main() -> None:
 
     only = [s for s in args.only.split(",") if s]
     tasks = {}
-    for path in chosen_problems(kb, args.level1, args.level2, only):
+    for path in chosen_problems(kb, args.level1, args.level2, only, args.spread):
         started = time.perf_counter()
         done = import_suite("kernelbench", path)
         print(f"imported {path.stem} in {time.perf_counter() - started:.1f} s", flush=True)
@@ -273,16 +333,26 @@ def main() -> None:
         for why in done.failures.values():
             print(f"not imported: {why}", flush=True)
     sets = ("dev", "heldout", "bench") if on_gpu else ("dev",)
+    extra = {}
+    if args.budget:
+        from warpgym.env.judge.options import PairedTiming
+
+        extra["paired"] = PairedTiming(budget_seconds=args.budget)
     modes = {
-        "allow-torch": EvalOptions(device=args.device, shape_sets=sets, allow_torch=True),
-        "strict": EvalOptions(device=args.device, shape_sets=sets),
+        "allow-torch": EvalOptions(device=args.device, shape_sets=sets, allow_torch=True, **extra),
+        "strict": EvalOptions(device=args.device, shape_sets=sets, **extra),
     }
-    rows = []
-    walls = {"warpgym": 0.0, "kernelbench": 0.0}
+    rows, walls = [], {"warpgym": 0.0, "kernelbench": 0.0}
+    if args.resume and Path(args.out).exists():
+        kept = json.loads(Path(args.out).read_text())
+        rows = kept.get("rows", [])
+        walls = {k: float(kept.get("walls", {}).get(k, 0.0)) for k in walls}
+        print(f"resuming: {len(rows)} rows kept from {args.out}", flush=True)
+    done_pairs = {(r["task"], r["candidate"]) for r in rows}
     with Evaluator(args.device) as evaluator:
         for index, (path, task) in enumerate(tasks.items()):
             for label, source in candidates(path, None if args.all_candidates else index).items():
-                if not on_gpu and label not in CPU_LABELS:
+                if (not on_gpu and label not in CPU_LABELS) or (task.id, label) in done_pairs:
                     continue
                 row: dict = {"task": task.id, "candidate": label}
                 for mode, options in modes.items():

@@ -64,13 +64,26 @@ def close_problem_file(ev: Evaluation) -> None:
             worker.stop()
 
 
+def load_seconds(ev: Evaluation) -> float:
+    """The import's time limit: a module that builds a CUDA extension waits for the compiler too."""
+    limits = ev.options.limits
+    return max(limits.load, limits.compile) if "load_inline" in ev.candidate.source else limits.load
+
+
+def retire_native(ev: Evaluation) -> None:
+    """A worker that loaded a candidate's native code (a CUDA extension) serves no other candidate: what
+    that code left behind (threads, patched memory) would be in the next one's evidence."""
+    if ev.extensions:
+        ev.workers.run.stop()
+
+
 def load(ev: Evaluation) -> bool:
     """Import the candidate into the run worker; False (with the reason recorded) when it cannot be."""
     result, worker = ev.result, ev.workers.run
     ev.models_sent.clear()  # a load starts the worker's instances afresh
     pid = worker_pid(worker)
     try:
-        reply: m.LoadReply = ask(worker, load_request(ev), ev.options.limits.load)
+        reply: m.LoadReply = ask(worker, load_request(ev), load_seconds(ev))
     except WorkerError as exc:
         if exc.kind == "crash" and pid is not None and pid == ev.inherited:
             ev.inherited = None  # the damage was an earlier candidate's: import into a new worker
@@ -79,7 +92,11 @@ def load(ev: Evaluation) -> bool:
         return False
     result.stdout = worker.log_tail(clear=True)
     ev.loaded = worker_pid(worker)
+    ev.extensions = list(reply.extensions)
     if not reply.ok:
+        if reply.kind == "needs-gpu":
+            result.skipped_checks.append(f"{reply.error}: nothing was built or checked on this machine")
+            return False
         if reply.kind in ("missing-entrypoint", "signature"):
             result.violations.append(Violation(reply.kind, reply.error or ""))
             result.stage = "static"

@@ -7,7 +7,8 @@ Anything else (ATen, cuBLAS, cuDNN, CUTLASS, a torch.compile graph) did arithmet
 candidate's, however it was reached. Two device activities are allowed besides: memsets and ATen's fill
 kernel (initialising an accumulator with ``torch.zeros`` is not computing the answer), and small
 host-to-device copies (a table of offsets). A host-to-device copy of more than ``HOST_TO_DEVICE_BYTES``
-carried data the host computed.
+carried data the host computed; a device-to-host copy of as much gave the host data to compute on (the
+run-time policy bounds what Python reads, but a CUDA extension's C++ copies past it).
 
 Own kernels may not take a library's name: a Triton function called like a cuBLAS kernel would
 otherwise make every cuBLAS launch look like the candidate's.
@@ -119,7 +120,8 @@ def device_violations(traces: Iterable[tuple[str, Mapping[str, Any]]], own_kerne
                 f"opens or closes {entrypoint}()'s window on {case}: work on a stream the caller's stream "
                 "does not wait for is neither timed nor checked in order (launch on the current stream, or "
                 "make the streams wait for each other with events)"))
-        host_bytes, limit = 0, HOST_TO_DEVICE_BYTES * max(1, int(trace.get("calls") or 1))
+        host_bytes, read_bytes = 0, 0
+        limit = HOST_TO_DEVICE_BYTES * max(1, int(trace.get("calls") or 1))
         for activity in trace.get("activities", []):
             kind, name = activity.get("kind"), str(activity.get("name", ""))
             mine = allow_library or base_name(name) in own or allowed_library(name)
@@ -128,12 +130,20 @@ def device_violations(traces: Iterable[tuple[str, Mapping[str, Any]]], own_kerne
                 first_case.setdefault(name, case)
             elif kind == "memcpy" and activity.get("copy") == "HtoD":
                 host_bytes += int(activity.get("nbytes") or 0)
+            elif kind == "memcpy" and activity.get("copy") == "DtoH":
+                read_bytes += int(activity.get("nbytes") or 0)
         if host_bytes > limit and not any(v.code == "device-host-copy" for v in violations):
             violations.append(Violation(
                 "device-host-copy",
                 f"{host_bytes} bytes were copied from the host to the GPU inside {entrypoint}() on {case}: "
                 f"data computed on the host is not a kernel's work (at most {HOST_TO_DEVICE_BYTES} bytes, "
                 "for small tables)"))
+        if read_bytes > limit and not any(v.code == "device-host-read" for v in violations):
+            violations.append(Violation(
+                "device-host-read",
+                f"{read_bytes} bytes were copied from the GPU to the host inside {entrypoint}() on {case}: "
+                "data the host reads is data the host can compute on (at most "
+                f"{HOST_TO_DEVICE_BYTES} bytes, for sizes and flags)"))
     named = []
     for name, count in foreign.most_common(5):
         times = f" ({count} launches)" if count > 1 else ""

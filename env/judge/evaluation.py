@@ -80,6 +80,8 @@ class Evaluation:
     loaded: int | None = None
     """The pid of the run worker the candidate was loaded into: a call finding another one there (the
     worker died between calls, and a fresh one holds no candidate) is a crash of that worker."""
+    extensions: list[str] = field(default_factory=list)
+    """The CUDA extensions the candidate built (``load_inline``): native code in the run worker."""
     models_sent: set[str] = field(default_factory=set)
     """For a module-class candidate: the cases whose model parameters the run worker got since the
     candidate was last loaded (``shipped.model_call``)."""
@@ -138,6 +140,7 @@ class Evaluation:
             result.correct = False if result.correct else result.correct
         finally:
             channel.integrity(self)
+            channel.retire_native(self)
             release_cached_memory(self.device)
             result.seconds["total"] = time.perf_counter() - started
             result.feedback = feedback_mod.render(result, self.task, self.options.reveal_shapes)

@@ -33,6 +33,8 @@ def compile(ev: Evaluation) -> bool:
         return compile_cuda(ev)
     if ev.task.language != "triton":
         return True
+    if ev.extensions and not extension_kernels(ev):
+        return False
     result, options = ev.result, ev.options
     if native_target(ev.device) == options.target:
         return jit_kernels(ev)
@@ -66,6 +68,18 @@ def compile(ev: Evaluation) -> bool:
             compiled.put(fingerprint(candidate, spec), kernel.model_dump())
     add_kernels(ev, [k for k in (compiled.get(key) for key in keys) if k is not None])
     return not result.compile_errors
+
+
+def extension_kernels(ev: Evaluation) -> bool:
+    """The kernels of the CUDA extensions the candidate built (``load_inline``), with their instruction
+    counts: its own kernels, beside any Triton ones."""
+    try:
+        reply: m.ModulesReply = ask(ev.workers.run, m.ModulesRequest(), 60)
+    except WorkerError as exc:
+        ev.result.compile_errors.append(f"reading the extensions' kernels: {exc}")
+        return False
+    add_modules(ev, [mod for mod in reply.modules if mod.language == "cuda-extension"])
+    return not ev.result.compile_errors
 
 
 def native_target(device: str) -> str | None:
@@ -145,7 +159,7 @@ def compile_cuda(ev: Evaluation) -> bool:
     Modules built at import are there already; on a CPU the entrypoint is also dry-run up to its
     first launch, so modules built at call time are compiled too and that launch is checked.
     """
-    result, target = ev.result, ev.options.target
+    result = ev.result
     if ev.cuda_on_cpu and not result.compiled and not _dry_run(ev):
         return False
     try:
@@ -156,8 +170,14 @@ def compile_cuda(ev: Evaluation) -> bool:
     if not reply.modules:
         result.violations.append(violation("no-loader-module"))
         return False
+    add_modules(ev, reply.modules)
+    return not result.compile_errors
+
+def add_modules(ev: Evaluation, modules: list[Any]) -> None:
+    """Each module's kernels as the candidate's, once each; a module built for another target is an error."""
+    result, target = ev.result, ev.options.target
     known = {(k.name, k.target) for k in result.kernels}
-    for module in reply.modules:
+    for module in modules:
         if module.target != target:
             result.compile_errors.append(f"module {module.name!r} was built for {module.target}; this "
                                          f"evaluation targets {target} (omit target= or use "
@@ -174,4 +194,3 @@ def compile_cuda(ev: Evaluation) -> bool:
                 registers=k.registers, shared_bytes=k.shared, spills=spills, warnings=module.warnings))
         if module.analysis_error:
             result.skipped_checks.append(f"SASS of module {module.name}: {module.analysis_error}")
-    return not result.compile_errors

@@ -30,6 +30,8 @@ their input: what the run-time policy allows host code as views, reached as ``to
 DEVICE_MODULES = ("cuda", "xpu", "mps", "mtia", "accelerator")
 """torch's per-backend modules: ``torch.xpu.is_available()`` asks about a device and computes nothing."""
 ALLOWED_TORCH_PREFIXES = ("torch.backends.", "torch.version.", *(f"torch.{m}." for m in DEVICE_MODULES))
+EXTENSION_BUILDERS = frozenset({"torch.utils.cpp_extension.load_inline", "torch.utils.cpp_extension"})
+"""A CUDA extension's build (the harness's own, env/worker/extensions.py): its kernels are the candidate's."""
 
 FORBIDDEN_MODULES = frozenset({
     "subprocess", "socket", "multiprocessing", "threading", "_thread", "concurrent", "asyncio", "signal",
@@ -197,7 +199,7 @@ class _Scanner(ast.NodeVisitor):
 
     @staticmethod
     def _torch_call_allowed(full: str) -> bool:
-        if full.startswith(ALLOWED_TORCH_PREFIXES):
+        if full.startswith(ALLOWED_TORCH_PREFIXES) or full in EXTENSION_BUILDERS:
             return True
         return full.count(".") == 1 and full.split(".")[1] in ALLOWED_TORCH_CALLS | TORCH_VIEWS
 

@@ -170,6 +170,8 @@ class LoadReply(Reply):
     tampered: list[str] = Field(default_factory=list)
     forbidden_ops: dict[str, int] = Field(default_factory=dict)
     """What the run-time policy saw the module's own code run as it was imported."""
+    extensions: list[str] = Field(default_factory=list)
+    """The CUDA extensions (``load_inline``) the module built and loaded: native code now in the worker."""
 
 
 class RunReply(Reply):

@@ -98,6 +98,7 @@ CODES: dict[str, Code] = {
     # what the device did (judge/device_evidence.py)
     "device-library-kernel": Code("a kernel the candidate did not build ran inside the entrypoint"),
     "device-host-copy": Code("the host copied more than a small table to the GPU inside the entrypoint"),
+    "device-host-read": Code("more than a small table was copied from the GPU to the host in the entrypoint"),
     "device-unordered-kernel": Code("a kernel ran beside the harness's kernels that open or close a call"),
     "device-trace": Code("the GPU's activity during a call could not be traced, or the trace was cut"),
     "device-timed-unchecked-kernel": Code("a traced timed call ran a kernel that no checked call ran"),

@@ -38,6 +38,7 @@ from warpgym.env.toolchain import loader  # noqa: E402
 from warpgym.env.worker import audit as sandbox_layer  # noqa: E402
 from warpgym.env.worker import (  # noqa: E402
     device_trace,
+    extensions,
     interpreter_compat,
     interpreter_constexpr,
     interpreter_grid,
@@ -179,13 +180,17 @@ def op_load(state: State, msg: m.LoadRequest) -> m.LoadReply:
     state.module_path = path
     loader.REGISTRY.clear()  # the modules this candidate builds, not the last one's
     loader.set_default_target(msg.target)
+    extensions.reset(msg.target)
     # Watched like a call: what the module computes as it is imported (a table built at import time, in a
     # branch the static scan took for one that never runs) is host compute too.
     with policy.watching() as mode:
         try:
             spec.loader.exec_module(module)
         except BaseException as exc:  # noqa: BLE001 - the candidate's failure is the answer
-            return m.LoadReply(ok=False, kind="import", error=_trim_traceback(exc, path))
+            needs_gpu = any(str(e) == extensions.NEEDS_GPU for e in _chain(exc))
+            return m.LoadReply(ok=False, kind="needs-gpu" if needs_gpu else "import",
+                               error=extensions.NEEDS_GPU if needs_gpu else _trim_traceback(exc, path),
+                               extensions=extensions.built())
     forbidden = mode.forbidden()
     state.module = module
     state.kernels = launch_rules.kernels_of(module)
@@ -215,7 +220,16 @@ def op_load(state: State, msg: m.LoadRequest) -> m.LoadReply:
     triton_support.RECORDER.jit_kernels.clear()
     triton_support.RECORDER.keys.clear()
     triton_support.RECORDER.count = 0
-    return m.LoadReply(ok=True, tampered=tampered(), forbidden_ops=forbidden)
+    return m.LoadReply(ok=True, tampered=tampered(), forbidden_ops=forbidden, extensions=extensions.built())
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """The exception and those it was raised from or during (a candidate may wrap the loader's error)."""
+    seen: list[BaseException] = []
+    while exc is not None and exc not in seen and len(seen) < 16:
+        seen.append(exc)
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+    return seen
 
 
 def _snapshot(inputs: dict[str, Any]) -> dict[str, torch.Tensor]:
@@ -571,6 +585,7 @@ def main() -> None:
         interpreter_compat.install()  # before any candidate imports Triton's libdevice or launches
     if MODE == "run":
         triton_support.install_recorder()
+        extensions.install()
         if os.environ.get("TRITON_INTERPRET") == "1":
             interpreter_grid.install()
             interpreter_constexpr.install()
@@ -626,7 +641,11 @@ def _guarded_namespaces() -> dict[str, Any]:
         "warpgym.env.common.timing": timing,
         "warpgym.env.worker.triton_launches": triton_support, "warpgym.env.worker.sandbox": sandbox_layer,
         "LaunchRecorder": triton_support.LaunchRecorder, "PolicyMode": policy.PolicyMode,
+        "warpgym.env.worker.extensions": extensions,
     }
+    if "torch.utils.cpp_extension" in sys.modules:
+        builders = (sys.modules["torch.utils.cpp_extension"], {"load_inline", "load"})
+        spaces["torch.utils.cpp_extension"] = builders
     return spaces
 
 
