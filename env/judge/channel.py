@@ -92,7 +92,7 @@ def load(ev: Evaluation) -> bool:
         return False
     result.stdout = worker.log_tail(clear=True)
     ev.loaded = worker_pid(worker)
-    ev.extensions = list(reply.extensions)
+    ev.extensions = result.extensions = list(reply.extensions)
     if not reply.ok:
         if reply.kind == "needs-gpu":
             result.skipped_checks.append(f"{reply.error}: nothing was built or checked on this machine")

@@ -164,6 +164,9 @@ class EvalResult:
     own_gpu_share: float | None = None
     """With PyTorch calls allowed, on a GPU: the share of GPU kernel time spent in the candidate's own
     kernels over the checked calls (from the device trace)."""
+    extensions: list[str] = field(default_factory=list)
+    """The CUDA extensions (``load_inline``) the candidate built and loaded: native host code ran in its
+    worker, whose in-process evidence such code could reach (docs/threat-model.md)."""
     device_activity: dict[str, Any] | None = None
     """What the GPU ran inside the entrypoint, by CUDA activity tracing: ``traced_calls``, ``kernels``
     (each name seen and how often), ``seconds`` the tracing took; None without a GPU. After a timing,
