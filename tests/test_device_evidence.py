@@ -10,6 +10,7 @@ from warpgym.env.judge.device_evidence import (
     base_name,
     demangled_base,
     device_violations,
+    idle_calls,
     reserved,
 )
 from warpgym.env.worker.device_trace import MAX_ACTIVITIES, SENTINEL_NAME, read_chrome_trace
@@ -133,3 +134,22 @@ def test_kernels_in_stream_order_between_spins_are_not_flagged():
                       (SPIN, 706, 400), ("add_kernel", 1106, 300), (SPIN, 1406, 1))
     assert read_chrome_trace(trace).unordered == []
     assert _verdict(trace, ["add_kernel"]) == []
+
+
+def test_a_large_device_to_host_copy_is_the_host_reading_the_data():
+    copy = "Memcpy DtoH (Device -> Pageable)"
+    small = _chrome(("gpu_memcpy", copy, 8), ("kernel", "k", 0))
+    large = _chrome(("gpu_memcpy", copy, HOST_TO_DEVICE_BYTES + 1), ("kernel", "k", 0))
+    assert _verdict(small, ["k"]) == []
+    assert _verdict(large, ["k"]) == ["device-host-read"]
+
+
+def test_a_call_that_runs_none_of_the_extensions_kernels_is_idle():
+    mangled = "_Z17scale_rows_kernelPKfPfll"  # as cuobjdump names it; the trace shows it demangled
+    ran = _chrome(("kernel", "scale_rows_kernel(float const*, float*, long, long)", 0))
+    library_only = _chrome(("kernel", SOFTMAX, 0))
+    traces = [("case 0", read_chrome_trace(ran).to_wire()),
+              ("case 1", read_chrome_trace(library_only).to_wire())]
+    assert idle_calls(traces[:1], [mangled]) == []
+    (idle,) = idle_calls(traces, [mangled])
+    assert idle.code == "no-kernel-launched" and "case 1" in idle.message

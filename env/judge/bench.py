@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import torch
 from warpgym.env.common.device import ceilings_for, release_cached_memory, roofline_ms
 from warpgym.env.common.timing import Calls
-from warpgym.env.judge.baselines import SEEDS, Baselines
+from warpgym.env.judge.baselines import Baselines, seeds_for
 from warpgym.env.judge.channel import ask, stage_inputs
 from warpgym.env.judge.findings import timing_findings
 from warpgym.env.judge.machine import Sampler
@@ -190,7 +190,7 @@ def paired_window(ev: Evaluation, case: dict[str, Any], alone: bool
     from warpgym.env.common.timing import gpu_lock
 
     index = torch.device(ev.device).index or 0
-    staged = stage_inputs(ev, case, list(SEEDS), ev.options.limits.timing)
+    staged = stage_inputs(ev, case, list(seeds_for(ev.task, case)), ev.options.limits.timing)
     if not staged.ok:
         raise_if_shared_oom(staged, alone)
         raise _WindowEnded(staged.error)

@@ -77,7 +77,8 @@ def check_all(ev: Evaluation, checks: list[Check], probe: Check | None, probe_re
     result.skipped_checks.extend(skipped)
     ran = [c for c in result.cases if c.passed is not None]
     if ran and result.runtime_error is None:
-        if task.language == "triton" and launched == 0:
+        # a CUDA extension's launches are not Triton's: the device trace shows them (device_evidence)
+        if task.language == "triton" and launched == 0 and not ev.extensions:
             result.violations.append(violation("no-kernel-launched", kernel="any Triton kernel",
                                                task="a Triton task"))
         if task.language == "cuda" and loader_launched == 0:

@@ -158,6 +158,21 @@ def device_violations(traces: Iterable[tuple[str, Mapping[str, Any]]], own_kerne
     return named + violations
 
 
+def idle_calls(traces: Iterable[tuple[str, Mapping[str, Any]]],
+               own_kernels: Iterable[str]) -> list[Violation]:
+    """A traced call that ran none of the candidate's kernels (for a CUDA extension, whose launches only the
+    device sees): the first such case, as a violation."""
+    own = {base_name(demangled_base(k)) for k in own_kernels}
+    for case, trace in traces:
+        if trace.get("error"):
+            continue
+        if not any(a.get("kind") == "kernel" and base_name(str(a.get("name", ""))) in own
+                   for a in trace.get("activities", [])):
+            return [violation("no-kernel-launched", kernel=f"a kernel of its CUDA extension (on {case})",
+                              task="a CUDA extension candidate")]
+    return []
+
+
 def kernels_seen(traces: Iterable[tuple[str, Mapping[str, Any]]]) -> Counter[str]:
     """How often each kernel ran over the traced calls."""
     seen: Counter[str] = Counter()
@@ -204,6 +219,8 @@ def judge(ev: Evaluation) -> bool:
     if ev.options.allow_torch:
         result.own_gpu_share = own_share(ev.device_traces, own)
     found += device_violations(ev.device_traces, own, ev.task.entrypoint, ev.options.allow_torch)
+    if ev.extensions:
+        found += idle_calls(ev.device_traces, own)
     result.device_activity = {"traced_calls": sum(1 for _, t in ev.device_traces if not t.get("error")),
                               "kernels": dict(kernels_seen(ev.device_traces).most_common(20)),
                               "seconds": round(sum(float(t.get("seconds") or 0) for _, t in ev.device_traces),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from multiprocessing import BufferTooShort
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -51,6 +52,25 @@ def send(conn: Connection, obj: Any) -> None:
         del host
 
 
+def _receive_tensor(conn: Connection, dtype: torch.dtype, shape: list[int]) -> torch.Tensor:
+    """The next payload read straight into a tensor of the header's size (no second copy of gigabytes);
+    a payload of any other size is refused."""
+    out = torch.empty(shape, dtype=dtype)
+    expected = out.numel() * out.element_size()
+    if expected == 0:
+        if conn.recv_bytes(MAX_MESSAGE_BYTES):
+            raise ValueError("a tensor payload larger than its header says")
+        return out
+    buffer = out.reshape(-1).view(torch.uint8).numpy()
+    try:
+        got = conn.recv_bytes_into(buffer)
+    except BufferTooShort as exc:
+        raise ValueError("a tensor payload larger than its header says") from exc
+    if got != expected:
+        raise ValueError(f"a tensor payload of {got} bytes where its header says {expected}")
+    return out
+
+
 def recv(conn: Connection) -> Any:
     header = json.loads(conn.recv_bytes(MAX_MESSAGE_BYTES).decode())
     payloads: dict[int, torch.Tensor] = {}
@@ -61,9 +81,7 @@ def recv(conn: Connection) -> Any:
                 index = int(value["__tensor__"])
                 dtype, shape = _dtype(value["dtype"]), [int(s) for s in value["shape"]]
                 if index not in payloads:
-                    raw = bytearray(conn.recv_bytes(MAX_MESSAGE_BYTES))
-                    flat = torch.frombuffer(raw, dtype=dtype) if raw else torch.empty(0, dtype=dtype)
-                    payloads[index] = flat.reshape(shape)
+                    payloads[index] = _receive_tensor(conn, dtype, shape)
                 return payloads[index]
             if "__float__" in value:
                 return float(value["__float__"])
