@@ -21,3 +21,18 @@ def cpu_evaluator() -> Evaluator:
     evaluator = Evaluator("cpu")
     yield evaluator
     evaluator.close()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _imported_suites_stay_in_their_module():
+    """A test module that imports a suite registers its tasks process-wide: later modules see the built-in
+    registry again (and an importer that registers the same path anew)."""
+    from warpgym.tasks import importers, registry
+
+    registry._load()
+    tasks, active = dict(registry._TASKS), dict(importers._active)
+    yield
+    registry._TASKS.clear()
+    registry._TASKS.update(tasks)
+    importers._active.clear()
+    importers._active.update(active)

@@ -56,7 +56,7 @@ def _shapes(held: dict[str, Any] | None = None, **params: Any) -> dict[str, list
 def unary(
     name: str, entry: str, formula: str, reference: Callable[..., torch.Tensor], flops: int, *,
     params: dict[str, float] | None = None, held: dict[str, float] | None = None, scale: float = 3.0,
-    piecewise: bool = False, extra: str = "",
+    piecewise: bool = False, extra: str = "", fp32: Tolerance | None = None,
 ) -> Task:
     """One pointwise activation over a (M, N) tensor; ``params`` are float keyword arguments."""
     params = params or {}
@@ -85,7 +85,7 @@ Inputs span both signs and the saturated tails (|x| up to several hundred).
         dtypes=("float32", "float16", "bfloat16"),
         flops=lambda c: flops * c["m"] * c["n"],
         bytes=lambda c: 2 * c["m"] * c["n"] * elem_size(c["dtype"]),
-        tolerances={"float32": FP32_PIECEWISE if piecewise else FP32_TRANSCENDENTAL,
+        tolerances={"float32": fp32 or (FP32_PIECEWISE if piecewise else FP32_TRANSCENDENTAL),
                     "float16": FP16, "bfloat16": BF16},
         distributions=("normal", "uniform", "outliers"),
     ))
@@ -112,7 +112,9 @@ unary("leaky-relu", "leaky_relu",
       extra="negative_slope is a Python float (not always the default).")
 unary("gelu", "gelu",
       "GELU in its exact erf form, as torch.nn.functional.gelu(x): out = 0.5 * x * (1 + erf(x / sqrt(2))).",
-      F.gelu, 5, extra="The tanh approximation is NOT accurate enough for float32.")
+      F.gelu, 5, extra="The tanh approximation is NOT accurate enough for float32.",
+      fp32=Tolerance(2e-6, 1e-5, 1e-5, "fp32 1 + erf(x/sqrt 2) cancels below x = -3, where out keeps erf's "
+                     "absolute error times x/2: PyTorch's own fp32 GELU is 1.2e-6 off at x = -3.1 (2-core CI CPU)"))
 unary("gelu-tanh", "gelu_tanh",
       "GELU, tanh approximation, as torch.nn.functional.gelu(x, approximate='tanh'): "
       "out = 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))).",
