@@ -42,16 +42,11 @@ MAX_BUILDS = 4
 """Extensions one candidate may build (each costs the compiler a minute)."""
 
 _built: list[str] = []
-_target: list[str] = []
 
 
-def reset(target: str | None) -> list[str]:
-    """A new candidate: forget the last one's builds (returning their names) and take the evaluation's
-    target."""
-    done = list(_built)
+def reset() -> None:
+    """A new candidate: forget the last one's builds."""
     _built.clear()
-    _target[:] = [target] if target else []
-    return done
 
 
 def built() -> list[str]:
@@ -82,7 +77,10 @@ def _flags(kind: str, flags: Sequence[str] | None, allowed: Any) -> list[str]:
 
 
 def _target_name() -> str:
-    return _target[0] if _target else "sm_90a"
+    """The evaluation's target, as the loader holds it (the worker sets it for each candidate)."""
+    from warpgym.env.toolchain.loader import default_target
+
+    return default_target()
 
 
 def _sources(value: str | Sequence[str] | None, what: str) -> list[str]:

@@ -180,7 +180,7 @@ def op_load(state: State, msg: m.LoadRequest) -> m.LoadReply:
     state.module_path = path
     loader.REGISTRY.clear()  # the modules this candidate builds, not the last one's
     loader.set_default_target(msg.target)
-    extensions.reset(msg.target)
+    extensions.reset()
     # Watched like a call: what the module computes as it is imported (a table built at import time, in a
     # branch the static scan took for one that never runs) is host compute too.
     with policy.watching() as mode:
