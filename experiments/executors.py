@@ -12,11 +12,12 @@ each worker one evaluation at a time and may be called from many episode threads
   another evaluator's correctness runs (small kernels) may still share the GPU with a timing.
 - ``RayExecutor``: actors holding an ``Evaluator`` each, ``1 / workers_per_gpu`` of a GPU apiece
   (Ray sets each actor's ``CUDA_VISIBLE_DEVICES``), or one CPU apiece on a cluster without GPUs.
-  A lost actor (killed, crashed, its node gone) is replaced in the background and its evaluation
-  resubmitted to whichever actor is free first. An evaluation is a pure function of (task, source,
-  options), so running one again changes nothing, and the runner stores each turn once. An actor is a
-  process of its own, which knows only the built-in tasks: it imports the driver's imported suites
-  (format -> absolute path) before it takes an evaluation, from the same path on its own node.
+  A lost actor (killed, crashed, its node gone, or a message to it garbled) is replaced in the
+  background and its evaluation resubmitted to whichever actor is free first. An evaluation is a pure
+  function of (task, source, options), so running one again changes nothing, and the runner stores each
+  turn once. An actor is a process of its own, which knows only the built-in tasks: it imports the
+  driver's imported suites (format -> absolute path) before it takes an evaluation, from the same path
+  on its own node.
 
 Ray is imported only when a ``RayExecutor`` is made (``pip install 'warpgym[ray]'``).
 """
@@ -358,8 +359,11 @@ class RayExecutor(Executor):
             self.ray.kill(slot.handle, no_restart=True)
 
     def _lost_errors(self) -> tuple[type[BaseException], ...]:
+        """Failures of Ray, not of the evaluation: the actor, its node or an object gone, or a message that
+        did not cross intact (``RaySystemError``: an argument the actor could not deserialize). The actor is
+        replaced, since after a system error its state is unknown, and the evaluation resubmitted."""
         e = self.ray.exceptions
-        return (e.RayActorError, e.WorkerCrashedError, e.NodeDiedError, e.ObjectLostError)
+        return (e.RayActorError, e.WorkerCrashedError, e.NodeDiedError, e.ObjectLostError, e.RaySystemError)
 
     def _take(self) -> Slot:
         while True:
@@ -424,7 +428,8 @@ class RayExecutor(Executor):
                     self.on_dispatch(slot, ref)
                 data = self.ray.get(ref)
             except lost as exc:
-                failures.append(f"{slot.label}: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
+                first = next((line for line in str(exc).splitlines() if line.strip()), "")
+                failures.append(f"{slot.label}: {type(exc).__name__}: {first[:200]}")
                 self._on_lost(slot)
                 continue
             except BaseException:

@@ -283,3 +283,15 @@ def test_one_target_table_answers_every_question_about_a_target():
     assert [targets.TARGETS[t].virtual_architecture for t in targets.NAMES] == ["compute_90a", "compute_100a"]
     assert set(SPECS) == set(targets.TARGETS)
     assert get_task("ptx/gemm-bf16").required_features == {"sm_90a": ("wgmma", "tma"), "sm_100a": ("tcgen05", "tma")}
+
+
+def test_a_build_with_an_empty_log_leaves_python_s_shared_bytes_alone():
+    """NVRTC writes its log and PTX into the buffers it is given; an empty log is one NUL byte, and a
+    one-byte ``bytes`` is CPython's shared object: written into, every b" " in the process became b"\\x00"
+    (seen as Ray failing to decode its own messages in a process that had compiled CUDA)."""
+    from warpgym.env.toolchain.nvrtc import compile_cuda
+
+    ptx_text, log, _ = compile_cuda('extern "C" __global__ void quiet() {}', "quiet", "sm_90a",
+                                    ["--gpu-architecture=sm_90a"], [])
+    assert log == "" and ".entry quiet" in ptx_text
+    assert b" " == bytes([32]) and b"a b".split(b" ") == [b"a", b"b"]

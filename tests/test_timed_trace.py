@@ -237,3 +237,13 @@ def test_tracing_turned_off_is_said_in_the_verdict(monkeypatch, tmp_path):
     ev, _ = _bench(monkeypatch, tmp_path, options, worker)
     assert not any(r["trace"] for r in worker.requests) and ev.result.timing[0].traced_blocks == 0
     assert any("no timed call was traced" in s for s in ev.result.skipped_checks)
+
+
+def test_a_rejected_verdict_withholds_its_timing_figures(monkeypatch, tmp_path):
+    options = EvalOptions(device="cpu", paired=PairedTiming(trace_seed=2))
+    worker = FakeWorker(Clock(), lambda calls: block(calls=calls))
+    ev, task = _bench(monkeypatch, tmp_path, options, worker)
+    text = feedback.render(ev.result, task)
+    assert ev.result.violations and ev.result.timing
+    assert "Timing withheld: 1 bench case(s) were timed" in text
+    assert "TFLOP/s" not in text and "roofline" not in text and "paired rounds" not in text

@@ -170,15 +170,6 @@ def stage_inputs(ev: Evaluation, case: dict[str, Any], seeds: list[int], timeout
     return staged
 
 
-def time_case(ev: Evaluation, case: dict[str, Any], seeds: list[int], warmup: int, reps: int,
-              timeout: float) -> m.TimeReply:
-    """Stage one input set per seed in the worker, then time the entrypoint in one loop."""
-    staged = stage_inputs(ev, case, seeds, timeout)
-    if not staged.ok:
-        return m.TimeReply(ok=False, kind=staged.kind, error=staged.error)
-    return ask(ev.workers.run, m.TimeRequest(warmup=warmup, reps=reps), timeout)
-
-
 def run(ev: Evaluation, check: Check) -> m.RunReply | None:
     """Run the candidate on ``check``'s inputs and record what the reply shows beyond its outputs."""
     result, worker = ev.result, ev.workers.run

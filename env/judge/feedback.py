@@ -146,7 +146,11 @@ def render(result: EvalResult, task: Task, reveal_shapes: bool = True) -> str:
                          + "".join(f"\n  compiler warning: {redact_paths(w)}" for w in k.warnings[:3]))
     for feature, why in result.missing_features.items():
         lines.append(f"Missing required feature {feature}: {why}.")
-    if result.timing:
+    if result.timing and result.violations:
+        # A rejected candidate's figures time work that is not its own (a library's, a cached answer's).
+        lines.append(f"Timing withheld: {len(result.timing)} bench case(s) were timed, but the verdict is "
+                     "rejected, so the figures do not measure the candidate's own kernels.")
+    elif result.timing:
         lines += [_timing_line(t) for t in result.timing]
         lines += _machine_lines(result)
     if result.speedup:

@@ -82,7 +82,7 @@ def profiled_findings(ev: Evaluation, run: Any) -> bool:
     return False
 
 
-def timing_findings(ev: Evaluation, stats: m.TimeReply | m.TimeBlockReply) -> bool:
+def timing_findings(ev: Evaluation, stats: m.TimeBlockReply) -> bool:
     """The timing loop's calls answer to the same rules as the checked ones (patching, host ops); True
     (and the candidate failed) when they broke one."""
     found = len(ev.result.violations)
@@ -90,9 +90,8 @@ def timing_findings(ev: Evaluation, stats: m.TimeReply | m.TimeBlockReply) -> bo
         tampered(ev, stats.tampered)
     host_compute(ev, stats.forbidden_ops)
     torch_ops(ev, stats.forbidden_ops, when="during the timing loop, ")
-    overrun = getattr(stats, "out_of_bounds", [])
-    if overrun:
-        ev.flag("out-of-bounds", names=", ".join(overrun))
+    if stats.out_of_bounds:
+        ev.flag("out-of-bounds", names=", ".join(stats.out_of_bounds))
     if len(ev.result.violations) > found:
         ev.result.correct = False
         return True

@@ -72,12 +72,6 @@ class EvalOptions:
     """When given, the most timed calls of each callable in a bench case's window: ``paired.max_rounds``
     is lowered to ``reps // paired.block_calls`` rounds when that is fewer (never below ``min_rounds``)."""
     paired: PairedTiming = field(default_factory=PairedTiming)
-
-    def max_rounds(self) -> int:
-        rounds = self.paired.max_rounds
-        if self.reps is not None:
-            rounds = min(rounds, self.reps // self.paired.block_calls)
-        return max(self.paired.min_rounds, rounds)
     limits: Limits = field(default_factory=Limits)
     reveal_shapes: bool = True
     """Whether feedback may name the failing case (False for heldout scoring shown to a model)."""
@@ -91,6 +85,13 @@ class EvalOptions:
     compute op in the candidate's code."""
     memcheck: bool = False
     """On a GPU, run compute-sanitizer memcheck on one case before timing; any error fails the candidate."""
+
+    def max_rounds(self) -> int:
+        """Rounds a bench case's window may take: ``paired.max_rounds``, lowered by ``reps``."""
+        rounds = self.paired.max_rounds
+        if self.reps is not None:
+            rounds = min(rounds, self.reps // self.paired.block_calls)
+        return max(self.paired.min_rounds, rounds)
 
     def __post_init__(self) -> None:
         if self.target not in TARGETS:

@@ -112,14 +112,6 @@ class StageRequest(Message):
     """For a module-class candidate: the instance the timing requests call."""
 
 
-class TimeRequest(Message):
-    """Time the entrypoint on the input sets staged last (``stage``); they are dropped afterwards."""
-
-    op: Literal["time"] = "time"
-    warmup: int
-    reps: int
-
-
 class TimeBlockRequest(Message):
     """One side of a paired timing round: ``calls`` timed calls of the entrypoint (after ``warmup_calls``,
     and more warm-up until ``warmup_seconds`` have passed). The judge holds the GPU alone around the whole
@@ -143,7 +135,7 @@ class PingRequest(Message):
 
 
 Request = (LoadRequest | RunRequest | SpecsRequest | JitKernelsRequest | CompileRequest | ModulesRequest
-           | DryRunRequest | StageRequest | TimeRequest | TimeBlockRequest | PingRequest)
+           | DryRunRequest | StageRequest | TimeBlockRequest | PingRequest)
 
 
 # ----------------------------------------------------------------------------------------- replies
@@ -254,22 +246,6 @@ class DryRunReply(Reply):
     forbidden_ops: dict[str, int] = Field(default_factory=dict)
 
 
-class TimeReply(Reply):
-    median_ms: float | None = None
-    min_ms: float | None = None
-    max_ms: float | None = None
-    runs: int | None = None
-    event_median_ms: float | None = None
-    wall_median_ms: float | None = None
-    hidden_work: bool = False
-    issue_median_ms: float | None = None
-    event_ms: list[float] = Field(default_factory=list)
-    forbidden_ops: dict[str, int] = Field(default_factory=dict)
-    tampered: list[str] = Field(default_factory=list)
-
-    needed_when_ok = ("median_ms", "min_ms", "max_ms", "runs")
-
-
 class TimeBlockReply(Reply):
     event_ms: list[float] = Field(default_factory=list)
     wall_ms: list[float] = Field(default_factory=list)
@@ -305,12 +281,12 @@ class PingReply(Reply):
 
 REPLIES: dict[str, type[Reply]] = {
     "load": LoadReply, "run": RunReply, "specs": SpecsReply, "jit_kernels": KernelsReply,
-    "compile": KernelsReply, "modules": ModulesReply, "dry_run": DryRunReply, "time": TimeReply,
+    "compile": KernelsReply, "modules": ModulesReply, "dry_run": DryRunReply,
     "time_block": TimeBlockReply, "ping": PingReply, "stage": StageReply,
 }
 REQUESTS: dict[str, type[Message]] = {
     "load": LoadRequest, "run": RunRequest, "specs": SpecsRequest, "jit_kernels": JitKernelsRequest,
-    "compile": CompileRequest, "modules": ModulesRequest, "dry_run": DryRunRequest, "time": TimeRequest,
+    "compile": CompileRequest, "modules": ModulesRequest, "dry_run": DryRunRequest,
     "time_block": TimeBlockRequest, "ping": PingRequest, "stage": StageRequest,
 }
 

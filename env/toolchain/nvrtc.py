@@ -38,13 +38,15 @@ def compile_cuda(
             opts = [f.encode() for f in flags]
             (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
             _, size = nvrtc.nvrtcGetProgramLogSize(prog)
-            buf = b" " * size
+            # NVRTC writes into the buffer it is given: a bytearray of our own, never a bytes object (b" " * 1
+            # is CPython's shared one-byte b" ", which NVRTC's empty log would overwrite process-wide).
+            buf = bytearray(size)
             nvrtc.nvrtcGetProgramLog(prog, buf)
             log = buf.rstrip(b"\x00").decode(errors="replace").strip()
             if int(err) != 0:
                 raise CompileError("nvrtc", name, target, log or f"NVRTC error {err!r}")
             _, size = nvrtc.nvrtcGetPTXSize(prog)
-            buf = b" " * size
+            buf = bytearray(size)
             nvrtc.nvrtcGetPTX(prog, buf)
             ptx = buf.rstrip(b"\x00").decode()
             lowered = {}

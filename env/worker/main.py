@@ -497,20 +497,6 @@ def _overrun_inputs(state: State) -> list[str]:
                    if not _guard_intact(buf, lo, hi)})
 
 
-def op_time(state: State, msg: m.TimeRequest) -> m.TimeReply:
-    from warpgym.env.common.timing import time_callable
-
-    input_sets, state.staged = state.staged, []
-    if not input_sets:
-        return m.TimeReply(ok=False, kind="internal", error="no input sets were staged for timing")
-    with triton_support.RECORDER.unrecorded(), policy.watching() as mode:
-        stats = time_callable(state.staged_entry or state.entry, input_sets, warmup=msg.warmup, reps=msg.reps,
-                              event_cls=_PRISTINE["torch.cuda.Event"],
-                              synchronize=_PRISTINE["torch.cuda.synchronize"])
-    return m.TimeReply(ok=True, **stats, forbidden_ops=mode.forbidden(calls=msg.warmup + msg.reps),
-                       tampered=tampered())
-
-
 def op_time_block(state: State, msg: m.TimeBlockRequest) -> m.TimeBlockReply:
     """One candidate block of a paired timing round (judge/bench.py alternates it with the baselines')."""
     from warpgym.env.common import timing
@@ -574,7 +560,7 @@ def op_ping(state: State, msg: m.PingRequest) -> m.PingReply:
 
 HANDLERS: dict[str, Callable[[State, Any], m.Reply]] = {
     "jit_kernels": op_jit_kernels, "load": op_load, "run": op_run, "specs": op_specs, "compile": op_compile,
-    "time": op_time, "time_block": op_time_block, "modules": op_modules, "dry_run": op_dry_run,
+    "time_block": op_time_block, "modules": op_modules, "dry_run": op_dry_run,
     "ping": op_ping, "stage": op_stage}
 
 

@@ -88,14 +88,14 @@ def nvrtc_cubin(source: str, target: str, name: str) -> tuple[bytes, str]:
         opts = [f"--gpu-architecture={target}".encode(), b"-std=c++17", b"-lineinfo"]
         (status,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
         _, size = nvrtc.nvrtcGetProgramLogSize(prog)
-        log = b" " * size
+        log = bytearray(size)
         nvrtc.nvrtcGetProgramLog(prog, log)
         text = log.decode(errors="replace").strip("\x00 \n")
         assert status == nvrtc.nvrtcResult.NVRTC_SUCCESS, f"NVRTC failed for {name} on {target}:\n{text}"
         _, size = nvrtc.nvrtcGetCUBINSize(prog)
-        cubin = b" " * size
+        cubin = bytearray(size)
         nvrtc.nvrtcGetCUBIN(prog, cubin)
-        return cubin, text
+        return bytes(cubin), text
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
 

@@ -311,3 +311,74 @@ def test_an_actor_that_cannot_import_a_suite_fails_to_start_naming_its_path(
     assert f"kernelbench suite at {gone} could not be imported" in message
     assert "no such file or folder" in message and "unknown task" not in message
     assert len(ray_executor.slots) == 1  # the other executor's actor is untouched
+
+
+class _FlakyRay:
+    """Ray's calls as the executor makes them, where the first result fails the way a message that did not
+    cross intact fails (seen once on CI: the actor could not deserialize an argument)."""
+
+    def __init__(self, failures: list[BaseException]) -> None:
+        import ray
+
+        self.exceptions = ray.exceptions
+        self.failures = failures
+        self.sent: list[int] = []
+
+    def get(self, ref: Any) -> Any:
+        self.sent.append(ref)
+        if self.failures:
+            raise self.failures.pop(0)
+        from warpgym.env import EvalResult
+
+        done = EvalResult(task="math/add", target="sm_90a", device="cpu", compiled=True, correct=True)
+        return done.to_dict()
+
+
+def _executor_over(fake: _FlakyRay) -> Any:
+    """A RayExecutor whose actors are handles that say who was sent a call; a lost one is swapped at once."""
+    import queue as queue_
+
+    class Handle:
+        def __init__(self, index: int) -> None:
+            self.evaluate = type("Remote", (), {"remote": staticmethod(lambda *args: index)})
+
+    ex = object.__new__(executors.RayExecutor)
+    executors.Executor.__init__(ex)
+    ex.ray, ex.retries, ex.on_dispatch, ex.lost = fake, 3, None, 0
+    ex.lock, ex.free, ex.pending = threading.Lock(), queue_.Queue(), 0
+    ex.free.put(executors.Slot(0, Handle(0)))
+    ex.current = {0: ex.free.queue[0]}
+
+    def on_lost(slot: Any) -> None:
+        ex.lost += 1
+        fresh = executors.Slot(slot.index, Handle(slot.generation + 1), slot.generation + 1)
+        ex.current[slot.index] = fresh
+        ex.free.put(fresh)
+
+    ex._on_lost = on_lost
+    return ex
+
+
+@needs_ray
+def test_a_ray_system_error_is_retried_on_a_fresh_actor_and_an_evaluation_error_is_not() -> None:
+    import ray
+    from warpgym.env import EvalOptions
+
+    e = ray.exceptions
+    garbled = e.RayTaskError("EvalActor.evaluate", "", e.RaySystemError("Unpack failed: incomplete input"))
+    fake = _FlakyRay([garbled.as_instanceof_cause()])
+    ex = _executor_over(fake)
+    result = ex.evaluate("math/add", "source", EvalOptions(device="cpu"))
+    assert result.correct is True
+    assert (fake.sent, ex.lost) == ([0, 1], 1)  # the second attempt went to the replacement
+
+    own = e.RayTaskError("EvalActor.evaluate", "", ValueError("the evaluation's own")).as_instanceof_cause()
+    fake = _FlakyRay([own])
+    ex = _executor_over(fake)
+    with pytest.raises(ValueError):
+        ex.evaluate("math/add", "source", EvalOptions(device="cpu"))
+    assert (fake.sent, ex.lost) == ([0], 0)
+
+    fake = _FlakyRay([garbled.as_instanceof_cause() for _ in range(3)])
+    with pytest.raises(executors.ExecutorError, match="lost its worker 3 times: .*RaySystemError"):
+        _executor_over(fake).evaluate("math/add", "source", EvalOptions(device="cpu"))
