@@ -216,7 +216,8 @@ def integrity(ev: Evaluation) -> None:
     unsound = any(v.code in ("background-work", "out-of-bounds") for v in result.violations)
     for worker in (ev.workers.run, ev.workers.compile):
         try:
-            if worker.alive and ask(worker, m.PingRequest(), 30).tampered:
+            pong = ask(worker, m.PingRequest(), 30) if worker.alive else None
+            if pong is not None and (pong.tampered or pong.changed_state):
                 worker.stop()  # patched by a candidate's import (the compile worker runs it too)
         except Exception:  # noqa: BLE001 - a worker that cannot answer a ping is replaced, not trusted
             worker.stop()

@@ -59,6 +59,17 @@ TORCH_INTERNALS = ("torch._", "torch.ops", "torch.library", "torch.utils", "torc
                    "torch.compile", "torch.jit", "torch.fx", "torch.export")
 """Parts of torch a kernel wrapper never needs, named even without a call (``f = torch._C...`` then
 ``f()``): custom operators, the profiler's switches, zero-copy and serialisation routes, compilers."""
+DISPATCH_SWITCHES = frozenset({
+    "_C", "redispatch", "redispatch_boxed", "_handle", "_op_dk", "_disable_current_modes", "_pop_mode",
+    "_pop_mode_temporarily", "_push_mode", "no_dispatch", "_DisableTorchDispatch", "DisableTorchFunction",
+    "DisableTorchFunctionSubclass", "_ExcludeDispatchKeyGuard", "ExcludeDispatchKeyGuard",
+    "_ForceDispatchKeyGuard", "_SetExcludeDispatchKeyGuard", "_IncludeDispatchKeyGuard", "DispatchKeySet",
+    "DispatchKey", "_python_dispatch", "_mode_utils", "_disabled_torch_function_impl",
+    "_disabled_torch_dispatch_impl", "_pop_torch_dispatch_stack", "_pop_torch_function_stack",
+})
+"""Names of PyTorch's switches that hide ops from a dispatch or torch-function mode (the run-time policy's
+eyes), and of ways to run an op below them: refused by name, whatever object they are read from, since
+any module's own ``torch`` attribute leads there (``F.torch._C``)."""
 MODULE_DUNDERS = frozenset({"__file__", "__spec__", "__loader__", "__path__", "__package__", "__cached__"})
 """Where a module lives on disk: a way from ``warpgym.loader`` to the judge's files and solutions."""
 HOST_VIEWS = frozenset({"__array_interface__", "__cuda_array_interface__", "__dlpack__", "__dlpack_device__",
@@ -289,6 +300,9 @@ class _Scanner(ast.NodeVisitor):
         if isinstance(node.value, str) and node.value in HOST_VIEWS and not self._in_kernel:
             self.flag("host-compute", f"the string {node.value!r} names a way to hand tensor memory to host "
                       "Python; the arithmetic must run in a kernel", node)
+        if isinstance(node.value, str) and node.value in DISPATCH_SWITCHES and not self._in_kernel:
+            self.flag("torch-internals", f"the string {node.value!r} names a way past the run-time policy; "
+                      "host code may allocate, take views and launch kernels", node)
         if isinstance(node.value, str) and node.value in INTROSPECTION and not self._in_kernel:
             self.flag("introspection", f"the string {node.value!r} names interpreter internals (frames, "
                       "globals, every class); candidates may not introspect the harness", node)
@@ -311,7 +325,14 @@ class _Scanner(ast.NodeVisitor):
             self.flag("introspection", f".{node.attr} looks up where a module's files are; candidates may "
                       "not read the harness's files", node)
             return True
-        if full.startswith(TORCH_INTERNALS):
+        if node.attr in DISPATCH_SWITCHES or node.attr == "torch":
+            self.flag("torch-internals", f".{node.attr} reaches PyTorch's internals (the dispatcher, its "
+                      "modes, or torch through another module's attribute); host code may allocate, take "
+                      "views and launch kernels, naming torch directly", node)
+            return True
+        private = full.startswith("torch.") and any(
+            part.startswith("_") and not part.endswith("__") for part in full.split(".")[1:])
+        if full.startswith(TORCH_INTERNALS) or private:
             self.flag("torch-internals", f"{full} is not for a candidate (custom operators, the profiler, "
                       "zero-copy and serialisation routes, compilers); host code may allocate, take views "
                       "and launch kernels", node)

@@ -277,6 +277,9 @@ class StageReply(Reply):
 class PingReply(Reply):
     pid: int | None = None
     tampered: list[str] = Field(default_factory=list)
+    changed_state: list[str] = Field(default_factory=list)
+    """Process-wide state a candidate left changed (library functions, PyTorch's global settings): the next
+    candidate would inherit it, so the judge replaces the worker."""
 
 
 REPLIES: dict[str, type[Reply]] = {

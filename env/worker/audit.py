@@ -81,6 +81,11 @@ _IMMEDIATE = {
     "code.__new__": ("dynamic-code", "building a code object"),
     "function.__new__": ("dynamic-code", "building a function from a code object"),
 }
+CODEGEN_MODULES = ("/dataclasses.py", "/collections/__init__.py")
+"""Standard-library modules that build code from strings of their own making (a dataclass's ``__init__``,
+a named tuple's ``__new__``); with Triton's and PyTorch's own code generation, the only ones that may run
+code built from a string on the candidate's behalf."""
+CODEGEN_PACKAGES = ("/triton/", "/torch/")
 _PATH_EVENTS = {
     "open",
     "os.remove",
@@ -105,6 +110,7 @@ _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _DEVICE_WRITES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/nvidia", "/dev/dri/", "/dev/tty", "/dev/pts/")
 
 _drain: Any = None
+_report: Any = None
 
 
 def snapshot(spaces: dict[str, Any]) -> Any:
@@ -146,9 +152,16 @@ def drain() -> list[list[str]]:
     return _drain() if _drain is not None else []
 
 
+def report(code: str, what: str) -> None:
+    """Record an attempt the worker's own guards refused (``dispatch_guard``) as an incident, like the
+    hook's own: the verdict shows it even if the candidate caught the error."""
+    if _report is not None:
+        _report(code, what)
+
+
 def install_audit(workdir: str, protected: list[str], includes: list[str]) -> None:
     """Install the audit hook (it cannot be removed). All its state lives in this closure."""
-    global _drain
+    global _drain, _report
     import _thread
     import sysconfig
 
@@ -244,6 +257,30 @@ def install_audit(workdir: str, protected: list[str], includes: list[str]) -> No
                     "solutions are closed to candidates)")
         return None
 
+    def built_code_problem(event: str, args: tuple[Any, ...], caller: Any) -> str | None:
+        """Code run from a file the candidate wrote (a helper module, a zip) or, on the candidate's behalf,
+        from a string by anything but a known code generator (``typing``'s annotations, ``timeit``,
+        ``zipimport``): code the static scan never read."""
+        if event == "exec":
+            filename = getattr(args[0], "co_filename", "") if args else ""
+        else:
+            filename = args[1] if len(args) > 1 and isinstance(args[1], str) else ""
+        if filename.startswith(workdir_prefix) and not filename.startswith(candidate_prefix):
+            return f"running {os.path.basename(filename)}, code it wrote at run time"
+        if not filename.startswith("<") or filename.startswith("<frozen"):
+            return None
+        frame, via = caller, ""
+        while frame is not None:  # the nearest code that asked for it: a code generator, or the candidate
+            name = frame.f_code.co_filename
+            if name.startswith(candidate_prefix):
+                return f"running code built from a string at run time (through {via or 'exec'})"
+            if name.endswith(CODEGEN_MODULES) and is_stdlib(name) or name.startswith(harness_prefix) or (
+                    name.startswith(site) and any(p in name for p in CODEGEN_PACKAGES)):
+                return None
+            via = via or os.path.basename(name)
+            frame = frame.f_back
+        return None
+
     def hook(event: str, args: tuple[Any, ...]) -> None:
         if event not in watched:
             return
@@ -253,7 +290,10 @@ def install_audit(workdir: str, protected: list[str], includes: list[str]) -> No
         busy.add(ident)
         try:
             caller = getframe(1)
-            if event in immediate:
+            built = built_code_problem(event, args, caller) if event in ("exec", "compile") else None
+            if built is not None:
+                code, what = "dynamic-code", built
+            elif event in immediate:
                 name = caller.f_code.co_filename if caller is not None else ""
                 if not name.startswith(candidate_prefix):
                     return
@@ -294,9 +334,14 @@ def install_audit(workdir: str, protected: list[str], includes: list[str]) -> No
                 incidents.append(["forbidden-import", message])
         raise ImportError(f"warpgym sandbox: {what} is not allowed in a candidate", name=name)
 
+    def record(code: str, what: str) -> None:
+        message = f"the candidate tried {what}; the sandbox refused it"
+        if len(incidents) < 50 and [code, message] not in incidents:
+            incidents.append([code, message])
+
     sys.meta_path.insert(0, _ClosedPackages(CLOSED_PACKAGES, refuse_import))
     sys.addaudithook(hook)
-    _drain = take
+    _drain, _report = take, record
     _track_threads(lambda: origin(getframe(2), direct=False))
 
 
@@ -315,6 +360,13 @@ class _ClosedPackages:
 
 
 _threads: Any = None
+_thread_watch: list[Any] = []
+
+
+def watch_threads(wrap: Any) -> None:
+    """Run every thread the candidate starts as ``wrap(body)``: the worker's run-time policy, which is per
+    thread, then sees what the thread computes (``policy.thread_watch``)."""
+    _thread_watch[:] = [wrap]
 
 
 def candidate_threads() -> set[int] | None:
@@ -337,11 +389,12 @@ def _track_threads(caused_by_candidate: Any) -> None:
     def start_new_thread(function: Any, args: Any, kwargs: Any = None) -> int:
         if not caused_by_candidate():
             return original(function, args, kwargs or {})
+        body = _thread_watch[0](function) if _thread_watch else function
 
         def run(*a: Any, **k: Any) -> Any:
             live.add(get_ident())
             try:
-                return function(*a, **k)
+                return body(*a, **k)
             finally:
                 live.discard(get_ident())
 

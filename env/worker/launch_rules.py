@@ -147,3 +147,73 @@ def check_globals(fn: Any, expected: dict[str, Any] | None) -> None:
         detail = ", ".join(f"{k} = {expected[k]!r} when run, {here.get(k)!r} here" for k in changed)
         raise LaunchRefused(f"kernel {fn.__name__} reads globals that differ where it is compiled "
                             f"({detail}): a kernel must compute the same way in every process")
+
+
+HOOK_ATTRIBUTES = ("pre_run_hooks", "pre_hook", "post_hook", "early_config_prune", "perf_model", "values",
+                   "user_defined_pre_hook", "user_defined_post_hook", "do_bench", "_do_bench")
+"""Where Triton's kernel objects keep Python it calls during a launch (JIT pre-run hooks, the autotuner's
+hooks, pruning and benchmark functions, heuristics' values)."""
+
+
+def _called_code(value: Any) -> Any:
+    """The Python function a launch would run for ``value`` (through partials, bound methods and callable
+    objects), or None for a builtin: C code has no frame, so the run-time policy cannot tell whose it is."""
+    import functools
+    import types
+
+    for _ in range(8):
+        if isinstance(value, functools.partial):
+            value = value.func
+        elif isinstance(value, types.MethodType):
+            value = value.__func__
+        elif isinstance(value, types.FunctionType):
+            return value
+        elif isinstance(value, type) or not callable(value):
+            return None
+        else:
+            call = next((vars(c)["__call__"] for c in type(value).__mro__ if "__call__" in vars(c)), None)
+            if not isinstance(call, types.FunctionType):
+                return None
+            value = call
+    return None
+
+
+def _callables(value: Any) -> list[Any]:
+    if isinstance(value, dict):
+        return [v for v in value.values() if callable(v)]
+    if isinstance(value, list | tuple):
+        return [v for v in value if callable(v)]
+    return [value] if callable(value) else []
+
+
+def foreign_hooks(kernel: Any, grid: Any, own: tuple[str, ...]) -> None:
+    """Raise LaunchRefused when a launch would call something that is not Python of the candidate's module
+    or of Triton (``own``: their file prefixes). The policy pauses for a launch and counts an op by the
+    nearest frame that is the candidate's; a builtin registered as a hook (``torch.Tensor.add_``) runs with
+    none, so it would compute unseen."""
+    def problem(value: Any) -> str | None:
+        code = _called_code(value)
+        if code is not None and code.__code__.co_filename.startswith(own):
+            return None
+        return getattr(value, "__qualname__", None) or type(value).__name__
+
+    found = []
+    if callable(grid) and problem(grid):
+        found.append(f"the grid is {problem(grid)}")
+    obj = kernel
+    for _ in range(8):
+        if obj is None or type(obj).__module__.split(".")[0] != "triton":
+            break
+        settings = vars(obj)  # the object's own: a class property may need a GPU driver to answer
+        for attr in HOOK_ATTRIBUTES:
+            found += [f"{attr} {problem(v)}" for v in _callables(settings.get(attr)) if problem(v)]
+        for config in settings.get("configs") or ():
+            hook = getattr(config, "pre_hook", None)
+            if callable(hook) and problem(hook):
+                found.append(f"a config's pre_hook {problem(hook)}")
+        obj = settings.get("fn")
+    if found:
+        raise LaunchRefused(
+            f"kernel {getattr(_python_function(kernel), '__name__', '?')} would call {found[0]} during its "
+            "launch: code a launch runs must be Python of the module (a function, a lambda), where the "
+            "run-time policy sees what it computes")

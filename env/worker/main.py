@@ -38,6 +38,7 @@ from warpgym.env.toolchain import loader  # noqa: E402
 from warpgym.env.worker import audit as sandbox_layer  # noqa: E402
 from warpgym.env.worker import (  # noqa: E402
     device_trace,
+    dispatch_guard,
     extensions,
     interpreter_compat,
     interpreter_constexpr,
@@ -326,7 +327,7 @@ def op_run(state: State, msg: m.RunRequest) -> m.RunReply:
         try:
             result = entry(**inputs)
             _synchronize(device)
-            lingering = len(_python_threads() - threads_before)
+            lingering = _lingering(threads_before)
             outputs = _outputs(result)
         except BaseException as exc:  # noqa: BLE001
             kind = "compile" if _is_compile_error(exc) else "runtime"
@@ -410,6 +411,13 @@ def _guarded(inputs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
 
 def _guard_intact(buf: torch.Tensor, lo: int, hi: int) -> bool:
     return bool(torch.isnan(buf[:lo]).all()) and bool(torch.isnan(buf[hi:]).all())
+
+
+def _lingering(before: set[int]) -> int:
+    """Threads of the candidate's alive at the end of a call: those it started during the call and, where
+    the sandbox tracks them, any it started earlier (at import) that still run."""
+    tracked = sandbox_layer.candidate_threads()
+    return len(tracked) if tracked is not None else len(_python_threads() - before)
 
 
 def _python_threads() -> set[int]:
@@ -555,7 +563,55 @@ def op_time_block(state: State, msg: m.TimeBlockRequest) -> m.TimeBlockReply:
 
 
 def op_ping(state: State, msg: m.PingRequest) -> m.PingReply:
-    return m.PingReply(ok=True, pid=os.getpid(), tampered=tampered())
+    changed = _STARTED_WITH[0]() if _STARTED_WITH else []
+    return m.PingReply(ok=True, pid=os.getpid(), tampered=tampered(), changed_state=changed)
+
+
+def _process_state() -> Callable[[], list[str]]:
+    """What one candidate could leave behind for the next in a reused worker: the libraries' functions
+    (``triton.cdiv`` replaced) and PyTorch's and the process's global settings. The returned function names
+    what changed since."""
+    import numpy
+    import triton
+
+    spaces = {"torch": torch, "torch.nn.functional": torch.nn.functional, "torch.nn.init": torch.nn.init,
+              "numpy": numpy, "triton": triton, "math": math}
+    # Triton's interpreter swaps triton.language's functions for its own at every launch: there they are
+    # the interpreter's, not a candidate's, to change.
+    language = () if os.environ.get("TRITON_INTERPRET") == "1" else (
+        "triton.language", "triton.language.core", "triton.language.math", "triton.language.standard")
+    for name in (*language, "triton.runtime.jit", "triton.runtime.autotuner", "triton.runtime.interpreter"):
+        if name in sys.modules:
+            spaces[name] = sys.modules[name]
+    functions = sandbox_layer.snapshot(spaces)
+
+    def settings() -> dict[str, Any]:
+        return {
+            "torch.get_default_dtype()": torch.get_default_dtype(),
+            "torch.is_grad_enabled()": torch.is_grad_enabled(),
+            "torch.are_deterministic_algorithms_enabled()": torch.are_deterministic_algorithms_enabled(),
+            "torch.get_float32_matmul_precision()": torch.get_float32_matmul_precision(),
+            "torch.get_num_threads()": torch.get_num_threads(),
+            "torch.backends.cuda.matmul.allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+            "torch.backends.cudnn.allow_tf32": torch.backends.cudnn.allow_tf32,
+            "torch.backends.cudnn.deterministic": torch.backends.cudnn.deterministic,
+            "numpy.geterr()": numpy.geterr(),
+            "sys.getrecursionlimit()": sys.getrecursionlimit(),
+            "os.environ": dict(os.environ),
+            "sys.path": list(sys.path),
+            "sys.meta_path": [id(f) for f in sys.meta_path],
+        }
+
+    first = settings()
+
+    def changed() -> list[str]:
+        now = settings()
+        return functions() + sorted(k for k in first if now[k] != first[k])
+
+    return changed
+
+
+_STARTED_WITH: list[Callable[[], list[str]]] = []
 
 
 HANDLERS: dict[str, Callable[[State, Any], m.Reply]] = {
@@ -575,9 +631,14 @@ def main() -> None:
         if os.environ.get("TRITON_INTERPRET") == "1":
             interpreter_grid.install()
             interpreter_constexpr.install()
+    dispatch_guard.install()
+    sandbox_layer.watch_threads(policy.thread_watch)
+    with policy.watching():  # the first watched op imports torch._dynamo, which rewraps torch functions:
+        torch.empty(1).add_(1)  # before the snapshots, so that no candidate's first call looks like a change
     _SNAPSHOT.append(sandbox_layer.snapshot(_guarded_namespaces()))
     policy.freeze_dispatch_tables()  # before any candidate: what PyTorch's allowed ops run as shipped
     _POLICY_STATE.append(policy.state())
+    _STARTED_WITH.append(_process_state())
     state = State()
     while True:
         try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import threading
 from collections import Counter
 from typing import Any
 
@@ -47,7 +48,13 @@ HOST_READ_METHODS = frozenset({"numpy", "tolist", "__array__", "__dlpack__", "un
                                "_typed_storage", "__reduce_ex__"})
 """Tensor methods that hand the data to host Python: copies, zero-copy views (NumPy, DLPack), storages,
 and serialisation (``torch.save`` pickles through ``__reduce_ex__``)."""
+WHOLE_STORAGE_READS = HOST_READ_METHODS - {"tolist"}
+"""Of those, the routes that give host code the tensor's whole storage, not only the view's elements: a
+NumPy view can be widened with ``as_strided``, a storage serialised whole. They count every element the
+storage holds."""
 
+
+STORAGES = (torch.UntypedStorage, torch.TypedStorage)
 
 _TORCH_DIR = os.path.dirname(os.path.realpath(torch.__file__)) + os.sep
 _HARNESS_DIRS = (os.path.dirname(os.path.dirname(os.path.realpath(__file__))) + os.sep,)
@@ -137,30 +144,45 @@ class PolicyMode(TorchDispatchMode):
         self.host: Counter[str] = Counter()
         """Elements moved between tensors and host Python, by route (see HOST_ELEMENT_LIMIT)."""
 
+    def recorders(self) -> tuple[PolicyMode, ...]:
+        """The modes an op seen here is counted in."""
+        return (self,)
+
+    def count_host(self, route: str, elements: int) -> None:
+        for mode in self.recorders():
+            mode.host[route] += elements
+
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
         if _origin(sys._getframe(1), self.paused > 0):
-            name = func.overloadpacket.__name__
-            if func.namespace != "aten":
-                name = f"{func.namespace}::{name}"  # a custom operator never passes as an allowed one
-            elif name in ALLOWED_OPS and not _kernels_as_shipped(func):
-                name = f"{name} (its implementation was replaced)"
-            self.ops[name] += 1
-            if name == "_to_copy" and args and isinstance(args[0], torch.Tensor):
-                dtype = kwargs.get("dtype")
-                if dtype is not None and dtype != args[0].dtype:
-                    self.casts[f"{args[0].dtype} -> {dtype}"] += 1
-                device = kwargs.get("device")
-                if device is not None and torch.device(device).type == "cpu" and args[0].device.type != "cpu":
-                    self.host["device-to-host copy"] += args[0].numel()
-            elif name == "copy_" and len(args) > 1 and isinstance(args[1], torch.Tensor):
-                if args[0].device.type == "cpu" and args[1].device.type != "cpu":
-                    self.host["device-to-host copy"] += args[1].numel()
-            elif name == "_local_scalar_dense":
-                self.host["scalar reads (item(), float(x[i]))"] += 1
-            elif name in ("lift_fresh", "lift_fresh_copy") and args and isinstance(args[0], torch.Tensor):
-                self.host["tensors built from Python data (torch.tensor)"] += args[0].numel()
+            for mode in self.recorders():
+                mode.record(func, args, kwargs)
         return func(*args, **kwargs)
+
+    def record(self, func: Any, args: Any, kwargs: dict[str, Any]) -> None:
+        name = func.overloadpacket.__name__
+        if func.namespace != "aten":
+            name = f"{func.namespace}::{name}"  # a custom operator never passes as an allowed one
+        elif name in ALLOWED_OPS and not _kernels_as_shipped(func):
+            name = f"{name} (its implementation was replaced)"
+        self.ops[name] += 1
+        if name == "_to_copy" and args and isinstance(args[0], torch.Tensor):
+            dtype = kwargs.get("dtype")
+            if dtype is not None and dtype != args[0].dtype:
+                self.casts[f"{args[0].dtype} -> {dtype}"] += 1
+            device = kwargs.get("device")
+            if device is not None and torch.device(device).type == "cpu" and args[0].device.type != "cpu":
+                self.host["device-to-host copy"] += args[0].numel()
+        elif name == "copy_" and len(args) > 1 and isinstance(args[1], torch.Tensor):
+            if args[0].device.type == "cpu" and args[1].device.type != "cpu":
+                self.host["device-to-host copy"] += args[1].numel()
+        elif name == "_local_scalar_dense":
+            self.host["scalar reads (item(), float(x[i]))"] += 1
+        elif name in ("lift_fresh", "lift_fresh_copy") and args and isinstance(args[0], torch.Tensor):
+            self.host["tensors built from Python data (torch.tensor)"] += args[0].numel()
+        elif name == "set_" and len(args) > 1 and isinstance(args[1], STORAGES):
+            # a tensor over a storage built from host bytes (UntypedStorage.from_buffer): Python data
+            self.host["tensors built from Python data (torch.tensor)"] += _storage_elements(args[1], args[0])
 
     def forbidden(self, layout: bool = False, calls: int = 1) -> dict[str, int]:
         """The ops and host routes the candidate may not use; for a layout task also the host copies.
@@ -174,6 +196,18 @@ class PolicyMode(TorchDispatchMode):
         return found
 
 
+class ThreadMode(PolicyMode):
+    """What a thread the candidate started runs under (dispatch modes are per thread, so the worker's watch
+    never sees it): each op is counted here and in every watch active at that moment, so an answer
+    computed on another thread and joined within the call counts against that call."""
+
+    def recorders(self) -> tuple[PolicyMode, ...]:
+        return (self, *_active)
+
+
+def _storage_elements(storage: Any, like: Any) -> int:
+    size = like.element_size() if isinstance(like, torch.Tensor) else 1
+    return storage.nbytes() // max(1, size)
 class HostReadMode(TorchFunctionMode):
     """Sees the reads that never reach the dispatcher: ``numpy()``, ``tolist()``, ``__array__``."""
 
@@ -182,36 +216,50 @@ class HostReadMode(TorchFunctionMode):
         self.policy = policy
 
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        if getattr(func, "__name__", "") in HOST_READ_METHODS and args and isinstance(args[0], torch.Tensor) \
+        name = getattr(func, "__name__", "")
+        if name in HOST_READ_METHODS and args and isinstance(args[0], torch.Tensor) \
                 and _origin(sys._getframe(1), self.policy.paused > 0):
-            self.policy.host[f"{func.__name__}() of tensor data"] += args[0].numel()
+            tensor = args[0]
+            whole = name in WHOLE_STORAGE_READS and tensor.layout == torch.strided
+            elements = _storage_elements(tensor.untyped_storage(), tensor) if whole else tensor.numel()
+            self.policy.count_host(f"{name}() of tensor data", max(elements, tensor.numel()))
         return func(*args, **(kwargs or {}))
 
 
 _active: list[PolicyMode] = []
+_threads = threading.local()
+"""The ``ThreadMode`` of a thread the candidate started, on that thread (see ``thread_watch``)."""
+
+
+def _launching_here() -> tuple[PolicyMode, ...]:
+    """The modes a launch on this thread pauses: the candidate thread's own, or the worker's watches."""
+    mode = getattr(_threads, "mode", None)
+    return (mode,) if mode is not None else tuple(_active)
 
 
 class paused:
     """Context manager: the host-op policy does not watch what runs inside (kernel launches)."""
 
     def __enter__(self) -> None:
-        for mode in _active:
+        self.modes = _launching_here()
+        for mode in self.modes:
             mode.paused += 1
 
     def __exit__(self, *exc: object) -> None:
-        for mode in _active:
+        for mode in self.modes:
             mode.paused -= 1
 
 
 class watching:
     """Context manager running a call under a fresh PolicyMode; yields the mode."""
 
-    def __init__(self) -> None:
-        self.mode = PolicyMode()
+    def __init__(self, mode: PolicyMode | None = None) -> None:
+        self.mode = mode or PolicyMode()
         self.reads = HostReadMode(self.mode)
 
     def __enter__(self) -> PolicyMode:
-        _active.append(self.mode)
+        if not isinstance(self.mode, ThreadMode):
+            _active.append(self.mode)
         self.reads.__enter__()
         self.mode.__enter__()
         return self.mode
@@ -219,7 +267,24 @@ class watching:
     def __exit__(self, *exc: object) -> None:
         self.mode.__exit__(*exc)
         self.reads.__exit__(*exc)
-        _active.remove(self.mode)
+        if not isinstance(self.mode, ThreadMode):
+            _active.remove(self.mode)
+
+
+def thread_watch(function: Any) -> Any:
+    """``function`` as a thread body watched like the call it serves (the sandbox wraps every thread the
+    candidate starts with this)."""
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        mode = ThreadMode()
+        _threads.mode = mode
+        try:
+            with watching(mode):
+                return function(*args, **kwargs)
+        finally:
+            _threads.mode = None
+
+    return run
 
 
 def _content(value: Any) -> Any:
@@ -238,6 +303,6 @@ def state() -> tuple[Any, ...]:
     compares it before and after every candidate call, so rebinding or mutating any of it is seen."""
     module = sys.modules[__name__]
     names = sorted(n for n in vars(module) if not n.startswith("__"))
-    classes = (PolicyMode, HostReadMode, paused, watching)
+    classes = (PolicyMode, ThreadMode, HostReadMode, paused, watching)
     return (tuple((n, _content(getattr(module, n))) for n in names),
             tuple(tuple(sorted((k, id(v)) for k, v in vars(c).items())) for c in classes))

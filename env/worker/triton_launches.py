@@ -120,6 +120,15 @@ def _storage(value: Any) -> int:
     return 0
 
 
+@functools.cache
+def _own_code() -> tuple[str, ...]:
+    """Where code a launch may call lives: the candidate's module (in the worker's directory) and Triton."""
+    import triton
+
+    return (os.path.join(os.path.realpath(os.getcwd()), "candidate_"),
+            os.path.dirname(os.path.realpath(triton.__file__)) + os.sep)
+
+
 def install_recorder() -> None:
     """Wrap every way a Triton kernel is launched so the worker sees each launch."""
     from triton.runtime import autotuner, jit
@@ -132,6 +141,11 @@ def install_recorder() -> None:
         @functools.wraps(original)
         def run(self: Any, *args: Any, **kwargs: Any) -> Any:
             launch = None
+            try:
+                launch_rules.foreign_hooks(self, kwargs.get("grid"), _own_code())
+            except launch_rules.LaunchRefused as exc:
+                RECORDER.refused.append(str(exc))
+                raise
             if cls.__name__ in ("JITFunction", "InterpretedFunction") and not kwargs.get("warmup"):
                 given = {k: v for k, v in kwargs.items() if k not in ("grid", "warmup")}
                 launch = RECORDER.record(self.fn, args, given)

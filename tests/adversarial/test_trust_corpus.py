@@ -59,6 +59,19 @@ ATTACKS = [
     # profilers (on a CPU: PyTorch compute when no profiler is seen)
     ("profiler_env_switch", "normalization/softmax", {"torch-op", "torch-internals"}, None),
     ("profiler_stop", "normalization/softmax", {"torch-op", "tampering", "torch-internals"}, None),
+    # ops hidden from the run-time policy: other threads, PyTorch's switches, code the scan never read
+    ("thread_joined_compute", "normalization/softmax", {"torch-op"}, "run"),
+    ("thread_from_import", "normalization/softmax", {"torch-op", "background-work"}, "run"),
+    ("dispatch_off_by_alias", "normalization/softmax", {"torch-internals"}, "static"),
+    ("dispatch_off_computed", "normalization/softmax", {"torch-internals"}, "run"),
+    ("redispatch_below_modes", "normalization/softmax", {"torch-internals"}, "run"),
+    ("function_mode_popped", "normalization/softmax", {"torch-internals"}, "static"),
+    ("function_mode_popped_computed", "normalization/softmax", {"torch-internals"}, "run"),
+    ("prerun_hook_builtin", "math/add", {"uncompiled-kernel"}, "run"),
+    ("helper_zip_module", "normalization/softmax", {"dynamic-code"}, "run"),
+    ("annotation_eval", "normalization/softmax", {"dynamic-code"}, "run"),
+    ("storage_of_one_element", "math/add", {"host-compute"}, None),
+    ("numpy_view_widened", "normalization/softmax", {"host-compute"}, None),
     # interpreter-only behaviour
     ("interp_branch_kernel", "math/add", {"interpreter-detection"}, "static"),
     ("constexpr_bool_subclass", "math/add", {"uncompiled-kernel"}, "run"),
@@ -72,6 +85,8 @@ HONEST = [
     ("honest_heuristics_strided", "normalization/softmax"),
     ("honest_grouped_tiles", "index/transpose"),
     ("honest_autotune_one_config", "math/add"),
+    ("honest_prerun_hook_python", "math/add"),
+    ("honest_dataclass_config", "normalization/softmax"),
 ]
 
 SECRETS = {

@@ -1,0 +1,101 @@
+"""PyTorch's switches that hide ops from the run-time policy, refused to the candidate's own code.
+
+The policy (``policy.py``) sees ops through a dispatch mode and host reads through a torch-function mode.
+PyTorch has public-but-private ways to step around both: turning the Python dispatch key or torch-function
+handling off for a block, popping the modes off their stacks, or redispatching an op below the Python key.
+Its own code uses them (a mode's ``__exit__`` pops itself), so they are not removed: each is replaced,
+wherever a PyTorch module holds it, by a wrapper that refuses a call whose nearest caller outside the
+standard library is the candidate's module, and records the attempt with the sandbox, which the verdict
+turns into a violation even when the candidate catches the error.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import sysconfig
+from typing import Any
+
+from warpgym.env.worker import audit
+
+C_SWITCHES = (
+    "_DisableTorchDispatch", "DisableTorchFunction", "_ExcludeDispatchKeyGuard", "ExcludeDispatchKeyGuard",
+    "_SetExcludeDispatchKeyGuard", "_ForceDispatchKeyGuard", "_dispatch_tls_set_dispatch_key_excluded",
+    "_dispatch_tls_set_dispatch_key_included", "_pop_torch_dispatch_stack", "_pop_torch_function_stack",
+    "_unset_dispatch_mode", "_set_torch_function_state", "_disabled_torch_function_impl",
+    "_disabled_torch_dispatch_impl", "_set_skip_next_torch_function",
+)
+"""``torch._C`` entries that turn the Python dispatch key or torch-function modes off, or pop a mode."""
+PYTHON_SWITCHES = {
+    "torch.utils._python_dispatch": ("_disable_current_modes", "_pop_mode", "_pop_mode_temporarily",
+                                     "_disable_infra_mode", "_unset_infra_mode"),
+    "torch.overrides": ("_pop_mode", "_pop_mode_temporarily"),
+    "torch.utils._mode_utils": ("no_dispatch",),
+}
+"""PyTorch's Python helpers over those switches."""
+METHODS = (("torch._ops", "OpOverload", "redispatch"),
+           ("torch._C", "_DispatchOperatorHandle", "redispatch_boxed"))
+"""Calls that start dispatch below the Python key: an op run there is seen by no mode."""
+
+_STDLIB = tuple({os.path.realpath(sysconfig.get_paths()[k]) + os.sep for k in ("stdlib", "platstdlib")})
+_SITE = tuple({os.path.realpath(sysconfig.get_paths()[k]) + os.sep for k in ("purelib", "platlib")})
+_CANDIDATE_PREFIX = os.path.join(os.path.realpath(os.getcwd()), "candidate_")
+_OWN = frozenset({__file__, os.path.realpath(__file__)})
+
+
+def _candidate_called(frame: Any) -> bool:
+    """The nearest caller outside this file and the standard library is the candidate's module."""
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if name.startswith(_CANDIDATE_PREFIX):
+            return True
+        stdlib = name.startswith("<frozen") or name.startswith(_STDLIB) and not name.startswith(_SITE)
+        if name not in _OWN and not stdlib:
+            return False
+        frame = frame.f_back
+    return False
+
+
+def _guarded(original: Any, what: str) -> Any:
+    @functools.wraps(original)
+    def refuse_to_candidate(*args: Any, **kwargs: Any) -> Any:
+        if _candidate_called(sys._getframe(1)):
+            audit.report("torch-internals", f"turning off what the run-time policy sees ({what})")
+            raise PermissionError(f"warpgym sandbox: {what} is not allowed in a candidate")
+        return original(*args, **kwargs)
+
+    refuse_to_candidate._warpgym_guard = True  # type: ignore[attr-defined]
+    return refuse_to_candidate
+
+
+def install() -> list[str]:
+    """Replace every switch wherever a loaded PyTorch module holds it; the names guarded."""
+    import torch
+
+    originals: dict[int, tuple[Any, str]] = {}
+    for name in C_SWITCHES:
+        value = getattr(torch._C, name, None)
+        if value is not None:
+            originals[id(value)] = (value, f"torch._C.{name}")
+    for module_name, names in PYTHON_SWITCHES.items():
+        module = sys.modules.get(module_name) or __import__(module_name, fromlist=["_"])
+        for name in names:
+            value = getattr(module, name, None)
+            if value is not None:
+                originals.setdefault(id(value), (value, f"{module_name}.{name}"))
+    wrappers = {key: _guarded(value, what) for key, (value, what) in originals.items()}
+    for module_name, module in list(sys.modules.items()):
+        if module is None or not module_name.startswith("torch"):
+            continue
+        for attr, value in list(vars(module).items()):
+            if id(value) in wrappers and value is originals[id(value)][0]:
+                setattr(module, attr, wrappers[id(value)])
+    guarded = sorted(what for _, what in originals.values())
+    for module_name, cls_name, method in METHODS:
+        cls = getattr(sys.modules.get(module_name), cls_name, None)
+        original = getattr(cls, method, None)
+        if original is not None and not getattr(original, "_warpgym_guard", False):
+            setattr(cls, method, _guarded(original, f"{cls_name}.{method}"))
+            guarded.append(f"{module_name}.{cls_name}.{method}")
+    return guarded
