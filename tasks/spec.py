@@ -92,7 +92,8 @@ class ModelProblem:
     elements: Callable[[Case], int | None] | None = None
     """Elements of the inputs, outputs and parameters at a case's sizes (None where it fails there)."""
     sizes_note: str = ""
-    """How dev and heldout sizes were derived from the problem's own (``tasks show`` prints it)."""
+    """How dev and heldout sizes were derived from the problem's own: ``tasks show`` prints it after the
+    statement; the statement never holds it, since it says what the held-out sizes are."""
 
 
 @dataclass
