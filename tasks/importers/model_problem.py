@@ -301,6 +301,9 @@ def build_task(task_id: str, path: Path, fmt: str, names: Names = Names(), descr
         distributions=("problem",),
         seeds=(0, 1, 2),
         baselines=("eager", "torch.compile"),
+        # whether a problem only moves data (a transpose, a repeat) is not declared: in strict mode forward's
+        # host copies count as computing on every imported problem, as on a built-in layout task
+        layout=True,
         model=ModelProblem(
             format=fmt,
             path=str(path),
