@@ -112,6 +112,8 @@ def _value(value: Any) -> Any:
         return [_value(v) for v in value]
     if isinstance(value, dict):
         return {str(k): _value(v) for k, v in value.items()}
+    if isinstance(value, set | frozenset):  # its order follows string hashing, which differs per process
+        return sorted((_value(v) for v in value), key=lambda v: json.dumps(v, sort_keys=True, default=str))
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return [type(value).__qualname__, _value(dataclasses.astuple(value))]
     if isinstance(value, types.FunctionType | functools.partial):
