@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 
 
 def verdict_key(task: Task, candidate: str | Candidate, options: EvalOptions) -> str:
-    """What the verdict depends on: the task, the module and its attachments, and every option (target,
+    """What the verdict depends on: the task (its id and ``task_fingerprint``: two suites may share an id,
+    and a task may be edited under one version), the module and its attachments, and every option (target,
     device, shape sets, timing and its warm-up and repetitions, the paired timing with its traced sample,
     limits, profiling, memcheck, what feedback reveals). The reward is not: the environment computes it
     from the verdict, outside this cache, so episodes with different reward settings share a verdict."""
@@ -30,7 +31,10 @@ def verdict_key(task: Task, candidate: str | Candidate, options: EvalOptions) ->
         judged: object = candidate
     else:
         judged = [candidate.source, sorted(candidate.attachments.items())]
-    blob = json.dumps([task.id, judged, dataclasses.asdict(options)], sort_keys=True, default=str)
+    from warpgym.tasks.fingerprint import task_fingerprint
+
+    blob = json.dumps([task.id, task_fingerprint(task), judged, dataclasses.asdict(options)], sort_keys=True,
+                      default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 

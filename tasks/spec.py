@@ -92,7 +92,8 @@ class ModelProblem:
     elements: Callable[[Case], int | None] | None = None
     """Elements of the inputs, outputs and parameters at a case's sizes (None where it fails there)."""
     sizes_note: str = ""
-    """How dev and heldout sizes were derived from the problem's own (``tasks show`` prints it)."""
+    """How dev and heldout sizes were derived from the problem's own: ``tasks show`` prints it after the
+    statement; the statement never holds it, since it says what the held-out sizes are."""
 
 
 @dataclass
@@ -135,7 +136,8 @@ class Task:
     layout: bool = False
     """The answer is the inputs' data rearranged (transpose, pad, permute, concatenate, roll, ...): host
     code that copies data (clone, contiguous, copy_, fill_) would produce it, so host copies count as
-    computing here, not only PyTorch's arithmetic."""
+    computing here, not only PyTorch's arithmetic. Every imported problem is one: which of them only move
+    data is not declared, and a ``ModelNew`` computes with its own kernels."""
     model: ModelProblem | None = None
     """Set for imported problems whose candidate is a ``ModelNew`` class (see ``ModelProblem``)."""
     performance_note: str = ""
@@ -286,8 +288,9 @@ def model_statement(task: Task) -> str:
         "computes. Its parameters and buffers must have Model's names and shapes: Model's values are copied "
         "into it by name (load_state_dict) before it is called. Write the arithmetic in Triton kernels "
         "(@triton.jit) launched from forward. forward may allocate outputs, take views and read its "
-        "parameters, but must not call PyTorch compute ops (unless the evaluation allows PyTorch calls, "
-        "which its result says).\n\n"
+        "parameters, but must not call PyTorch compute ops or copy tensor data on the host (clone, "
+        "contiguous() of a view, copy_, .to()): a kernel moves the data too (unless the evaluation allows "
+        "PyTorch calls, which its result says).\n\n"
         f"Example sizes (the module's size constants; more, unseen sizes are used for scoring):\n{dev}\n\n"
         f"Tolerances per output dtype:\n{tol}\n"
         + (f"\nNotes: {task.notes.strip()}\n" if task.notes else "")

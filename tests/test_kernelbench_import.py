@@ -64,6 +64,26 @@ def test_import_names_sizes_and_counts(suite) -> None:  # noqa: ANN001
     assert "5_Broken_import.py" in broken and "a_module_that_does_not_exist" in broken
 
 
+def test_the_statement_a_model_reads_never_describes_the_held_out_sizes(suite, capsys) -> None:  # noqa: ANN001
+    """The sizes rule says how heldout was derived ("heldout: by 1"): with the dev sizes and the problem's
+    own, that is the held-out sizes. ``tasks show`` prints it, marked, after the statement."""
+    from warpgym.env.environment import KernelEnv
+    from warpgym.experiments.cli import main
+
+    task = suite[0]["kernelbench/level2/1_Linear_bias_tanh"]
+    env = KernelEnv(task, device="cpu", evaluator=object())  # reset never evaluates
+    obs, info = env.reset(seed=0)
+    heldout = task.cases("heldout")[0]
+    assert "heldout" in task.model.sizes_note
+    for text in (obs["task"], info["statement"]):
+        assert "heldout" not in text.lower() and task.model.sizes_note not in text
+        assert "shifted right" not in text and ", ".join(f"{k}={v}" for k, v in heldout.items()) not in text
+    assert main(["tasks", "show", task.id]) == 0
+    shown = capsys.readouterr().out
+    assert shown.startswith(obs["task"])
+    assert f"Sizes (not shown to a model): {task.model.sizes_note}." in shown
+
+
 def test_inputs_are_the_problems_own_and_seeded(suite) -> None:  # noqa: ANN001
     from warpgym.tasks import Sampler
 

@@ -36,6 +36,28 @@ def _trim(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit // 2] + "\n[...]\n" + text[-limit // 2:]
 
 
+QUOTE = "  | "
+"""Begins every line of text the candidate's run wrote (its output, its exceptions, a compiler's report on
+its code): no such line can pass for the judge's own, whatever it says."""
+RUN_FAILED = ("timed out: ", "crashed: ", "raised an error: ")
+"""How the judge begins a failed check's message when the run itself failed; the worker's report follows."""
+
+
+def quoted(header: str, text: str, limit: int) -> str:
+    """``header``, then ``text`` trimmed and quoted line by line."""
+    lines = _trim(text, limit).splitlines() or [""]
+    return f"{header}\n" + "\n".join(QUOTE + line for line in lines)
+
+
+def _check_message(message: str) -> str:
+    """A failed check's message: the judge's own words as they are, a failed run's report quoted."""
+    for prefix in RUN_FAILED:
+        if message.startswith(prefix):
+            header = f"  The run {prefix.removesuffix(': ')}; its report (quoted):"
+            return quoted(header, message[len(prefix):], MAX_COMPILE_ERROR_CHARS)
+    return f"  {redact_paths(message.strip())}"
+
+
 def verdict(result: EvalResult) -> str:
     if result.violations and not result.compiled and result.stage == "static":
         return "REJECTED (static checks)"
@@ -114,15 +136,15 @@ def render(result: EvalResult, task: Task, reveal_shapes: bool = True) -> str:
         where = f" (line {v.line})" if v.line else ""
         lines.append(f"- [{v.code}]{where} {v.message}")
     for err in result.compile_errors[:3]:
-        lines.append("Compiler error:\n" + _trim(err, MAX_COMPILE_ERROR_CHARS))
+        lines.append(quoted("Compiler error (quoted):", err, MAX_COMPILE_ERROR_CHARS))
     failed = [c for c in result.cases if c.passed is False]
     if result.runtime_error and not any(result.runtime_error.strip() in c.message for c in failed):
-        lines.append("Error:\n" + _trim(result.runtime_error, MAX_COMPILE_ERROR_CHARS))
+        lines.append(quoted("Error (quoted):", result.runtime_error, MAX_COMPILE_ERROR_CHARS))
     if failed:
         c = failed[0]
         where = f"case {case_label(c.case)}, seed {c.seed}, {c.distribution} inputs" if reveal_shapes \
             else f"a {c.shape_set} case"
-        lines.append(f"First failing check ({c.shape_set}): {where}:\n  {redact_paths(c.message.strip())}")
+        lines.append(f"First failing check ({c.shape_set}): {where}:\n{_check_message(c.message)}")
         passed = sum(1 for x in result.cases if x.passed)
         lines.append(f"Checks passed: {passed} of {sum(1 for x in result.cases if x.passed is not None)}.")
     elif result.correct:
@@ -160,5 +182,5 @@ def render(result: EvalResult, task: Task, reveal_shapes: bool = True) -> str:
     for s in result.suspicious:
         lines.append(f"Suspicious: {s}")
     if result.stdout:
-        lines.append("Candidate output (tail):\n" + _trim(result.stdout, 1200))
+        lines.append(quoted("Candidate output (tail, quoted):", result.stdout, 1200))
     return "\n".join(lines)

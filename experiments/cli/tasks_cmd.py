@@ -91,7 +91,8 @@ def show_task(args: argparse.Namespace) -> int:
     print(task.statement())
     if task.model is not None:
         print(f"Imported from {task.model.path} ({task.model.format}).")
-        print(f"Sizes: {task.model.sizes_note}.")
+        print(f"Sizes (not shown to a model): {task.model.sizes_note}. "
+              "The bench sizes are the problem's own.")
         print(f"Triviality audit: {_audits([task])[task.id]}.")
     if task.performance_note:
         print(f"Reference performance (not shown to a model): {task.performance_note.strip()}\n")

@@ -9,10 +9,16 @@ kind:
 - ``policy``: rejected by the rules (a PyTorch op on the host, a missing entrypoint, cheating);
   not one of the six kinds the issue names, but a distinct lesson, so it is kept apart;
 - ``timeout``: a check that ran past its time limit;
-- ``runtime``: an exception or a crash while running (the ``runtime_error``, or a case message);
+- ``runtime``: an exception or a crash while running (a ``runtime_error``, or a failed check that raised
+  or crashed);
 - ``numerical``: it ran, and some output was wrong;
 - ``missing_instruction``: correct, but a required instruction family was not present and executed;
 - ``slow``: correct and complete, but slower than ``slow_below`` times the baseline (GPU runs only).
+
+Labels come from the verdict's structure (violation codes, compile errors, whether a runtime error was
+set, the judge's own prefix on a failed check's message), never from words inside what the candidate
+wrote: its exception text and output are part of those messages, and a candidate whose exception says
+"timed out" must not be filed as a timeout.
 """
 
 from __future__ import annotations
@@ -58,6 +64,16 @@ def _failed_messages(result: dict[str, Any]) -> list[str]:
     return [str(c.get("message") or "") for c in result.get("cases") or [] if c.get("passed") is False]
 
 
+TIMED_OUT = "timed out: "
+FAILED_RUNS = ("raised an error: ", "crashed: ")
+"""How the judge begins a failed check's message when the run itself failed (``env/judge/correctness.py``);
+what follows is the worker's text, the candidate's exception among it."""
+
+
+def _failed_by(result: dict[str, Any], prefixes: str | tuple[str, ...]) -> bool:
+    return any(m.startswith(prefixes) for m in _failed_messages(result))
+
+
 def classify(
     result: dict[str, Any] | None, *, baseline: str = "eager", slow_below: float = 1.0
 ) -> str | None:
@@ -72,15 +88,13 @@ def classify(
     other = [c for c in codes if c not in RUNTIME_VIOLATIONS]
     if other:
         return "policy"
-    failed = _failed_messages(result)
-    runtime_error = str(result.get("runtime_error") or "")
-    if any("timed out" in m for m in failed) or "timed out" in runtime_error.lower():
+    if _failed_by(result, TIMED_OUT):
         return "timeout"
-    if codes or runtime_error or any(m.startswith(("raised an error", "crashed")) for m in failed):
+    if codes or result.get("runtime_error") or _failed_by(result, FAILED_RUNS):
         return "runtime"
     if not result.get("compiled"):
         return "compile" if result.get("stage") == "compile" else None
-    if result.get("correct") is False or failed:
+    if result.get("correct") is False or _failed_messages(result):
         return "numerical"
     if result.get("correct") is not True:
         return None

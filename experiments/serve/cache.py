@@ -1,8 +1,10 @@
 """What a verdict depends on, so a duplicate submission is judged once and answered from what is known.
 
-The key covers the task, the module's source and its attachments, every option the client chose, and
-what the server judges on (device kind and name, warpgym's version): a journal kept across an upgrade
-or moved to another machine never answers with a verdict reached elsewhere.
+The key covers the task (its id and what it is: ``tasks.fingerprint``, so a server restarted with another
+suite that uses the same ids, or with a task edited under one version, never answers from the old one),
+the module's source and its attachments, every option the client chose, and what the server judges on
+(device kind and name, warpgym's version): a journal kept across an upgrade or moved to another machine
+never answers with a verdict reached elsewhere.
 """
 
 from __future__ import annotations
@@ -23,14 +25,14 @@ def candidate_hash(source: str, attachments: dict[str, str]) -> str:
     return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def verdict_key(submission: Submission, where: str, judged: Any = None) -> str:
-    """The task, the candidate's hash, the options, ``where`` (the server's device and version) and
-    ``judged``: the ``EvalOptions`` the judge is given, with what the server sets itself (the paired
-    timing and its traced sample), so a server whose judge settings changed under one version never
-    answers with a verdict reached under the old ones."""
+def verdict_key(submission: Submission, where: str, judged: Any, task_print: str) -> str:
+    """The task's id and ``task_print`` (its ``task_fingerprint``), the candidate's hash, the options,
+    ``where`` (the server's device and version) and ``judged``: the ``EvalOptions`` the judge is given,
+    with what the server sets itself (the paired timing and its traced sample), so a server whose judge
+    settings changed under one version never answers with a verdict reached under the old ones."""
     settings = dataclasses.asdict(judged) if dataclasses.is_dataclass(judged) else judged
     blob = json.dumps([
-        where, submission.task, candidate_hash(submission.source, submission.attachments),
+        where, submission.task, task_print, candidate_hash(submission.source, submission.attachments),
         submission.options.model_dump(mode="json"), settings,
     ], sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()

@@ -6,7 +6,10 @@
 
 A full queue (429) or a server shutting down (503) is waited out as the server's Retry-After says, up
 to ``busy_timeout_s``; a stream cut by a restart is picked up again, since the server keeps every
-accepted submission. Only httpx is imported here: a trainer process need not load the judge.
+accepted submission. Batches are cut by count (``batch``) and by encoded size (``batch_bytes``, below the
+server's request body limit); a batch the server still finds too large (413) is halved and sent again,
+and a submission refused alone for its size gets a verdict of its own that says so (``refused_verdict``)
+while the others are judged. Only httpx is imported here: a trainer process need not load the judge.
 """
 
 from __future__ import annotations
@@ -24,6 +27,10 @@ from .settings import TOKEN_ENV
 
 DEFAULT_URL = "http://127.0.0.1:8765"
 RETRY_STATUSES = (429, 503)
+BATCH_BYTES = 8 << 20
+"""The most bytes of one batch request: half the server's default body limit (``--max-body-mb`` 16)."""
+JSON_HEADERS = {"Content-Type": "application/json"}
+TOO_LARGE = 413
 
 
 class ServeError(RuntimeError):
@@ -67,26 +74,71 @@ def _check(response: httpx.Response) -> Any:
     return response.json()
 
 
-def _chunks(items: list[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
-    for i in range(0, len(items), size):
-        yield items[i:i + size]
+def _encoded(one: dict[str, Any]) -> bytes:
+    """One submission as the request body carries it (UTF-8; escaped where a lone surrogate would not
+    encode)."""
+    try:
+        return json.dumps(one, ensure_ascii=False, separators=(",", ":")).encode()
+    except UnicodeEncodeError:
+        return json.dumps(one, separators=(",", ":")).encode()
+
+
+def _body(encoded: list[bytes]) -> bytes:
+    return b'{"items":[' + b",".join(encoded) + b"]}"
+
+
+def _chunks(encoded: list[bytes], count: int, max_bytes: int) -> Iterator[list[int]]:
+    """Indices of consecutive submissions, at most ``count`` of them and ``max_bytes`` of body per chunk (a
+    submission larger than that alone goes alone)."""
+    chunk: list[int] = []
+    size = len(_body([]))
+    for i, one in enumerate(encoded):
+        if chunk and (len(chunk) >= count or size + len(one) + 1 > max_bytes):
+            yield chunk
+            chunk, size = [], len(_body([]))
+        chunk.append(i)
+        size += len(one) + 1
+    if chunk:
+        yield chunk
+
+
+def refused_row(error: ServeError) -> dict[str, Any]:
+    """``submit_batch``'s answer for a submission the server refused for its size: no id, never judged."""
+    return {"id": None, "state": "refused", "cached": False, "status": error.status, "error": str(error)}
+
+
+def refused_verdict(one: dict[str, Any], row: dict[str, Any]) -> dict[str, Any]:
+    """A verdict (``EvalResult.to_dict``'s fields) for a submission the server refused: not correct, with
+    a ``too-large`` violation that says why; a reward scores it as ``env.step`` scores a refused source."""
+    message = f"the server refused this submission, so nothing was judged: {row['error']}"
+    return {"task": one.get("task", ""), "target": (one.get("options") or {}).get("target", ""),
+            "device": "", "stage": "static", "compiled": False, "correct": False,
+            "violations": [{"code": "too-large", "message": message, "line": None}],
+            "runtime_error": message, "feedback": f"Verdict: REJECTED (too-large)\n- {message}"}
 
 
 class _Base:
     def __init__(self, url: str, token: str | None, timeout: float, busy_timeout_s: float,
-                 batch: int) -> None:
+                 batch: int, batch_bytes: int) -> None:
         self.url = url.rstrip("/")
         self.headers = _headers(token)
         self.timeout = timeout
         self.busy_timeout_s = busy_timeout_s
         self.batch = batch
+        self.batch_bytes = batch_bytes
+
+    @staticmethod
+    def _verdicts(items: list[dict[str, Any]], rows: list[dict[str, Any]], results: dict[str, Any]
+                  ) -> list[dict[str, Any]]:
+        return [results[row["id"]] if row["id"] is not None else refused_verdict(one, row)
+                for one, row in zip(items, rows, strict=True)]
 
 
 class ServeClient(_Base):
     def __init__(self, url: str = DEFAULT_URL, *, token: str | None = None, timeout: float = 60.0,
-                 busy_timeout_s: float = 600.0, batch: int = 256, transport: httpx.BaseTransport | None = None
-                 ) -> None:
-        super().__init__(url, token, timeout, busy_timeout_s, batch)
+                 busy_timeout_s: float = 600.0, batch: int = 256, batch_bytes: int = BATCH_BYTES,
+                 transport: httpx.BaseTransport | None = None) -> None:
+        super().__init__(url, token, timeout, busy_timeout_s, batch, batch_bytes)
         self.http = httpx.Client(base_url=self.url, headers=self.headers, timeout=timeout,
                                  transport=transport)
 
@@ -129,10 +181,24 @@ class ServeClient(_Base):
         return self._send("POST", "/v1/evaluations", json=item(task, source, **kwargs))
 
     def submit_batch(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``{id, state, cached}`` per submission, in order; one the server refused for its size is
+        ``refused_row`` (``id`` None) and the others are submitted all the same."""
+        encoded = [_encoded(one) for one in items]
         out: list[dict[str, Any]] = []
-        for chunk in _chunks(items, self.batch):
-            out.extend(self._send("POST", "/v1/batches", json={"items": chunk})["items"])
+        for chunk in _chunks(encoded, self.batch, self.batch_bytes):
+            out.extend(self._submit_chunk([encoded[i] for i in chunk]))
         return out
+
+    def _submit_chunk(self, encoded: list[bytes]) -> list[dict[str, Any]]:
+        try:
+            return self._send("POST", "/v1/batches", content=_body(encoded), headers=JSON_HEADERS)["items"]
+        except ServeError as exc:
+            if exc.status != TOO_LARGE:
+                raise
+            if len(encoded) == 1:
+                return [refused_row(exc)]
+        half = len(encoded) // 2
+        return self._submit_chunk(encoded[:half]) + self._submit_chunk(encoded[half:])
 
     def result(self, submission_id: str, wait: float = 0.0) -> dict[str, Any]:
         return self._send("GET", f"/v1/evaluations/{submission_id}", params={"wait": wait})
@@ -176,19 +242,20 @@ class ServeClient(_Base):
 
     def evaluate_many(self, items: list[dict[str, Any]], timeout_s: float | None = None
                       ) -> list[dict[str, Any]]:
-        """Verdicts for ``items`` (see ``item``), in their order."""
-        ids = [a["id"] for a in self.submit_batch(items)]
-        results = self.wait(ids, timeout_s)
-        return [results[i] for i in ids]
+        """Verdicts for ``items`` (see ``item``), in their order; one the server refused for its size is
+        ``refused_verdict``."""
+        rows = self.submit_batch(items)
+        results = self.wait([r["id"] for r in rows if r["id"] is not None], timeout_s)
+        return self._verdicts(items, rows, results)
 
 
 class AsyncServeClient(_Base):
     """``ServeClient`` for asyncio code: the same methods, awaited."""
 
     def __init__(self, url: str = DEFAULT_URL, *, token: str | None = None, timeout: float = 60.0,
-                 busy_timeout_s: float = 600.0, batch: int = 256,
+                 busy_timeout_s: float = 600.0, batch: int = 256, batch_bytes: int = BATCH_BYTES,
                  transport: httpx.AsyncBaseTransport | None = None) -> None:
-        super().__init__(url, token, timeout, busy_timeout_s, batch)
+        super().__init__(url, token, timeout, busy_timeout_s, batch, batch_bytes)
         self.http = httpx.AsyncClient(base_url=self.url, headers=self.headers, timeout=timeout,
                                       transport=transport)
 
@@ -223,10 +290,23 @@ class AsyncServeClient(_Base):
         return await self._send("POST", "/v1/evaluations", json=item(task, source, **kwargs))
 
     async def submit_batch(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        encoded = [_encoded(one) for one in items]
         out: list[dict[str, Any]] = []
-        for chunk in _chunks(items, self.batch):
-            out.extend((await self._send("POST", "/v1/batches", json={"items": chunk}))["items"])
+        for chunk in _chunks(encoded, self.batch, self.batch_bytes):
+            out.extend(await self._submit_chunk([encoded[i] for i in chunk]))
         return out
+
+    async def _submit_chunk(self, encoded: list[bytes]) -> list[dict[str, Any]]:
+        try:
+            return (await self._send("POST", "/v1/batches", content=_body(encoded),
+                                     headers=JSON_HEADERS))["items"]
+        except ServeError as exc:
+            if exc.status != TOO_LARGE:
+                raise
+            if len(encoded) == 1:
+                return [refused_row(exc)]
+        half = len(encoded) // 2
+        return await self._submit_chunk(encoded[:half]) + await self._submit_chunk(encoded[half:])
 
     async def result(self, submission_id: str, wait: float = 0.0) -> dict[str, Any]:
         return await self._send("GET", f"/v1/evaluations/{submission_id}", params={"wait": wait})
@@ -267,6 +347,6 @@ class AsyncServeClient(_Base):
 
     async def evaluate_many(self, items: list[dict[str, Any]], timeout_s: float | None = None
                             ) -> list[dict[str, Any]]:
-        ids = [a["id"] for a in await self.submit_batch(items)]
-        results = await self.wait(ids, timeout_s)
-        return [results[i] for i in ids]
+        rows = await self.submit_batch(items)
+        results = await self.wait([r["id"] for r in rows if r["id"] is not None], timeout_s)
+        return self._verdicts(items, rows, results)

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from warpgym.env.candidate import MAX_ATTACHMENT_BYTES, Candidate, CandidateError
+from warpgym.tasks.fingerprint import task_fingerprint
 
 from .cache import SERVER_ERROR, reusable, verdict_key
 from .journal import Journal
@@ -176,14 +177,15 @@ class EvalService:
         many = len(subs) > 1
         keyed = []
         for i, sub in enumerate(subs):
-            self._check(sub, f"items[{i}]: " if many else "")
-            key = verdict_key(sub, self.where, eval_options(sub.options.model_dump(mode="json"), self.kind))
+            task_print = task_fingerprint(self._check(sub, f"items[{i}]: " if many else ""))
+            key = verdict_key(sub, self.where, eval_options(sub.options.model_dump(mode="json"), self.kind),
+                              task_print)
             if not self.settings.cache:
                 key = f"{key}:{secrets.token_hex(8)}"
-            keyed.append((sub, key))
+            keyed.append((sub, key, task_print))
         rows, answers, fresh = [], [], set()
         with self.lock:
-            for sub, key in keyed:
+            for sub, key, task_print in keyed:
                 known = self.journal.verdict(key) if self.settings.cache else None
                 if known is not None:
                     how = "cached"
@@ -195,7 +197,7 @@ class EvalService:
                 state = "done" if known else "running" if key in self.running else "queued"
                 rows.append({"id": secrets.token_urlsafe(12), "key": key, "task": sub.task,
                              "priority": sub.priority, "state": state, "result": known,
-                             "request": sub.model_dump(mode="json")})
+                             "request": {**sub.model_dump(mode="json"), "task_print": task_print}})
                 answers.append(how)
             if len(fresh) > self.queue.room():
                 self.telemetry.count("warpgym_serve_rejected_total", reason="queue_full")
@@ -302,6 +304,10 @@ class EvalService:
             task = get_task(request["task"])
         except UnknownTaskError as exc:  # accepted by an earlier start that had the task's suite
             return self._unknown(request, exc), True
+        if request.get("task_print") not in (None, task_fingerprint(task)):
+            changed = ("the task changed since this submission was accepted (the server restarted with "
+                       "another version of its suite); submit it again")
+            return self._unknown(request, changed), True
         attachments = request.get("attachments") or {}
         candidate: str | Candidate = Candidate(request["source"], attachments) if attachments \
             else request["source"]
@@ -336,12 +342,13 @@ class EvalService:
         result.feedback = feedback.render(result, task, options.reveal_shapes)
         return result.to_dict()
 
-    def _unknown(self, request: dict[str, Any], exc: Exception) -> dict[str, Any]:
+    def _unknown(self, request: dict[str, Any], exc: Exception | str) -> dict[str, Any]:
         from warpgym.env import EvalResult
 
         result = EvalResult(task=request["task"], target=request["options"]["target"], device=self.kind,
                             correct=False)
-        result.runtime_error = (f"{SERVER_ERROR}: {exc}; this server was started without the suite it "
+        result.runtime_error = (f"{SERVER_ERROR}: {exc}" if isinstance(exc, str) else
+                                f"{SERVER_ERROR}: {exc}; this server was started without the suite it "
                                 "comes from (warpgym serve --suite FORMAT=PATH)")
         result.feedback = result.runtime_error
         return result.to_dict()

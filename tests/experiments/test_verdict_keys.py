@@ -16,6 +16,7 @@ from warpgym.experiments.serve.models import Submission
 from warpgym.experiments.serve.service import eval_options
 from warpgym.experiments.verdict_cache import verdict_key
 from warpgym.tasks import get_task
+from warpgym.tasks.fingerprint import task_fingerprint
 
 BASE = EvalOptions(device="cpu")
 VARIANTS = {
@@ -89,12 +90,14 @@ def test_the_server_s_key_covers_the_judge_settings_it_chooses_itself():
     under one version (a development checkout): the key holds the EvalOptions the judge is given."""
     sub = _sub()
     judged = eval_options(sub.options.model_dump(mode="json"), "cuda")
-    base = serve_key(sub, "cuda:H200:1", judged)
-    assert serve_key(sub, "cuda:H200:1", eval_options(sub.options.model_dump(mode="json"), "cuda")) == base
+    task_print = task_fingerprint(get_task("math/add"))
+    base = serve_key(sub, "cuda:H200:1", judged, task_print)
+    assert serve_key(sub, "cuda:H200:1", eval_options(sub.options.model_dump(mode="json"), "cuda"),
+                     task_print) == base
     for paired in (PairedTiming(traced_blocks=0), PairedTiming(budget_seconds=2.0),
                    PairedTiming(max_rounds=30)):
-        assert serve_key(sub, "cuda:H200:1", dataclasses.replace(judged, paired=paired)) != base
+        assert serve_key(sub, "cuda:H200:1", dataclasses.replace(judged, paired=paired), task_print) != base
     timed_off = _sub(timing=False)
     assert serve_key(timed_off, "cuda:H200:1", eval_options(timed_off.options.model_dump(mode="json"),
-                                                             "cuda")) != base
-    assert serve_key(sub, "cpu:cpu:1", judged) != base
+                                                             "cuda"), task_print) != base
+    assert serve_key(sub, "cpu:cpu:1", judged, task_print) != base

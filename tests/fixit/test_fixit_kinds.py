@@ -63,3 +63,45 @@ def test_headlines_name_the_failure() -> None:
     assert "541 of 800" in headline("numerical", verdict("numerical"))
     assert "wgmma" in headline("missing_instruction", verdict("missing_instruction"))
     assert "0.50x" in headline("slow", verdict("ok", 0.5))
+
+
+KERNEL = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask),
+             mask=mask)
+
+
+def add(x, y):
+    out = torch.empty_like(x)
+    add_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, out, x.numel(), BLOCK=1024)
+{tail}    return out
+'''
+RAISES_TIMED_OUT = KERNEL.format(tail='''    print("timed out")
+    raise RuntimeError("timed out: no answer within 30 s (an infinite loop); the worker was killed")
+''')
+LOOPS = KERNEL.format(tail='''    while out.numel():
+        pass
+''')
+
+
+def test_a_candidate_s_own_words_do_not_choose_its_kind(cpu_evaluator) -> None:
+    """An exception (and output) that says "timed out" is still an exception: the label comes from how the
+    judge recorded the failure, and a real overrun is still a timeout."""
+    from warpgym.env import EvalOptions, Limits
+    from warpgym.tasks import get_task
+
+    def judged(source: str, seconds: float) -> dict:
+        options = EvalOptions(device="cpu", timing=False, limits=Limits(run=seconds))
+        return cpu_evaluator.evaluate(get_task("math/add"), source, options).to_dict()
+
+    raised = judged(RAISES_TIMED_OUT, 60.0)
+    assert "timed out" in raised["runtime_error"] and classify(raised) == "runtime"
+    looped = judged(LOOPS, 5.0)
+    assert classify(looped) == "timeout"

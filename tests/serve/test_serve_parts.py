@@ -52,18 +52,23 @@ def _sub(**kw) -> Submission:
     return Submission(**{"task": "normalization/softmax", "source": "def softmax(x): ...\n", **kw})
 
 
+def _key(sub: Submission, where: str = "cpu:cpu:1", task_print: str = "softmax") -> str:
+    return verdict_key(sub, where, None, task_print)
+
+
 def test_the_verdict_key_covers_task_candidate_options_and_where_it_was_judged():
-    base = verdict_key(_sub(), "cpu:cpu:1")
-    assert verdict_key(_sub(), "cpu:cpu:1") == base
-    assert verdict_key(_sub(priority=7), "cpu:cpu:1") == base  # urgency is not part of the verdict
+    base = _key(_sub())
+    assert _key(_sub()) == base
+    assert _key(_sub(priority=7)) == base  # urgency is not part of the verdict
     different = [
-        verdict_key(_sub(source="def softmax(x): ... \n"), "cpu:cpu:1"),
-        verdict_key(_sub(attachments={"k.ptx": "x"}), "cpu:cpu:1"),
-        verdict_key(_sub(task="normalization/layernorm"), "cpu:cpu:1"),
-        verdict_key(_sub(options={"timing": False}), "cpu:cpu:1"),
-        verdict_key(_sub(options={"shape_sets": ["dev", "heldout"]}), "cpu:cpu:1"),
-        verdict_key(_sub(options={"timeouts": {"run": 5}}), "cpu:cpu:1"),
-        verdict_key(_sub(), "cuda:NVIDIA H200:1"),
+        _key(_sub(source="def softmax(x): ... \n")),
+        _key(_sub(attachments={"k.ptx": "x"})),
+        _key(_sub(task="normalization/layernorm")),
+        _key(_sub(), task_print="another task of the same id"),
+        _key(_sub(options={"timing": False})),
+        _key(_sub(options={"shape_sets": ["dev", "heldout"]})),
+        _key(_sub(options={"timeouts": {"run": 5}})),
+        _key(_sub(), "cuda:NVIDIA H200:1"),
     ]
     assert len({base, *different}) == len(different) + 1
 
