@@ -94,6 +94,38 @@ def test_the_host_read_limit_holds_per_call_in_a_block_of_many_calls(cpu_evaluat
         assert ("host: tolist() of tensor data" in flags) is flagged, (per_call, flags)
         ev.workers.run.stop()  # the host read tensor data in it: not reused
 
+
+TRANSPOSE_ON_THE_HOST = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def touch_kernel(ptr):
+    tl.store(ptr, tl.load(ptr))
+
+
+def transpose(x):
+    out = x.t().contiguous()
+    touch_kernel[(1,)](out)
+    return out
+"""
+
+
+def test_a_layout_task_s_host_copy_counts_in_timed_calls_as_in_checked_ones(cpu_evaluator):
+    """A transpose answered by ``contiguous()`` on the host is the host computing a layout task's answer,
+    in a timed block as in a checked call."""
+    task = get_task("index/transpose")
+    ev = cpu_evaluator.evaluation(task, TRANSPOSE_ON_THE_HOST, EvalOptions(device="cpu"))
+    assert ev.load(), (ev.result.compile_errors, ev.result.violations)
+    assert stage_inputs(ev, task.cases("dev")[0], [0, 1, 2], 120).ok
+    reply = ask(ev.workers.run, m.TimeBlockRequest(calls=0, warmup_calls=3), 120)
+    ask(ev.workers.run, m.TimeBlockRequest(calls=0, release=True), 60)
+    assert reply.ok, reply.error
+    assert "clone" in reply.forbidden_ops or "copy_" in reply.forbidden_ops, reply.forbidden_ops
+
+
 class FakeEvent:
     """Every call starved (its start event already reached as it returns) when ``starved`` is set."""
 

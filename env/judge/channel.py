@@ -162,7 +162,8 @@ def stage_inputs(ev: Evaluation, case: dict[str, Any], seeds: list[int], timeout
     sets = [call_inputs(ev, case, seed, "normal") for seed in seeds]
     meta = output_meta(ev.task, sets[0], case)
     stage = m.StageRequest(input_sets=sets, poison_bytes=poison_bytes(meta),
-                           output_bytes=[itemsize(t) for t in meta], model=shipped.model_call(ev, case))
+                           output_bytes=[itemsize(t) for t in meta], model=shipped.model_call(ev, case),
+                           layout=ev.task.layout)
     del sets
     staged: m.StageReply = ask(ev.workers.run, stage, timeout)
     del stage

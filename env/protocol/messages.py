@@ -110,6 +110,8 @@ class StageRequest(Message):
     output_bytes: list[int] = Field(default_factory=list)
     model: ModelCall | None = None
     """For a module-class candidate: the instance the timing requests call."""
+    layout: bool = False
+    """A layout task: host copies in a timed call count as computing, as in a checked one (``run``)."""
 
 
 class TimeBlockRequest(Message):

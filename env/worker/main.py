@@ -109,6 +109,8 @@ class State:
         """What the timing requests call: the entrypoint, or the model instance staged with the inputs."""
         self.params: list[str] = []
         self.models: dict[str, tuple[Any, dict[str, int]]] = {}
+        self.layout = False
+        """The staged case is a layout task's (its host copies count as computing when timed too)."""
         """Instances of a module-class candidate by ``ModelCall.key`` with the ops refused while each
         loaded its parameters (cleared at each load)."""
 
@@ -486,6 +488,7 @@ def op_stage(state: State, msg: m.StageRequest) -> m.StageReply:
     NaN guards), so an input's storage, offset and neighbours tell a timed call from a checked one no more
     than its values do."""
     state.spin_cycles, state.poison_bytes, state.output_bytes = 0, msg.poison_bytes, list(msg.output_bytes)
+    state.layout = msg.layout
     try:
         state.staged_entry, _ = _entry(state, msg.model)
     except models.ModelBuildError as exc:
@@ -555,9 +558,10 @@ def op_time_block(state: State, msg: m.TimeBlockRequest) -> m.TimeBlockReply:
     trace = None
     if isinstance(tracer, device_trace.traced):
         trace = {**tracer.trace.to_wire(), "calls": msg.calls}
+    calls_made = warmed + len(calls.event_ms) + calls.retimed
     return m.TimeBlockReply(ok=True, event_ms=calls.event_ms, wall_ms=calls.wall_ms, issue_ms=calls.issue_ms,
                             starved=calls.starved, retimed=calls.retimed, warmup_call_ms=warmup_ms,
-                            forbidden_ops=mode.forbidden(calls=warmed + len(calls.event_ms) + calls.retimed),
+                            forbidden_ops=mode.forbidden(state.layout, calls=calls_made),
                             tampered=tampered(), out_of_bounds=overrun,
                             device_trace=trace)
 
