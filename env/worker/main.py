@@ -637,8 +637,11 @@ def main() -> None:
             interpreter_constexpr.install()
     dispatch_guard.install()
     sandbox_layer.watch_threads(policy.thread_watch)
+    device = os.environ.get("WARPGYM_DEVICE", "cpu") if MODE == "run" else "cpu"
+    if device.startswith("cuda"):
+        torch.cuda.init()  # CUDA's start sets process state (CUDA_MODULE_LOADING) the snapshot must include
     with policy.watching():  # the first watched op imports torch._dynamo, which rewraps torch functions:
-        torch.empty(1).add_(1)  # before the snapshots, so that no candidate's first call looks like a change
+        torch.empty(1, device=device).add_(1)  # before the snapshots: no candidate's first call is a change
     _SNAPSHOT.append(sandbox_layer.snapshot(_guarded_namespaces()))
     policy.freeze_dispatch_tables()  # before any candidate: what PyTorch's allowed ops run as shipped
     _POLICY_STATE.append(policy.state())
