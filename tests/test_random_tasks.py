@@ -7,6 +7,8 @@ rate, a missing rescale), with the unmodified reference as the positive control.
 
 from __future__ import annotations
 
+import itertools
+import math
 import re
 
 import pytest
@@ -19,9 +21,9 @@ DEV = EvalOptions(device="cpu", shape_sets=("dev",), timing=False)
 SEED_CALL = re.compile(r"tl\.(rand|randn|randint)\(seed,")
 
 
-def _case_and_inputs(task_id: str, seed: int = 0):
+def _case_and_inputs(task_id: str, seed: int = 0, pick=lambda case: True):
     task = get_task(task_id)
-    case = next(c for c in task.cases("dev") if c.get("dtype") != "bfloat16")
+    case = next(c for c in task.cases("dev") if c.get("dtype") != "bfloat16" and pick(c))
     inputs = task.make_inputs(case, Sampler(seed, task.distributions[0], "cpu"))
     want = task.reference(**inputs)
     return task, case, inputs, want
@@ -105,6 +107,103 @@ def test_the_uniform_and_normal_checks_reject_a_wrong_distribution():
     assert task.check((mean + 1.05 * std * z).to(inputs["x"].dtype), inputs, case) is not None
     uniform = (torch.rand(inputs["x"].shape, generator=g) - 0.5) * 12**0.5  # mean 0, variance 1, not normal
     assert "within" in task.check((mean + std * uniform).to(inputs["x"].dtype), inputs, case)
+
+
+def _uniform01(shape, seed: int = 5) -> torch.Tensor:
+    return torch.rand(shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+
+
+def _levels(u: torch.Tensor, count: int) -> torch.Tensor:
+    """u rounded to the centres of ``count`` equal bins: a generator of log2(count) random bits."""
+    return (torch.floor(u * count) + 0.5) / count
+
+
+def test_a_uniform_of_few_random_bits_is_rejected():
+    task, case, inputs, _ = _case_and_inputs("random/uniform")
+    low, high, x = inputs["low"], inputs["high"], inputs["x"]
+    u = _uniform01(x.shape)
+
+    def fill(v):
+        return (low + (high - low) * v).to(x.dtype)
+
+    assert task.check(fill(u), inputs, case) is None
+    assert task.check(fill(_levels(u, 1 << 22)), inputs, case) is None  # 22 bits: finer than the check sees
+    assert "Kolmogorov" in task.check(fill(_levels(u, 16)), inputs, case)  # passes 16 equal bins exactly
+    assert "repeat" in task.check(fill(_levels(u, 1 << 12)), inputs, case)  # passes the distance test
+
+
+def test_a_normal_of_few_values_is_rejected():
+    task, case, inputs, _ = _case_and_inputs("random/normal")
+    mean, std, x = inputs["mean"], inputs["std"], inputs["x"]
+    u = _uniform01(x.shape)
+
+    def fill(z):
+        return (mean + std * z).to(x.dtype)
+
+    assert task.check(fill(torch.special.ndtri(u)), inputs, case) is None
+    # Eight values with the moments and the within-k-std fractions of N(0, 1).
+    p1, p2, p3 = (math.erf(k / math.sqrt(2)) for k in (1, 2, 3))
+    b, c, d = 1.4, 2.3, 3.2
+    a = math.sqrt((1 - (p2 - p1) * b * b - (p3 - p2) * c * c - (1 - p3) * d * d) / p1)
+    v = (2 * u) % 1.0
+    mag = torch.where(v < p1, a, torch.where(v < p2, b, torch.where(v < p3, c, d)))
+    eight = torch.where(u < 0.5, -mag, mag)
+    assert task.check(fill(eight), inputs, case).startswith("the values do not follow")
+    assert "repeat" in task.check(fill(torch.special.ndtri(_levels(u, 1 << 16))), inputs, case)
+
+
+def test_a_bernoulli_against_a_four_bit_number_is_rejected():
+    task, case, inputs, _ = _case_and_inputs("random/bernoulli")
+    p = inputs["probs"]
+    u = _uniform01(p.shape)
+    assert task.check((u < p.double()).to(p.dtype), inputs, case) is None
+    assert task.check((_levels(u, 16) < p.double()).to(p.dtype), inputs, case) is not None
+    never = (u < p.double()) & (p != float(torch.tensor(0.02, dtype=p.dtype)))  # p = 0.02 never fires
+    assert "probability 0.02" in task.check(never.to(p.dtype), inputs, case)
+
+
+def test_a_stochastic_round_with_a_four_bit_number_is_rejected():
+    task, case, inputs, _ = _case_and_inputs("random/stochastic-round")
+    x, scale = inputs["x"], inputs["scale"]
+    u = _uniform01(x.shape)
+    t = x.double() / scale
+    assert task.check((torch.floor(t + u) * scale).float(), inputs, case) is None
+    assert task.check((torch.floor(t + _levels(u, 16)) * scale).float(), inputs, case) is not None
+
+
+def test_a_randint_that_misses_values_is_rejected():
+    task, case, inputs, _ = _case_and_inputs("random/randint", pick=lambda c: c["high"] - c["low"] > 1000)
+    low, span, shape = inputs["low"], inputs["high"] - inputs["low"], inputs["x"].shape
+    r = torch.randint(0, 2**32, shape, generator=torch.Generator().manual_seed(5))
+    assert task.check(low + r % span, inputs, case) is None
+    assert "mod 2" in task.check(low + 2 * (r % (span // 2)), inputs, case)  # even offsets only
+    assert "mod 3" in task.check(low + 3 * (r % (span // 3)), inputs, case)
+    assert "repeat" in task.check(low + ((r >> 24) * span >> 8), inputs, case)  # 8 random bits: 256 values
+
+
+SEED_KEYINGS = {
+    "its lowest bit": lambda s: s & 1,
+    "its low 8 bits": lambda s: s & 0xFF,
+    "its low 16 bits": lambda s: s & 0xFFFF,
+    "seed >> 1": lambda s: s >> 1,
+    "seed >> 8": lambda s: s >> 8,
+    "a float32 copy": lambda s: float(torch.tensor(s, dtype=torch.float32)),
+}
+
+
+@pytest.mark.parametrize("task_id", RANDOM)
+def test_the_seeds_of_a_case_differ_in_single_bits(task_id):
+    """The evaluator compares every pair of a case's seeds: a generator keyed on part of the seed gives two
+    of them one output, in a dev case the CPU runs."""
+    task = get_task(task_id)
+    runnable = [c for c in task.cases("dev") if c.get("dtype") != "bfloat16"]
+    per_case = [[task.make_inputs(c, Sampler(j, "normal", "meta"))["seed"] for j in task.seeds]
+                for c in runnable]
+    for seeds in per_case:
+        assert len(set(seeds)) == len(seeds) == 4 and all(1 <= s < 2**31 for s in seeds)
+        assert all(bin(a ^ b).count("1") <= 2 for a, b in itertools.combinations(seeds, 2))
+    for name, key in SEED_KEYINGS.items():
+        assert any(key(a) == key(b) for seeds in per_case for a, b in itertools.combinations(seeds, 2)), name
 
 
 def test_the_stochastic_round_check_rejects_round_to_nearest():

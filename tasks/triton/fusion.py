@@ -329,7 +329,7 @@ def _norm_linear_inputs(case, s, rms: bool):
     inputs["weight"] = _weight(s, n, k, dt)
     if not rms:
         inputs["bias"] = s.normal((n,), dt, std=0.5)
-    inputs["eps"] = 1e-5 if not rms else 1e-6
+    inputs["eps"] = case.get("eps", 1e-5 if not rms else 1e-6)
     return inputs
 
 
@@ -367,7 +367,8 @@ Inputs include rows whose variance is below eps.
         "dev": _GEMM_SHAPES["dev"],
         "heldout": [*_GEMM_SHAPES["heldout"], _gemm_case(128, 128, 96, "float16"),
                     # variance 1e-6 against eps = 1e-5: eps under the root or beside it differ by 3x
-                    _gemm_case(9, 40, 96, "float16") | {"scale": 1e-3}],
+                    _gemm_case(9, 40, 96, "float16") | {"scale": 1e-3},
+                    _gemm_case(9, 40, 96, "float16") | {"eps": 10.0}],  # variances ~100: a constant eps fails
         "bench": [_gemm_case(8192, 8192, 4096, "bfloat16"), _gemm_case(4096, 12288, 4096, "float16")],
     },
     dtypes=_HALF,
@@ -400,7 +401,9 @@ eps.
     shapes={
         "dev": _GEMM_SHAPES["dev"],
         # mean(x^2) ~1e-7 against eps = 1e-6: eps under the root or beside it differ by 3x
-        "heldout": [*_GEMM_SHAPES["heldout"], _gemm_case(9, 40, 96, "float16") | {"scale": 3e-4}],
+        "heldout": [*_GEMM_SHAPES["heldout"], _gemm_case(9, 40, 96, "float16") | {"scale": 3e-4},
+                    # mean(x^2) ~0.01-0.3 against eps = 0.1: a kernel with a constant eps fails
+                    _gemm_case(9, 40, 96, "float16") | {"scale": 0.01, "eps": 0.1}],
         "bench": [_gemm_case(8192, 8192, 4096, "bfloat16"), _gemm_case(4096, 12288, 4096, "float16")],
     },
     dtypes=_HALF,
@@ -495,7 +498,8 @@ def _row_case(m: int, n: int, dtype: str) -> dict:
 
 _ROW_SHAPES = {
     "dev": [_row_case(4, 100, "float32"), _row_case(16, 768, "float16"), _row_case(8, 512, "bfloat16")],
-    "heldout": [_row_case(3, 1, "float32"), _row_case(33, 1537, "float16"), _row_case(64, 781, "bfloat16")],
+    "heldout": [_row_case(3, 1, "float32"), _row_case(33, 1537, "float16"), _row_case(64, 781, "bfloat16"),
+                _row_case(4, 100, "float32") | {"eps": 50.0}],  # mean(h^2) reaches 1e4: a constant eps fails
     "bench": [_row_case(16384, 8192, "bfloat16"), _row_case(16384, 4096, "float16"),
               _row_case(8192, 4096, "float32")],
 }
@@ -510,7 +514,9 @@ _LN_SHAPES = {
                 _row_case(8, 300, "float32") | {"offset": 100.0},
                 # every summand scaled by 1e-3: variance ~2e-6 against eps = 1e-5, where eps under the root
                 # or beside it differ by 2.4x
-                _row_case(3, 257, "float32") | {"scale": 1e-3}],
+                _row_case(3, 257, "float32") | {"scale": 1e-3},
+                # eps = 1 against variances up to ~200 (the large distribution): a constant eps fails
+                _row_case(4, 100, "float32") | {"eps": 1.0}],
     "bench": _ROW_SHAPES["bench"],
 }
 
@@ -523,7 +529,7 @@ def _add_norm_inputs(case, s, rms: bool):
               "weight": s.normal((n,), dt, mean=1.0, std=0.5)}
     if not rms:
         inputs["bias"] = s.normal((n,), dt, std=0.5)
-    inputs["eps"] = 1e-6 if rms else 1e-5
+    inputs["eps"] = case.get("eps", 1e-6 if rms else 1e-5)
     return inputs
 
 
@@ -599,7 +605,7 @@ def _bias_residual_ln_inputs(case, s):
     return {"x": s.tensor((m, n), dt, scale=scale, offset=case.get("offset", 0.0)),
             "bias": s.normal((n,), dt, std=0.5 * scale), "residual": s.tensor((m, n), dt, scale=scale),
             "norm_weight": s.normal((n,), dt, mean=1.0, std=0.5), "norm_bias": s.normal((n,), dt, std=0.5),
-            "eps": 1e-5}
+            "eps": case.get("eps", 1e-5)}
 
 
 register(Task(
@@ -637,7 +643,7 @@ def _adaln_inputs(case, s):
     b, n, c, dt = case["b"], case["s"], case["c"], case["dtype"]
     return {"x": s.tensor((b, n, c), dt, scale=case.get("scale", 1.0)),
             "shift": s.normal((b, c), dt, std=0.5),
-            "scale": s.normal((b, c), dt, std=0.5), "eps": 1e-6}
+            "scale": s.normal((b, c), dt, std=0.5), "eps": case.get("eps", 1e-6)}
 
 
 register(Task(
@@ -664,7 +670,8 @@ the input dtype. Inputs include tokens whose variance is below eps.
         "heldout": [_adaln_case(3, 7, 1000, "float32"), _adaln_case(2, 33, 1152, "float16"),
                     _adaln_case(2, 5, 200, "bfloat16"),
                     # variance 1e-8 against eps = 1e-6: eps under the root or beside it differ by 10x
-                    _adaln_case(2, 3, 200, "float32") | {"scale": 1e-4}],
+                    _adaln_case(2, 3, 200, "float32") | {"scale": 1e-4},
+                    _adaln_case(2, 3, 96, "float32") | {"eps": 0.1}],  # eps not the default: a constant fails
         "bench": [_adaln_case(16, 4096, 1152, "bfloat16"), _adaln_case(8, 4096, 3072, "float16")],
     },
     dtypes=_ALL,
@@ -683,8 +690,8 @@ def _gn_inputs(case, s):
     c, dt = case["c"], case["dtype"]
     x = s.tensor((case["b"], c, case["h"], case["w"]), dt, scale=case.get("scale", 1.0),
                  offset=case.get("offset", 0.0))
-    return {"x": x, "num_groups": case["groups"],
-            "weight": s.normal((c,), dt, mean=1.0, std=0.5), "bias": s.normal((c,), dt, std=0.5), "eps": 1e-5}
+    return {"x": x, "num_groups": case["groups"], "weight": s.normal((c,), dt, mean=1.0, std=0.5),
+            "bias": s.normal((c,), dt, std=0.5), "eps": case.get("eps", 1e-5)}
 
 
 register(Task(
@@ -713,7 +720,9 @@ dtype. C is a multiple of num_groups. Inputs include groups whose variance is be
                     _gn_case(2, 64, 9, 9, 32, "float16"),
                     _gn_case(3, 16, 6, 6, 4, "bfloat16"),
                     # variance 1e-6 against eps = 1e-5: eps under the root or beside it differ by 3x
-                    _gn_case(2, 8, 3, 5, 2, "float32") | {"scale": 1e-3}],
+                    _gn_case(2, 8, 3, 5, 2, "float32") | {"scale": 1e-3},
+                    # eps not the default: a constant fails
+                    _gn_case(2, 8, 3, 5, 2, "float32") | {"eps": 0.1}],
         "bench": [_gn_case(16, 512, 64, 64, 32, "bfloat16"), _gn_case(8, 256, 128, 128, 32, "float16")],
     },
     dtypes=_ALL,
@@ -750,11 +759,12 @@ float64 reference where y / scale falls within rounding error of a half-integer.
     reference=_rms_quant_reference,
     make_inputs=lambda case, s: {
         "x": s.tensor((case["m"], case["n"]), case["dtype"]),
-        "weight": s.normal((case["n"],), case["dtype"], mean=1.0, std=0.5), "eps": 1e-6},
+        "weight": s.normal((case["n"],), case["dtype"], mean=1.0, std=0.5), "eps": case.get("eps", 1e-6)},
     shapes={
         "dev": [_row_case(4, 100, "float32"), _row_case(16, 768, "float16"), _row_case(8, 512, "bfloat16")],
         "heldout": [_row_case(3, 1, "float32"), _row_case(33, 1537, "float16"),
-                    _row_case(64, 781, "bfloat16")],
+                    _row_case(64, 781, "bfloat16"),
+                    _row_case(4, 100, "float32") | {"eps": 1.0}],  # eps not the default: a constant fails
         "bench": [_row_case(16384, 8192, "bfloat16"), _row_case(16384, 4096, "float16")],
     },
     dtypes=_ALL,
@@ -812,7 +822,7 @@ def _rope_inputs(case, s, norm: bool = False):
         inputs["k_weight"] = s.normal((d,), dt, mean=1.0, std=0.3)
     inputs.update({"cos": cos.to(s.device), "sin": sin.to(s.device)})
     if norm:
-        inputs["eps"] = 1e-6
+        inputs["eps"] = case.get("eps", 1e-6)
     return inputs
 
 
@@ -917,7 +927,9 @@ mean(x^2) is below eps.
     make_inputs=lambda case, s: _rope_inputs(case, s, norm=True),
     # mean(x^2) = 1e-8 against eps = 1e-6: eps under the root or beside it differ by 10x
     shapes=_ROPE_SHAPES | {"heldout": [*_ROPE_SHAPES["heldout"],
-                                       _rope_case(1, 4, 2, 1, 32, "float32") | {"scale": 1e-4}]},
+                                       _rope_case(1, 4, 2, 1, 32, "float32") | {"scale": 1e-4},
+                                       # eps not the default: a constant fails
+                                       _rope_case(1, 4, 2, 1, 32, "float32") | {"eps": 0.01}]},
     dtypes=_ALL,
     tolerances={
         "float32": Tolerance(1e-5, 1e-4, 1e-5, "fp32 sum of squares over D, then a rotation"),
@@ -1691,7 +1703,14 @@ def _rope_attention_reference(q, k, v, cos, sin):
 
 def _rope_attention_inputs(case, s):
     cos, sin = _rope_tables(case["s"], case["d"])
-    return {**_qkv(case, s), "cos": cos.to(s.device), "sin": sin.to(s.device)}
+    inputs = _qkv(case, s, scale=case.get("qk_scale", 1.0))
+    if "qk_scale" in case:
+        # Scores reach 100-170, past exp's range in fp16 (11) and fp32 (88): a kernel that skips the max
+        # subtraction returns inf/NaN. Softmaxes that peaked turn the allowed fp16 rounding of rotated q
+        # and k (2^-11 of a score of 150: 0.07) into weight errors of several %, so v is 1 + N(0, 0.1^2):
+        # the output moves by a tenth of that, within the fp16 tolerance (max error measured: 0.2 of it).
+        inputs["v"] = (1.0 + 0.1 * inputs["v"].float()).to(inputs["v"].dtype)
+    return {**inputs, "cos": cos.to(s.device), "sin": sin.to(s.device)}
 
 
 register(Task(
@@ -1708,7 +1727,8 @@ rot(x) = cat(x1 * cos[p] - x2 * sin[p], x2 * cos[p] + x1 * sin[p]), then
 out[b, h, i] = sum_{j <= i} softmax_j(rot(q)[b, h, i] . rot(k)[b, h, j] / sqrt(D)) v[b, h, j].
 q, k and v are contiguous (B, H, S, D) tensors of one dtype, float16 or bfloat16; cos and sin are float32
 (S, D/2) tables. Rotate tiles in registers as they are loaded (the rotated q and k never go to memory);
-rotating in float32 and rounding to the input dtype before the dot product is fine.
+rotating in float32 and rounding to the input dtype before the dot product is fine. Scores can be large
+(past 100), so subtract the running maximum.
 """ + _ATTN_COMMON,
     reference=_rope_attention_reference,
     make_inputs=_rope_attention_inputs,
@@ -1716,7 +1736,8 @@ rotating in float32 and rounding to the input dtype before the dot product is fi
         "dev": [_attn_case(1, 2, 64, 32, "float16"), _attn_case(1, 2, 100, 64, "float16"),
                 _attn_case(2, 1, 77, 32, "bfloat16")],
         "heldout": [_attn_case(1, 3, 129, 64, "float16"), _attn_case(1, 2, 150, 128, "float16"),
-                    _attn_case(1, 2, 200, 64, "bfloat16")],
+                    _attn_case(1, 2, 200, 64, "bfloat16"),
+                    _attn_case(1, 2, 100, 64, "float16", qk_scale=6.0)],  # large scores: the max subtraction
         "bench": [_attn_case(4, 32, 4096, 128, "bfloat16"), _attn_case(8, 16, 2048, 128, "float16")],
     },
     dtypes=_HALF,

@@ -71,7 +71,7 @@ def _layer_norm_inputs(case, s):
         "x": _shifted(case, s, (case["m"], n)),
         "weight": s.normal((n,), case["dtype"], mean=1.0, std=0.5),
         "bias": s.normal((n,), case["dtype"], std=0.5),
-        "eps": 1e-5,
+        "eps": case.get("eps", 1e-5),
     }
 
 
@@ -104,6 +104,7 @@ below eps, and N = 1 (the output is then the bias).
             {"m": 33, "n": 1537, "dtype": "float16"},
             {"m": 128, "n": 4095, "dtype": "float32"},
             *_SHIFTED,
+            {"m": 4, "n": 100, "dtype": "float32", "eps": 0.1},  # eps not the default: a constant fails
         ],
         "bench": [
             {"m": 16384, "n": 8192, "dtype": "float16"},
@@ -150,7 +151,7 @@ def _rms_norm_inputs(case, s):
     return {
         "x": s.tensor((case["m"], n), case["dtype"], scale=case.get("scale", 1.0)),
         "weight": s.normal((n,), case["dtype"], mean=1.0, std=0.5),
-        "eps": 1e-6,
+        "eps": case.get("eps", 1e-6),
     }
 
 
@@ -172,7 +173,9 @@ a large mean (about 50) and rows with outliers of several hundred.
         "heldout": [_rows(3, 1, "float32"), _rows(33, 1537, "float16"), _rows(64, 4095, "float32"),
                     _rows(17, 2049, "bfloat16"),
                     # mean(x^2) = 1e-8 against eps = 1e-6: eps under the root or beside it differ by 10x
-                    _rows(3, 257, "float32") | {"scale": 1e-4}],
+                    _rows(3, 257, "float32") | {"scale": 1e-4},
+                    # eps = 10 against mean(x^2) up to ~2600 (the large distribution): a constant eps fails
+                    _rows(4, 100, "float32") | {"eps": 10.0}],
         "bench": [_rows(16384, 8192, "bfloat16"), _rows(16384, 8192, "float16"),
                   _rows(8192, 4096, "float32")],
     },
@@ -195,7 +198,7 @@ def _add_rms_norm_inputs(case, s):
         "x": s.tensor((case["m"], n), case["dtype"]),
         "residual": s.tensor((case["m"], n), case["dtype"]),
         "weight": s.normal((n,), case["dtype"], mean=1.0, std=0.5),
-        "eps": 1e-6,
+        "eps": case.get("eps", 1e-6),
     }
 
 
@@ -219,7 +222,9 @@ are both accepted.
     shapes={
         "dev": [_rows(4, 100, "float32"), _rows(16, 768, "float16"), _rows(8, 1024, "bfloat16")],
         "heldout": [_rows(3, 1, "float32"), _rows(33, 1537, "float16"), _rows(64, 4095, "float32"),
-                    _rows(17, 2049, "bfloat16")],
+                    _rows(17, 2049, "bfloat16"),
+                    # eps = 50 against mean(h^2) up to ~1e4 (the large distribution): a constant eps fails
+                    _rows(4, 100, "float32") | {"eps": 50.0}],
         "bench": [_rows(16384, 8192, "bfloat16"), _rows(16384, 8192, "float16")],
     },
     dtypes=("float32", "float16", "bfloat16"),
@@ -400,7 +405,7 @@ def _l2_normalize_inputs(case, s):
     x = s.tensor((case["m"], case["n"]), case["dtype"])
     if case["m"] > 1:
         x[-1] = 0  # a zero row: the eps floor keeps the output 0 instead of 0/0
-    return {"x": x, "eps": 1e-12}
+    return {"x": x, "eps": case.get("eps", 1e-12)}
 
 
 register(Task(
@@ -417,7 +422,9 @@ are entirely zero; their output is zero.
     make_inputs=_l2_normalize_inputs,
     shapes={
         "dev": [_rows(4, 100, "float32"), _rows(16, 768, "float16"), _rows(5, 1000, "float32")],
-        "heldout": [_rows(3, 1, "float32"), _rows(33, 1537, "float16"), _rows(128, 4095, "float32")],
+        "heldout": [_rows(3, 1, "float32"), _rows(33, 1537, "float16"), _rows(128, 4095, "float32"),
+                    # eps = 20 above the norms of N(0, 1) rows (~10): a kernel with a constant eps fails
+                    _rows(4, 100, "float32") | {"eps": 20.0}],
         "bench": [_rows(65536, 4096, "float16"), _rows(32768, 4096, "float32")],
     },
     dtypes=("float32", "float16"),
@@ -447,13 +454,15 @@ bfloat16; return a new (B, T, D) tensor of that dtype. Accumulate in float32. Ro
 (about 50) break the one-pass E[x^2] - E[x]^2 formula.
 """,
     reference=lambda x, eps=1e-5: F.layer_norm(x, (x.shape[-1],), eps=eps),
-    make_inputs=lambda case, s: {"x": _shifted(case, s, (case["b"], case["t"], case["d"])), "eps": 1e-5},
+    make_inputs=lambda case, s: {"x": _shifted(case, s, (case["b"], case["t"], case["d"])),
+                                 "eps": case.get("eps", 1e-5)},
     shapes={
         "dev": [_bsd(2, 3, 100, "float32"), _bsd(2, 8, 768, "float16"), _bsd(1, 4, 512, "bfloat16")],
         "heldout": [_bsd(1, 3, 1, "float32"), _bsd(3, 11, 1537, "float16"), _bsd(2, 40, 4095, "float32"),
                     _bsd(2, 5, 333, "bfloat16"),
                     *({"b": 1, "t": c["m"], "d": c["n"]} | {k: v for k, v in c.items() if k not in "mn"}
-                      for c in _SHIFTED)],
+                      for c in _SHIFTED),
+                    _bsd(2, 3, 100, "float32") | {"eps": 0.1}],  # eps not the default: a constant fails
         "bench": [_bsd(8, 4096, 4096, "bfloat16"), _bsd(8, 4096, 4096, "float16"),
                   _bsd(4, 4096, 4096, "float32")],
     },
@@ -484,7 +493,7 @@ def _group_norm_inputs(case, s):
         "num_groups": case["g"],
         "weight": s.normal((ch,), case["dtype"], mean=1.0, std=0.5),
         "bias": s.normal((ch,), case["dtype"], std=0.5),
-        "eps": 1e-5,
+        "eps": case.get("eps", 1e-5),
     }
 
 
@@ -512,7 +521,8 @@ dtype. Accumulate in float32; inputs include a large mean (about 50).
         "heldout": [_nchw(3, 6, 1, 1, "float32", g=3), _nchw(2, 64, 9, 13, "float16", g=32),
                     _nchw(1, 12, 33, 17, "float32", g=12),
                     # 3 channels a group (45 elements): a group tile padded to a power of two must be masked
-                    _nchw(2, 15, 3, 5, "float32", g=5), _nchw(1, 6, 4, 5, "float16", g=3, offset=1200.0)],
+                    _nchw(2, 15, 3, 5, "float32", g=5), _nchw(1, 6, 4, 5, "float16", g=3, offset=1200.0),
+                    _nchw(2, 8, 5, 7, "float32", g=4, eps=0.1)],  # eps not the default: a constant fails
         "bench": [_nchw(64, 512, 64, 64, "float16", g=32), _nchw(32, 256, 64, 64, "float32", g=32)],
     },
     dtypes=("float32", "float16"),
@@ -531,7 +541,7 @@ def _batch_norm_inputs(case, s):
         "running_var": s.uniform((ch,), 0.25, 4.0, case["dtype"]),
         "weight": s.normal((ch,), case["dtype"], mean=1.0, std=0.5),
         "bias": s.normal((ch,), case["dtype"], std=0.5),
-        "eps": 1e-5,
+        "eps": case.get("eps", 1e-5),
     }
 
 
@@ -556,7 +566,8 @@ dtype, computing in float32.
     shapes={
         "dev": [_nchw(2, 3, 5, 7, "float32"), _nchw(4, 16, 8, 8, "float16"), _nchw(1, 64, 1, 1, "float32")],
         "heldout": [_nchw(1, 1, 1, 1, "float32"), _nchw(3, 40, 13, 11, "float16"),
-                    _nchw(2, 96, 17, 9, "float32")],
+                    _nchw(2, 96, 17, 9, "float32"),
+                    _nchw(2, 3, 5, 7, "float32", eps=0.1)],  # eps not the default: a constant fails
         "bench": [_nchw(64, 256, 56, 56, "float16"), _nchw(32, 128, 112, 112, "float32")],
     },
     dtypes=("float32", "float16"),
@@ -577,7 +588,7 @@ def _instance_norm_inputs(case, s):
         "x": _shifted(case, s, (case["n"], ch, case["h"], case["w"])),
         "weight": s.normal((ch,), case["dtype"], mean=1.0, std=0.5),
         "bias": s.normal((ch,), case["dtype"], std=0.5),
-        "eps": 1e-5,
+        "eps": case.get("eps", 1e-5),
     }
 
 
@@ -603,7 +614,8 @@ as small as two or three elements.
                 _nchw(2, 2, 7, 129, "float32")],
         "heldout": [_nchw(2, 5, 1, 3, "float32"), _nchw(3, 2, 64, 65, "float16"),
                     _nchw(1, 3, 10, 30, "float16", offset=1200.0),  # mean/std ~1e3 per channel
-                    _nchw(1, 6, 17, 19, "float32")],
+                    _nchw(1, 6, 17, 19, "float32"),
+                    _nchw(2, 3, 10, 10, "float32", eps=0.1)],  # eps not the default: a constant fails
         "bench": [_nchw(16, 256, 128, 128, "float16"), _nchw(16, 128, 128, 128, "float32")],
     },
     dtypes=("float32", "float16"),

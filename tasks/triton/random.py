@@ -3,30 +3,45 @@
 Their outputs cannot be compared with a reference element by element, so each task has a ``check``
 that tests what a constant, a wrong rate or a badly seeded generator cannot fake: values in the
 right set, counts and moments within six standard deviations of their expectation, and no
-correlation between elements a power of two (or a row) apart. The evaluator adds the rest: it runs
-every case twice (same seed, same output) and under two seeds (different outputs).
+correlation between elements a power of two (or a row) apart; continuous outputs also match their target
+distribution (a Kolmogorov-Smirnov distance) and repeat values no more often than their dtype's rounding
+makes them, which a generator of a few random bits per element cannot fake. The evaluator adds the rest:
+it runs every case twice (same seed, same output) and under four seeds that differ in single bits
+(different outputs).
 
 The non-seed inputs (x, probs, ...) are drawn from a sampler with a FIXED seed, so they are the same
-under both seeds: a kernel that ignores ``seed`` then returns identical outputs and is caught.
+under every seed: a kernel that ignores ``seed`` then returns identical outputs and is caught.
 """
 
 from __future__ import annotations
 
 import math
+import random
 import textwrap
+import zlib
 
 import torch
 
+from ..randomness import (
+    bernoulli_problem,
+    count_problem,
+    distribution_problem,
+    half_cell,
+    lag_problem,
+    repetition_problem,
+)
 from ..registry import register
 from ..sampling import Sampler
 from ..spec import Task, Tolerance, elem_size
 
-Z = 6.0
-"""Bounds are this many standard deviations wide: a correct kernel fails one test in ~5e8."""
-_LAG_ELEMENTS = 1 << 22
-"""Correlation tests look at the first 4M elements; a defect in the generator shows there too."""
 _FIXED_INPUT_SEED = 0x5EED
 _SEED_RANGE = (1, 2**31 - 1)
+_SEEDS = (0, 1, 2, 3)
+"""The judge's seeds for every case. Under them the kernel gets the case's own base seed with no bit, bit
+0, one of bits 1-15 and one of bits 16-30 flipped (the last two chosen per case), and the evaluator
+compares the outputs of every pair: a generator keyed on part of the seed (its lowest bit, its low 8 or
+16 bits, seed >> 1, a float32 copy of it) gives two of them the same output."""
+_SEED_BIT_RANGES = ((0, 1), (1, 16), (16, 31))
 
 _NOT_COMPARED = {
     d: Tolerance(0.0, 0.0, 0.0, "not compared with a reference: judged by the task's statistical check")
@@ -37,11 +52,13 @@ _NO_BASELINES: tuple[str, ...] = ()
 "torch.compile" would time an allocation (0.00x "speedups" on the H200)."""
 _ULP = {torch.float32: 2.0**-21, torch.float16: 2.0**-10, torch.bfloat16: 2.0**-7}
 """Relative slack for a value computed in fp32 and rounded once to the output dtype (two ulps for fp32)."""
+_FP32_STEPS = 2.0**-21
+"""Float32 arithmetic before the output is rounded moves a value by a few of its ulps (2^-24 relative)."""
 
 _JUDGED = """
 How it is judged (no element-by-element reference exists):
 - the same seed must give the same output, and another seed another output (the evaluator runs each case
-  twice, and under two seeds);
+  twice, and under four seeds that differ from one another in one or two bits);
 {what}
 - elements a power of two apart (1, 2, 4, ...) or one row apart must be uncorrelated.
 Counts and moments must lie within 6 standard deviations of their expectation. Triton's counter-based
@@ -59,8 +76,16 @@ def _fixed(s: Sampler) -> Sampler:
     return Sampler(_FIXED_INPUT_SEED, s.dist, s.device)
 
 
-def _seed(s: Sampler) -> int:
-    return s.integer(*_SEED_RANGE)
+def _seed(s: Sampler, case) -> int:
+    """The kernel's seed: see ``_SEEDS``; a fresh draw under any other judge seed (the late re-checks)."""
+    if s.seed not in _SEEDS:
+        return s.integer(*_SEED_RANGE)
+    rng = random.Random(zlib.crc32(repr(sorted(case.items())).encode()))
+    base = 0
+    while bin(base).count("1") < 2:  # no flip of one bit can give 0
+        base = rng.randrange(*_SEED_RANGE)
+    flips = [0] + [1 << rng.randrange(lo, hi) for lo, hi in _SEED_BIT_RANGES]
+    return base ^ flips[_SEEDS.index(s.seed)]
 
 
 def _rows(m: int, n: int, dtype: str, **extra) -> dict:
@@ -84,49 +109,6 @@ def _tensor_problem(out, shape, dtype: torch.dtype) -> str | None:
     return None
 
 
-def _count_problem(what: str, observed: float, expected: float, variance: float,
-                   slack: float = 2.0) -> str | None:
-    sd = math.sqrt(max(variance, 0.0))
-    off = abs(observed - expected)
-    if off > Z * sd + slack:
-        sigmas = f"{off / sd:.1f} standard deviations" if sd > 0 else "it should be exact"
-        return f"{what} is {observed:.6g}; expected {expected:.6g} +- {sd:.3g} ({sigmas} off)"
-    return None
-
-
-def _lag_problem(z: torch.Tensor, row: int) -> str | None:
-    """``z`` is standardized (mean 0, variance 1 per element if the generator is right)."""
-    z = z.flatten()[:_LAG_ELEMENTS].to(torch.float64)
-    n = z.numel()
-    lags = {1 << i for i in range(31) if (1 << i) <= n // 4}
-    if 0 < row <= n // 2:
-        lags.add(row)
-    for lag in sorted(lags):
-        m = n - lag
-        r = float((z[:-lag] * z[lag:]).mean())
-        if abs(r) > Z / math.sqrt(m):
-            return (f"elements {lag} apart are correlated (mean product of standardized values {r:.3g}, "
-                    f"expected 0 +- {1 / math.sqrt(m):.2g}): each element needs its own random number "
-                    "(offsets unique over the whole tensor)")
-    return None
-
-
-def _bernoulli_problem(what: str, hits: torch.Tensor, q: float, row: int,
-                       valid: torch.Tensor | None = None) -> str | None:
-    """``hits`` (bool) should be independent Bernoulli(q) draws; only ``valid`` ones are counted."""
-    hits = hits.flatten()
-    counted = hits if valid is None else hits[valid.flatten()]
-    n = counted.numel()
-    problem = _count_problem(f"the number of {what}", float(counted.sum()), n * q, n * q * (1 - q))
-    if problem or q <= 0 or q >= 1:
-        return problem
-    sd = math.sqrt(q * (1 - q))
-    z = torch.where(hits, (1 - q) / sd, -q / sd)
-    if valid is not None:
-        z = torch.where(valid.flatten(), z, 0.0)  # neutral: keeps the lag test's bound conservative
-    return _lag_problem(z, row)
-
-
 def _eps(dtype: torch.dtype) -> float:
     """Relative spacing of the output dtype: rounding to it moves a value by at most half of this."""
     return torch.finfo(dtype).eps
@@ -139,7 +121,8 @@ def _subnormal(dtype: torch.dtype) -> float:
 
 # ------------------------------------------------------------------------------------------ dropout
 def _dropout_inputs(case, s):
-    return {"x": _fixed(s).tensor((case["m"], case["n"]), case["dtype"]), "p": case["p"], "seed": _seed(s)}
+    x = _fixed(s).tensor((case["m"], case["n"]), case["dtype"])
+    return {"x": x, "p": case["p"], "seed": _seed(s, case)}
 
 
 def _dropout_check(out, inputs, case) -> str | None:
@@ -155,7 +138,7 @@ def _dropout_check(out, inputs, case) -> str | None:
         i = int(wrong.nonzero()[0])
         return (f"element {i} is {float(o[i]):.6g}; a dropped element must be 0 and a kept one x / (1 - p) = "
                 f"{float(want[i]):.6g}")
-    return _bernoulli_problem("kept elements", kept, 1.0 - p, case["n"])
+    return bernoulli_problem("kept elements", kept, 1.0 - p, case["n"])
 
 
 _DROPOUT_SHAPES = {
@@ -187,7 +170,7 @@ new tensor of x's shape and dtype.
     flops=lambda c: 2 * _numel(c),
     bytes=lambda c: 2 * _numel(c) * elem_size(c["dtype"]),
     distributions=("normal",),
-    seeds=(0, 1),
+    seeds=_SEEDS,
     check=_dropout_check,
     baselines=_NO_BASELINES,
     notes="Judged statistically (see the description); no element-wise tolerance applies.",
@@ -199,7 +182,7 @@ def _dropout_add_inputs(case, s):
     fixed = _fixed(s)
     shape = (case["m"], case["n"])
     return {"x": fixed.tensor(shape, case["dtype"]), "residual": fixed.tensor(shape, case["dtype"]),
-            "p": case["p"], "seed": _seed(s)}
+            "p": case["p"], "seed": _seed(s, case)}
 
 
 def _dropout_add_check(out, inputs, case) -> str | None:
@@ -220,7 +203,7 @@ def _dropout_add_check(out, inputs, case) -> str | None:
                 f"residual + x / (1 - p) = {float(rv[i] + xs[i]):.6g} (kept)")
     # Where x / (1 - p) is below the rounding of the residual, kept and dropped look alike: leave those out.
     clear = xs.abs() > 4 * ulp * rv.abs() + 4 * _subnormal(x.dtype)
-    return _bernoulli_problem("kept elements", kept, 1.0 - p, case["n"], valid=clear)
+    return bernoulli_problem("kept elements", kept, 1.0 - p, case["n"], valid=clear)
 
 
 register(Task(
@@ -243,7 +226,7 @@ the dtype). The draw depends only on (seed, element index). Return a new (M, N) 
     flops=lambda c: 3 * _numel(c),
     bytes=lambda c: 3 * _numel(c) * elem_size(c["dtype"]),
     distributions=("normal",),
-    seeds=(0, 1),
+    seeds=_SEEDS,
     check=_dropout_add_check,
     baselines=_NO_BASELINES,
     notes="Judged statistically (see the description); no element-wise tolerance applies.",
@@ -251,11 +234,19 @@ the dtype). The draw depends only on (seed, element index). Return a new (M, N) 
 
 
 # ---------------------------------------------------------------------------------------- bernoulli
+_BLOCK_PROBS = (0.02, 0.97)
+"""Probabilities held by a block of 1/8 of the elements each. Compared with a random number of 4 bits
+(16 levels), p = 0.02 never fires and 0.97 always does, which counts over tenths of [0, 1] average out."""
+
+
 def _bernoulli_inputs(case, s):
     probs = _fixed(s).uniform((case["m"], case["n"]), 0.02, 0.98, case["dtype"])
     probs[0, :7] = 0.0  # certain outcomes: 0 must give 0 and 1 must give 1, every time
     probs[-1, -7:] = 1.0
-    return {"probs": probs, "seed": _seed(s)}
+    flat, n = probs.view(-1), probs.numel()
+    for k, q in enumerate(_BLOCK_PROBS):  # constant blocks: a coarse comparison shows at one probability
+        flat[(2 + 2 * k) * n // 16:(4 + 2 * k) * n // 16] = q
+    return {"probs": probs, "seed": _seed(s, case)}
 
 
 def _bernoulli_check(out, inputs, case) -> str | None:
@@ -272,18 +263,26 @@ def _bernoulli_check(out, inputs, case) -> str | None:
     if bool((o[certain] != p[certain]).any()):
         return "an element with probability 0 came out 1, or one with probability 1 came out 0"
     o, p = o[~certain], p[~certain]
-    problem = _count_problem("the number of ones", float(o.sum()), float(p.sum()), float((p * (1 - p)).sum()))
+    problem = count_problem("the number of ones", float(o.sum()), float(p.sum()), float((p * (1 - p)).sum()))
     if problem:
         return problem
     for lo in torch.linspace(0, 1, 11)[:-1].tolist():
         sel = (p >= lo) & (p < lo + 0.1)
         if bool(sel.any()):
             ps = p[sel]
-            problem = _count_problem(f"the number of ones among probabilities in [{lo:.1f}, {lo + 0.1:.1f})",
+            problem = count_problem(f"the number of ones among probabilities in [{lo:.1f}, {lo + 0.1:.1f})",
                                      float(o[sel].sum()), float(ps.sum()), float((ps * (1 - ps)).sum()))
             if problem:
                 return problem
-    return _lag_problem((o - p) / torch.sqrt(p * (1 - p)), case["n"])
+    for q in _BLOCK_PROBS:
+        sel = p == float(torch.tensor(q, dtype=probs.dtype))
+        ps = p[sel]
+        problem = count_problem(f"the number of ones among the {int(sel.sum())} elements of probability "
+                                f"{float(ps[0]):.4g}", float(o[sel].sum()), float(ps.sum()),
+                                float((ps * (1 - ps)).sum()))
+        if problem:
+            return problem
+    return lag_problem((o - p) / torch.sqrt(p * (1 - p)), case["n"])
 
 
 register(Task(
@@ -295,8 +294,9 @@ Bernoulli sampling, like torch.bernoulli(probs): probs is a contiguous (M, N) te
 of probabilities in [0, 1] (some exactly 0 or 1) and seed an int in [1, 2^31). out[i, j] = 1 with
 probability probs[i, j], else 0, independently per element; an element of probability 0 is always 0 and
 one of probability 1 always 1. Return a new tensor of probs' shape and dtype holding exactly 0.0 and 1.0.
-""" + _judged("the number of ones must match the sum of the probabilities, overall and within "
-                     "each tenth of [0, 1]"),
+""" + _judged("the number of ones must match the sum of the probabilities, overall, within "
+                     "each tenth of [0, 1] and among elements of one probability (blocks of constant small "
+                     "and large probabilities)"),
     reference=lambda probs, seed: torch.empty_like(probs),
     make_inputs=_bernoulli_inputs,
     shapes={
@@ -309,7 +309,7 @@ one of probability 1 always 1. Return a new tensor of probs' shape and dtype hol
     flops=lambda c: _numel(c),
     bytes=lambda c: 2 * _numel(c) * elem_size(c["dtype"]),
     distributions=("normal",),
-    seeds=(0, 1),
+    seeds=_SEEDS,
     check=_bernoulli_check,
     baselines=_NO_BASELINES,
     notes="Judged statistically (see the description); no element-wise tolerance applies.",
@@ -324,7 +324,7 @@ def _template(case, s) -> torch.Tensor:
 
 
 def _like_inputs(case, s):
-    return {"x": _template(case, s), "low": case["low"], "high": case["high"], "seed": _seed(s)}
+    return {"x": _template(case, s), "low": case["low"], "high": case["high"], "seed": _seed(s, case)}
 
 
 def _uniform_check(out, inputs, case) -> str | None:
@@ -339,7 +339,7 @@ def _uniform_check(out, inputs, case) -> str | None:
     n = u.numel()
     # Rounding to the output dtype moves a value by up to half a spacing: widen the bounds by that much.
     step = _eps(x.dtype) * max(abs(low), abs(high)) / (high - low)
-    problem = _count_problem("the mean of (out - low) / (high - low)", float(u.mean()), 0.5, 1 / (12 * n),
+    problem = count_problem("the mean of (out - low) / (high - low)", float(u.mean()), 0.5, 1 / (12 * n),
                              slack=step / 2)
     if problem:
         return problem
@@ -347,11 +347,21 @@ def _uniform_check(out, inputs, case) -> str | None:
     idx = (u * bins).floor().clamp(max=bins - 1)
     counts = torch.bincount(idx.to(torch.int64), minlength=bins)
     for b in range(bins):
-        problem = _count_problem(f"the count in bin {b} of 16 equal bins of [low, high]", float(counts[b]),
+        problem = count_problem(f"the count in bin {b} of 16 equal bins of [low, high]", float(counts[b]),
                                  n / bins, n / bins * (1 - 1 / bins), slack=2 + n * step)
         if problem:
             return problem
-    return _lag_problem((u - 0.5) * math.sqrt(12.0), case["n"])
+    width = high - low
+    problem = distribution_problem("the values", out, lambda v: ((v - low) / width).clamp(0.0, 1.0))
+    if problem:
+        return problem
+    widest = float(half_cell(torch.tensor(max(abs(low), abs(high)), dtype=torch.float64), x.dtype))
+    # A value's rounding cell, doubled for the float32 arithmetic before the rounding, over the range.
+    cell = (4 * widest + _FP32_STEPS * max(abs(low), abs(high))) / width
+    problem = repetition_problem("the values", out, cell)
+    if problem:
+        return problem
+    return lag_problem((u - 0.5) * math.sqrt(12.0), case["n"])
 
 
 def _u(m, n, dtype, low, high) -> dict:
@@ -368,8 +378,10 @@ Uniform random fill, like torch.empty_like(x).uniform_(low, high): x is a contig
 NaN), low < high are floats and seed an int in [1, 2^31). Every element is an independent draw from
 U(low, high), computed in float32 and rounded to x's dtype (so high itself may appear through rounding).
 Return a new tensor of x's shape and dtype; do not modify x.
-""" + _judged("every value must lie in [low, high], their mean must be (low + high) / 2 and each "
-                     "of 16 equal bins of [low, high] must hold 1/16 of them"),
+""" + _judged("every value must lie in [low, high], their mean must be (low + high) / 2, each "
+                     "of 16 equal bins of [low, high] must hold 1/16 of them, their distribution must be "
+                     "U(low, high) at the dtype's resolution (Kolmogorov-Smirnov) and values must repeat "
+                     "no more often than rounding to the dtype makes them (24 random bits per element do)"),
     reference=lambda x, low, high, seed: torch.empty_like(x),
     make_inputs=_like_inputs,
     shapes={
@@ -384,7 +396,7 @@ Return a new tensor of x's shape and dtype; do not modify x.
     flops=lambda c: 2 * _numel(c),
     bytes=lambda c: _numel(c) * elem_size(c["dtype"]),
     distributions=("normal",),
-    seeds=(0, 1),
+    seeds=_SEEDS,
     check=_uniform_check,
     baselines=_NO_BASELINES,
     notes="Judged statistically (see the description); no element-wise tolerance applies.",
@@ -393,7 +405,7 @@ Return a new tensor of x's shape and dtype; do not modify x.
 
 # ----------------------------------------------------------------------------------------- normal
 def _normal_inputs(case, s):
-    return {"x": _template(case, s), "mean": case["mean"], "std": case["std"], "seed": _seed(s)}
+    return {"x": _template(case, s), "mean": case["mean"], "std": case["std"], "seed": _seed(s, case)}
 
 
 _NORMAL_FRACTIONS = ((0.0, 0.5), (1.0, math.erf(1 / math.sqrt(2))), (2.0, math.erf(2 / math.sqrt(2))),
@@ -412,20 +424,37 @@ def _normal_check(out, inputs, case) -> str | None:
     def step(k: float) -> float:
         return _eps(x.dtype) * (abs(mean) + k * std) / std
 
-    problem = _count_problem("the mean of (out - mean) / std", float(z.mean()), 0.0, 1 / n, slack=step(3) / 2)
+    problem = count_problem("the mean of (out - mean) / std", float(z.mean()), 0.0, 1 / n, slack=step(3) / 2)
     if problem:
         return problem
-    problem = _count_problem("the variance of (out - mean) / std", float(z.var()), 1.0, 2 / (n - 1),
+    problem = count_problem("the variance of (out - mean) / std", float(z.var()), 1.0, 2 / (n - 1),
                              slack=3 * step(3))
     if problem:
         return problem
     for k, frac in _NORMAL_FRACTIONS:
         inside = float((z > 0).sum()) if k == 0 else float((z.abs() < k).sum())
         what = "the number of values above the mean" if k == 0 else f"the number of values within {k:g} std"
-        problem = _count_problem(what, inside, n * frac, n * frac * (1 - frac), slack=2 + n * 0.4 * step(k))
+        problem = count_problem(what, inside, n * frac, n * frac * (1 - frac), slack=2 + n * 0.4 * step(k))
         if problem:
             return problem
-    return _lag_problem(z, case["n"])
+    problem = distribution_problem("the values", out, lambda v: torch.special.ndtr((v - mean) / std))
+    if problem:
+        return problem
+    problem = repetition_problem("the values", out, _normal_largest_cell(mean, std, x.dtype))
+    if problem:
+        return problem
+    return lag_problem(z, case["n"])
+
+
+def _normal_largest_cell(mean: float, std: float, dtype: torch.dtype) -> float:
+    """An upper bound on the N(mean, std^2) probability of one value of ``dtype``: its rounding cell,
+    doubled for the float32 arithmetic before the rounding, times the largest density over the cell
+    (searched over 20 standard deviations; the density past 10 is below 1e-22)."""
+    z = torch.linspace(-10.0, 10.0, 20001, dtype=torch.float64)
+    x = mean + std * z
+    cell = 4 * half_cell(x, dtype) + _FP32_STEPS * (abs(mean) + x.abs())
+    nearest = (z.abs() - cell / std).clamp(min=0.0)
+    return float((torch.exp(-nearest * nearest / 2) / math.sqrt(2 * math.pi) / std * cell).max())
 
 
 def _nm(m, n, dtype, mean, std) -> dict:
@@ -443,7 +472,9 @@ NaN), mean and std > 0 are floats and seed an int in [1, 2^31). Every element is
 from N(mean, std^2) (Box-Muller or tl.randn), computed in float32 and rounded to x's dtype. Return a new
 tensor of x's shape and dtype; do not modify x.
 """ + _judged("the sample mean and variance must match, and so must the fractions of values "
-                     "above the mean and within 1, 2 and 3 standard deviations"),
+                     "above the mean and within 1, 2 and 3 standard deviations; the distribution must be "
+                     "N(mean, std^2) at the dtype's resolution (Kolmogorov-Smirnov) and values must "
+                     "repeat no more often than rounding to the dtype makes them"),
     reference=lambda x, mean, std, seed: torch.empty_like(x),
     make_inputs=_normal_inputs,
     shapes={
@@ -458,7 +489,7 @@ tensor of x's shape and dtype; do not modify x.
     flops=lambda c: 20 * _numel(c),
     bytes=lambda c: _numel(c) * elem_size(c["dtype"]),
     distributions=("normal",),
-    seeds=(0, 1),
+    seeds=_SEEDS,
     check=_normal_check,
     baselines=_NO_BASELINES,
     notes="Judged statistically (see the description); no element-wise tolerance applies.",
@@ -466,9 +497,19 @@ tensor of x's shape and dtype; do not modify x.
 
 
 # ------------------------------------------------------------------------------ stochastic rounding
+_BLOCK_FRACTIONS = (0.025, 0.975)
+"""Fractional parts (of x / scale) held by a block of 1/8 of the elements each. Rounding up when a random
+number of 4 bits (16 levels) exceeds 1 - frac never rounds 0.025 up and always rounds 0.975 up, which
+counts over tenths of [0, 1) average out."""
+
+
 def _sround_inputs(case, s):
     x = _fixed(s).tensor((case["m"], case["n"]), "float32", scale=case["spread"])
-    return {"x": x, "scale": case["scale"], "seed": _seed(s)}
+    flat, n, scale = x.view(-1), x.numel(), case["scale"]
+    for k, f in enumerate(_BLOCK_FRACTIONS):
+        block = flat[(2 + 2 * k) * n // 16:(4 + 2 * k) * n // 16]
+        block.copy_(((block / scale).floor() + f) * scale)
+    return {"x": x, "scale": scale, "seed": _seed(s, case)}
 
 
 def _sround_check(out, inputs, case) -> str | None:
@@ -490,7 +531,7 @@ def _sround_check(out, inputs, case) -> str | None:
                 "to one of its two neighbouring multiples of scale")
     frac = t - t.floor()
     up = kr > t.floor()
-    problem = _count_problem("the sum of (out - x) / scale (rounding must be unbiased)",
+    problem = count_problem("the sum of (out - x) / scale (rounding must be unbiased)",
                              float((kr - t).sum()),
                              0.0, float((frac * (1 - frac)).sum()))
     if problem:
@@ -499,14 +540,21 @@ def _sround_check(out, inputs, case) -> str | None:
         sel = (frac >= lo) & (frac < lo + 0.1)
         if bool(sel.any()):
             f = frac[sel]
-            problem = _count_problem(
+            problem = count_problem(
                 f"the number rounded up among fractional parts in [{lo:.1f}, {lo + 0.1:.1f})",
                 float(up[sel].sum()), float(f.sum()), float((f * (1 - f)).sum()))
             if problem:
                 return problem
+    for f0 in _BLOCK_FRACTIONS:
+        sel = (frac - f0).abs() < 0.005
+        f = frac[sel]
+        problem = count_problem(f"the number rounded up among the {int(sel.sum())} fractional parts near "
+                                f"{f0}", float(up[sel].sum()), float(f.sum()), float((f * (1 - f)).sum()))
+        if problem:
+            return problem
     live = (frac > 0.01) & (frac < 0.99)
     z = (up.to(torch.float64) - frac) / torch.sqrt(frac * (1 - frac)).clamp(min=1e-3)
-    return _lag_problem(torch.where(live, z, 0.0), case["n"])
+    return lag_problem(torch.where(live, z, 0.0), case["n"])
 
 
 def _sr(m, n, scale, spread) -> dict:
@@ -524,7 +572,8 @@ With t = x / scale, out = scale * floor(t) with probability 1 - frac(t) and scal
 probability frac(t), independently per element (e.g. out = scale * floor(t + u) with u ~ U[0, 1)), so
 E[out] = x. Return a new float32 (M, N) tensor.
 """ + _judged("every output must be a multiple of scale next to x, the rounding must be "
-                     "unbiased, and the fraction rounded up must match frac(x / scale)"),
+                     "unbiased, and the fraction rounded up must match frac(x / scale), within each tenth "
+                     "of [0, 1) and in blocks of one fractional part near 0 and near 1"),
     reference=lambda x, scale, seed: torch.empty_like(x),
     make_inputs=_sround_inputs,
     shapes={
@@ -537,7 +586,7 @@ E[out] = x. Return a new float32 (M, N) tensor.
     flops=lambda c: 4 * _numel(c),
     bytes=lambda c: 8 * _numel(c),
     distributions=("normal",),
-    seeds=(0, 1),
+    seeds=_SEEDS,
     check=_sround_check,
     baselines=_NO_BASELINES,
     notes="Judged statistically (see the description); no element-wise tolerance applies.",
@@ -545,6 +594,11 @@ E[out] = x. Return a new float32 (M, N) tensor.
 
 
 # ---------------------------------------------------------------------------------------- randint
+_RESIDUE_MODULI = (2, 3, 16)
+"""Where the range is wider than the 16 bins: (v - low) mod each of these must be uniform too, so a kernel
+that reaches only even values, or multiples of 3 or 16, fails where bins of 16 equal sub-ranges pass."""
+
+
 def _randint_check(out, inputs, case) -> str | None:
     x, low, high = inputs["x"], inputs["low"], inputs["high"]
     problem = _tensor_problem(out, x.shape, torch.int64)
@@ -564,13 +618,25 @@ def _randint_check(out, inputs, case) -> str | None:
     sizes = torch.bincount((torch.arange(span) * bins) // span, minlength=bins).to(torch.float64)
     for b in range(bins):
         share = float(sizes[b]) / span
-        problem = _count_problem(f"the count of bin {b} of {bins} over [low, high)", float(counts[b]),
+        problem = count_problem(f"the count of bin {b} of {bins} over [low, high)", float(counts[b]),
                                  n * share, n * share * (1 - share))
         if problem:
             return problem
+    for m in _RESIDUE_MODULI if span > bins else ():
+        # Residue r of (v - low) mod m is held by span // m values, plus one where r < span % m.
+        counts = torch.bincount((v - low) % m, minlength=m).to(torch.float64)
+        for r in range(m):
+            share = (span // m + (r < span % m)) / span
+            problem = count_problem(f"the count of values with (v - low) mod {m} = {r}", float(counts[r]),
+                                    n * share, n * share * (1 - share))
+            if problem:
+                return problem
+    problem = repetition_problem("the values", out, 1 / span)
+    if problem:
+        return problem
     u = (v - low).to(torch.float64)
     mu, var = (span - 1) / 2, (span * span - 1) / 12
-    return _lag_problem((u - mu) / math.sqrt(var), case["n"])
+    return lag_problem((u - mu) / math.sqrt(var), case["n"])
 
 
 def _ri(m, n, low, high) -> dict:
@@ -586,8 +652,9 @@ Random integer fill, like torch.randint_like(x, low, high, dtype=torch.int64): x
 tensor whose values are ignored (it gives the shape and device; it holds NaN), low < high are ints with
 high - low <= 2^20, and seed an int in [1, 2^31). Every element is an independent draw, uniform over the
 integers low, low + 1, ..., high - 1. Return a new int64 (M, N) tensor.
-""" + _judged("every value must lie in [low, high) and equal sub-ranges of [low, high) must hold "
-                     "equal shares"),
+""" + _judged("every value must lie in [low, high), equal sub-ranges of [low, high) must hold "
+                     "equal shares, so must the residues of v - low mod 2, 3 and 16, and values must repeat "
+                     "no more often than uniform draws over [low, high) do"),
     reference=lambda x, low, high, seed: torch.empty_like(x, dtype=torch.int64),
     make_inputs=_like_inputs,
     shapes={
@@ -600,7 +667,7 @@ integers low, low + 1, ..., high - 1. Return a new int64 (M, N) tensor.
     flops=lambda c: 2 * _numel(c),
     bytes=lambda c: 8 * _numel(c),
     distributions=("normal",),
-    seeds=(0, 1),
+    seeds=_SEEDS,
     check=_randint_check,
     baselines=_NO_BASELINES,
     notes="Judged statistically (see the description); no element-wise tolerance applies.",

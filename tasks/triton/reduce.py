@@ -33,9 +33,10 @@ def _case(m: int, n: int, dtype: str) -> dict[str, Any]:
     return {"m": m, "n": n, "dtype": dtype}
 
 
-def _row_shapes(min_n: int = 1) -> dict[str, list[dict[str, Any]]]:
-    """Rows short and long (20000 needs a loop over the row); bench: many rows, and few long ones."""
-    return {
+def _row_shapes(min_n: int = 1, ties: bool = False) -> dict[str, list[dict[str, Any]]]:
+    """Rows short and long (20000 needs a loop over the row); bench: many rows, and few long ones. ``ties``
+    adds long rows of tied values (``_TIES``) to the held-out set."""
+    shapes = {
         "dev": [_case(4, 100, "float32"), _case(16, 1000, "float16"), _case(3, 2048, "bfloat16")],
         "heldout": [_case(5, max(1, min_n), "float32"), _case(17, 3001, "float32"), _case(64, 781, "float16"),
                     _case(3, 20000, "float32"), _case(9, 4099, "bfloat16"),
@@ -44,17 +45,29 @@ def _row_shapes(min_n: int = 1) -> dict[str, list[dict[str, Any]]]:
         "bench": [_case(16384, 16384, "float32"), _case(32768, 8192, "bfloat16"),
                   _case(64, 1 << 22, "float32")],
     }
+    if ties:
+        shapes["heldout"] += _TIES
+    return shapes
+
+
+_TIES = [_case(6, 5000, "float16") | {"grid": 1.0}, _case(3, 9000, "float32") | {"grid": 0.5}]
+"""Long rows of values rounded to a coarse grid: the extreme value recurs in several blocks of a row (tens
+of times in most rows), so a scan block by block must keep the earliest of them; float32 and float16 rows
+never tie this way by chance, and bfloat16 rows are not run on the CPU."""
 
 
 def _rows(c: Any, s: Any) -> dict[str, Any]:
-    return {"x": s.tensor((c["m"], c["n"]), c["dtype"])}
+    x = s.tensor((c["m"], c["n"]), c["dtype"])
+    if "grid" in c:
+        x = (torch.round(x.float() / c["grid"]) * c["grid"]).to(x.dtype)
+    return {"x": x}
 
 
 def row_reduce(
     name: str, entry: str, what: str, reference: Callable[..., torch.Tensor], *, fp32: Tolerance,
     fp16: Tolerance = FP16_SUM, bf16: Tolerance = BF16_SUM, flops: Callable[[int], int] = lambda n: n,
     out_dtype: str | None = None, distributions: tuple[str, ...] = ("normal", "large", "outliers"),
-    min_n: int = 1, extra: str = "", offset: float = 0.0,
+    min_n: int = 1, extra: str = "", offset: float = 0.0, ties: bool = False,
 ) -> Task:
     """A reduction over the last dimension of a contiguous (M, N) tensor, giving (M,)."""
     out = "int64" if out_dtype == "int64" else "x's dtype"
@@ -71,7 +84,7 @@ may not fit in one block), and N is often not a power of two. {extra}
         reference=reference,
         make_inputs=_rows if not offset else
         (lambda c, s: {"x": s.tensor((c["m"], c["n"]), c["dtype"], offset=offset)}),
-        shapes=_row_shapes(min_n),
+        shapes=_row_shapes(min_n, ties),
         dtypes=("float32", "float16", "bfloat16"),
         flops=lambda c: c["m"] * flops(c["n"]),
         bytes=lambda c: c["m"] * c["n"] * elem_size(c["dtype"]) + c["m"] * elem_size(out_dtype or c["dtype"]),
@@ -93,12 +106,12 @@ row_reduce("argmax", "argmax", "Index of the maximum, as torch.argmax(x, dim=-1)
            lambda x: torch.argmax(x, dim=-1), fp32=EXACT, fp16=EXACT, bf16=EXACT, out_dtype="int64",
            distributions=("normal", "uniform", "outliers"),
            extra="When several elements equal the maximum, return the smallest index (half-precision rows "
-                 "have ties).")
+                 "have ties, and some rows hold the maximum many times over their whole length).", ties=True)
 row_reduce("argmin", "argmin", "Index of the minimum, as torch.argmin(x, dim=-1)",
            lambda x: torch.argmin(x, dim=-1), fp32=EXACT, fp16=EXACT, bf16=EXACT, out_dtype="int64",
            distributions=("normal", "uniform", "outliers"),
            extra="When several elements equal the minimum, return the smallest index (half-precision rows "
-                 "have ties).")
+                 "have ties, and some rows hold the minimum many times over their whole length).", ties=True)
 row_reduce("var", "var", "Unbiased variance, as torch.var(x, dim=-1) (divide by N - 1)",
            lambda x: torch.var(x, dim=-1), flops=lambda n: 4 * n + 2, min_n=2,
            fp32=TWO_PASS,
