@@ -134,7 +134,7 @@ def test_a_malformed_reply_is_a_harness_error_and_the_worker_is_replaced():
 
 @pytest.mark.parametrize(("op", "reply", "problem"), [
     ("run", [1, 2], "list, not a message"),
-    ("time", {"ok": True, "median_ms": 1.0}, "lacks min_ms, max_ms, runs"),
+    ("time_block", {"ok": True, "event_ms": "fast"}, "event_ms"),
     ("load", {"ok": False}, "no error text"),
     ("ping", {"ok": True, "pid": 1, "smuggled": "x"}, "smuggled"),
     ("modules", {"ok": True, "modules": [{"name": "m"}]}, "modules.0.target"),
