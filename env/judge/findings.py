@@ -53,6 +53,8 @@ def run_findings(ev: Evaluation, reply: m.RunReply) -> None:
         ev.flag("out-of-bounds", names=", ".join(reply.out_of_bounds))
     if reply.refused_launches:
         ev.flag("uncompiled-kernel", reason=reply.refused_launches[0])
+    if reply.races:
+        ev.flag("data-race", detail=reply.races[0])
     if reply.background:
         ev.flag("background-work", count=reply.background)
     # With PyTorch calls allowed, the last op writing an output may be PyTorch's.

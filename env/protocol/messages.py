@@ -185,6 +185,9 @@ class RunReply(Reply):
     """Workarounds for Triton's interpreter that this call needed (env/worker/interpreter_compat.py)."""
     refused_launches: list[str] = Field(default_factory=list)
     """Kernel launches refused because the target's compile could not reproduce them."""
+    races: list[str] = Field(default_factory=list)
+    """Data races the interpreter saw in the call's launches (env/worker/interpreter_races.py), each naming
+    its kernel; found even when the candidate caught the exception."""
 
     needed_when_ok = ("outputs",)
 

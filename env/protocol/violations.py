@@ -84,6 +84,8 @@ CODES: dict[str, Code] = {
     "tampering": Code("the candidate replaced harness functions",
                       "the candidate replaced harness functions: {names}; timing and synchronisation are not "
                       "the candidate's to change"),
+    "data-race": Code("a kernel's programs, or the elements of one program, share memory in no fixed order",
+                      "{detail}"),
     "memcheck": Code("compute-sanitizer found memory errors",
                      "compute-sanitizer memcheck found {errors} error(s) on {case}:\n{report}"),
     # the channel and the confinement (judge/pool.py, worker/sandbox.py)

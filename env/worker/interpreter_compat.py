@@ -266,15 +266,17 @@ def limitation(exc: BaseException) -> str | None:
     kernel body (the compiled kernel raises nothing there); None for any other failure.
 
     Only errors the interpreter wrapped itself count (``InterpreterError`` raised from its own frame
-    with the kernel's error as the cause), and never a failed ``tl.device_assert`` (an AssertionError) or
-    an access outside every tensor of the launch (``interpreter_grid.OutOfBounds``): real failures on a
-    GPU too. A candidate can reach this on purpose; the judge never counts a case it covers as passed.
+    with the kernel's error as the cause), and never a failed ``tl.device_assert`` (an AssertionError), an
+    access outside every tensor of the launch (``interpreter_grid.OutOfBounds``) or a data race
+    (``interpreter_races.Race``): real failures on a GPU too. A candidate can reach this on purpose; the
+    judge never counts a case it covers as passed.
     """
     try:
         from triton.runtime.errors import InterpreterError
     except ImportError:  # pragma: no cover - Triton without an interpreter
         return None
     from warpgym.env.worker.interpreter_grid import OutOfBounds
+    from warpgym.env.worker.interpreter_races import Race
 
     seen: set[int] = set()
     current: BaseException | None = exc
@@ -284,7 +286,7 @@ def limitation(exc: BaseException) -> str | None:
             return str(current)
         if type(current) is InterpreterError and _raised_by_interpreter(current):
             cause = current.__cause__
-            if cause is None or isinstance(cause, AssertionError | OutOfBounds):
+            if cause is None or isinstance(cause, AssertionError | OutOfBounds | Race):
                 return None
             inner = limitation(cause) if cause is not current else None
             return inner or f"{type(cause).__name__}: {str(cause)[:300]}"

@@ -319,6 +319,7 @@ def op_run(state: State, msg: m.RunRequest) -> m.RunReply:
     threads_before = _python_threads()
     tracer = device_trace.traced(str(Path.cwd())) if device.startswith("cuda") else contextlib.nullcontext()
     interpreter_compat.NOTES.clear()
+    interpreter_grid.RACES.clear()
     started = time.perf_counter()
     if flush is not None:
         flush.zero_()  # outside the trace (the tracer waits for it): what the trace shows is the call's
@@ -336,7 +337,8 @@ def op_run(state: State, msg: m.RunRequest) -> m.RunReply:
                 kind, text = "interpreter", gap
             return m.RunReply(ok=False, kind=kind, error=text, forbidden_ops=mode.forbidden(msg.layout),
                               cuda_error="CUDA" in text or "cuda" in type(exc).__name__.lower(),
-                              refused_launches=list(triton_support.RECORDER.refused))
+                              refused_launches=list(triton_support.RECORDER.refused),
+                              races=list(interpreter_grid.RACES))
     del flush
     seconds = time.perf_counter() - started
     trace = tracer.trace.to_wire() if isinstance(tracer, device_trace.traced) else None
@@ -371,6 +373,7 @@ def op_run(state: State, msg: m.RunRequest) -> m.RunReply:
         scrub_error=_scrub_error(device),
         interpreter_notes=list(interpreter_compat.NOTES),
         refused_launches=list(triton_support.RECORDER.refused),
+        races=list(interpreter_grid.RACES),
     )
 
 

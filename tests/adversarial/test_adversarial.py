@@ -232,6 +232,14 @@ def test_every_loophole_in_the_design_has_a_candidate():
         "row_overrun_store",
         "tail_overrun_store",
         "softmax_rows_interleaved",
+        # tests/adversarial/test_interpreter_races.py
+        "race_rmw_sum",
+        "race_intra_program_scan",
+        "honest_sum_atomic_zeroed",
+        "honest_sum_last_program",
+        "honest_sum_spin_lock",
+        "honest_cumsum_assoc_scan",
+        "honest_add_overlapping_tail",
         # tests/adversarial/test_timed_switch.py, and on a GPU tests/gpu/test_timed_trace_gpu.py
         "timed_torch_switch",
         "timed_cached_answer",
