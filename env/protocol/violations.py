@@ -110,6 +110,11 @@ CODES: dict[str, Code] = {
                                  "yourself (a device trace names kernels only by name)"),
     "too-large": Code("the candidate's source is longer than an action may be"),
     "output-layout": Code("an output is not in the layout or on the device the statement promises"),
+    "output-aliases-input": Code("an output shares memory with an input",
+                                 "output {index} shares memory with the input {name!r}: the caller's result "
+                                 "would change whenever that input does; return a new tensor that your "
+                                 "kernel writes"),
+    "host-write": Code("host code wrote a tensor's memory outside any kernel or PyTorch op", "{detail}"),
 }
 
 
