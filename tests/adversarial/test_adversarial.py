@@ -228,6 +228,8 @@ def test_every_loophole_in_the_design_has_a_candidate():
         # tests/test_interpreter_compat.py
         "interpreter_gap_dodge",
         "interpreter_gap_honest",
+        "dot_tf32_default",
+        "honest_matmul_tf32x3",
         # tests/adversarial/test_interpreter_grid.py
         "row_overrun_store",
         "tail_overrun_store",
