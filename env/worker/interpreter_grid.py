@@ -125,25 +125,33 @@ def _accesses(ptrs: Any, mask: Any, what: str, value: Any = None) -> list[Access
         return []
     size = max(1, ptrs.get_element_ty().primitive_bitwidth // 8)
     extents = [(e[0], e[1]) if what == "load" else (e[2], e[3]) for e in launch.extents]
-    which = np.full(addresses.shape, -1, dtype=np.int64)
+    groups: list[tuple[int, np.ndarray | None]] = []
+    covered = None
     for i, (start, end) in enumerate(extents):
-        which[(which < 0) & (addresses >= start) & (addresses + size <= end)] = i
-    if (which < 0).any():
-        bad = int(addresses[which < 0][0])
+        inside = (addresses >= start) & (addresses + size <= end)
+        if inside.all():  # the usual case: one tensor holds every lane
+            groups, covered = [(i, None)], None
+            break
+        if inside.any():
+            groups.append((i, inside))
+            covered = inside if covered is None else covered | inside
+    if not groups or (covered is not None and not covered.all()):
+        outside = addresses if covered is None else addresses[~covered]
+        bad = int(outside[0])
         start, end = min(extents, key=lambda e: min(abs(bad - e[0]), abs(bad - e[1])), default=(0, 0))
         where = f" (byte {bad - start} of the nearest, a {end - start}-byte tensor argument)" if end else ""
-        lanes = int((which < 0).sum())
-        raise OutOfBounds(f"out-of-bounds {what}: {lanes} active lane(s) address memory outside every tensor "
-                          f"passed to the kernel{where}")
-    codes = launch.races.lane_codes(shape, flat)
-    values = value_bytes(value, shape, flat, size) if value is not None else None
+        raise OutOfBounds(f"out-of-bounds {what}: {outside.size} active lane(s) address memory outside every "
+                          f"tensor passed to the kernel{where}")
+    races = launch.races
     found = []
-    for i in np.unique(which):
-        chosen = which == i
-        _, _, start, end = launch.extents[int(i)]
-        offsets = (addresses[chosen] - np.uint64(start)).astype(np.int64)
-        found.append(Access(start, start, end - start, offsets, codes[chosen], size,
-                            None if values is None else values[chosen]))
+    for i, chosen in groups:
+        _, _, start, end = launch.extents[i]
+        lanes = addresses if chosen is None else addresses[chosen]
+        positions = flat if chosen is None else flat[chosen]
+        found.append(Access(
+            start, start, end - start, (lanes - np.uint64(start)).astype(np.int64), size,
+            lambda p=positions: races.lane_codes(shape, p),
+            None if value is None else lambda p=positions: value_bytes(value, shape, p, size)))
     return found
 
 

@@ -30,6 +30,7 @@ Only the order the interpreter ran is seen: a race that needs another order to s
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,20 +77,30 @@ class _Shadow:
         self.grain = grain
 
 
-@dataclass
 class Access:
-    """The active lanes of one memory operation that fall in one tensor."""
+    """The active lanes of one memory operation that fall in one tensor. ``lanes`` (lane codes: the block
+    shape's id and each element's flat position) and ``values`` (for stores, each lane's bytes, shape
+    (lanes, size)) may be given as functions, computed only if a check needs them: most accesses touch a
+    tensor no other program wrote."""
 
-    key: int
-    base: int
-    nbytes: int
-    offsets: np.ndarray
-    """Byte offsets from the tensor's storage start."""
-    lanes: np.ndarray
-    """Lane codes: the block shape's id and each element's flat position."""
-    size: int
-    values: np.ndarray | None = None
-    """For stores: each lane's bytes, shape (lanes, size)."""
+    def __init__(self, key: int, base: int, nbytes: int, offsets: np.ndarray, size: int,
+                 lanes: np.ndarray | Callable[[], np.ndarray],
+                 values: np.ndarray | Callable[[], np.ndarray | None] | None = None) -> None:
+        self.key, self.base, self.nbytes, self.offsets, self.size = key, base, nbytes, offsets, size
+        """``offsets``: byte offsets from the tensor's storage start."""
+        self._lanes, self._values = lanes, values
+
+    @property
+    def lanes(self) -> np.ndarray:
+        if callable(self._lanes):
+            self._lanes = self._lanes()
+        return self._lanes
+
+    @property
+    def values(self) -> np.ndarray | None:
+        if callable(self._values):
+            self._values = self._values()
+        return self._values
 
 
 @dataclass
@@ -139,10 +150,10 @@ class LaunchRaces:
         """The tensor's shadow and the first granule each lane covers; the shadow is refined when an access
         is narrower or less aligned than its granules."""
         shadow = self.shadows.get(access.key)
+        if shadow is None and (not create or access.key in self.shadows):
+            return None
         common = math.gcd(access.size, int(np.gcd.reduce(access.offsets)) if access.offsets.size else 0)
         if shadow is None:
-            if not create or access.key in self.shadows:
-                return None
             if 12 * (access.nbytes // common + 1) > MAX_SHADOW_BYTES:
                 self.shadows[access.key] = None
                 return None
@@ -158,12 +169,15 @@ class LaunchRaces:
     def _granules(self, shadow: _Shadow, first: np.ndarray, size: int) -> np.ndarray:
         """Every granule the lanes cover, shape (lanes, size // grain)."""
         span = max(1, size // shadow.grain)
-        return first[:, None] + np.arange(span)[None, :]
+        return first[:, None] if span == 1 else first[:, None] + np.arange(span)[None, :]
 
     def _unsynced(self, stamps: np.ndarray) -> np.ndarray:
         """Which of these segments belong to another program that does not happen before this one."""
+        written = stamps >= 0
+        if not written.any():
+            return written
         owners = self._owners[np.maximum(stamps, 0)]
-        other = (stamps >= 0) & (owners != self.program)
+        other = written & (owners != self.program)
         if not self.synced or not other.any():
             return other
         if self._known is None:
@@ -183,12 +197,16 @@ class LaunchRaces:
             return
         shadow, first = found
         granules = self._granules(shadow, first, access.size)
-        stamps, lanes = shadow.stamp[granules], shadow.lane[granules]
+        stamps = shadow.stamp[granules]
         other = self._unsynced(stamps)
         if other.any():
             lane, part = np.argwhere(other)[0]
             self._report_between(access, int(lane), int(stamps[lane, part]), "loaded", "wrote")
-        mixed = (stamps >= self.floor) & ((lanes & ~ATOMIC) != access.lanes[:, None])
+        recent = stamps >= self.floor
+        if not recent.any():
+            return
+        lanes = shadow.lane[granules]
+        mixed = recent & ((lanes & ~ATOMIC) != access.lanes[:, None])
         if mixed.any():
             lane, part = np.argwhere(mixed)[0]
             self._report_within(access, int(lane), int(lanes[lane, part] & ~ATOMIC))
@@ -199,12 +217,14 @@ class LaunchRaces:
             return
         shadow, first = found
         granules = self._granules(shadow, first, access.size)
-        stamps, lanes = shadow.stamp[granules], shadow.lane[granules]
+        stamps = shadow.stamp[granules]
         other = self._unsynced(stamps)
-        if atomic:
-            other &= (lanes & ATOMIC) == 0  # atomics never race with atomics
-        elif other.any():
-            other &= ~self._same_bytes(access, other)
+        if other.any():
+            lanes = shadow.lane[granules]
+            if atomic:
+                other &= (lanes & ATOMIC) == 0  # atomics never race with atomics
+            else:
+                other &= ~self._same_bytes(access, other)
         if other.any():
             lane, part = np.argwhere(other)[0]
             what = "updated atomically" if atomic else "stored to"

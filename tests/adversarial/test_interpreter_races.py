@@ -15,7 +15,7 @@ def _access(races: LaunchRaces, offsets: list[int], shape: tuple[int, ...] | Non
     flat = np.arange(len(offsets))
     lanes = races.lane_codes(shape or (len(offsets),), flat)
     data = None if values is None else np.asarray(values, dtype=np.uint32).view(np.uint8).reshape(-1, 4)
-    return Access(key, 0, 64, np.asarray(offsets, dtype=np.int64), lanes, 4, data)
+    return Access(key, 0, 64, np.asarray(offsets, dtype=np.int64), 4, lanes, data)
 
 
 def _launch(programs: int = 4) -> LaunchRaces:
@@ -133,7 +133,7 @@ def test_a_narrower_access_refines_the_shadow():
     races.start_program(1, 0, 0)
     races.store(_access(races, [0, 4]))
     races.start_program(0, 0, 0)
-    narrow = Access(0, 0, 64, np.asarray([2], dtype=np.int64), races.lane_codes((1,), np.arange(1)), 2)
+    narrow = Access(0, 0, 64, np.asarray([2], dtype=np.int64), 2, races.lane_codes((1,), np.arange(1)))
     with pytest.raises(Race, match="byte 2"):
         races.load(narrow)
 
