@@ -367,11 +367,11 @@ def op_run(state: State, msg: m.RunRequest) -> m.RunReply:
     layout = _layout_problem(outputs, device, msg.contiguous_outputs)
     if layout:
         return m.RunReply(ok=False, kind="output-layout", forbidden_ops=forbidden, device_trace=trace,
-                          error=layout, host_writes=_host_findings(memory))
+                          error=layout, host_writes=_host_findings(memory), mutated=mutated)
     aliased = _aliased(outputs, inputs)
     if aliased:
         return m.RunReply(ok=False, kind="output-alias", forbidden_ops=forbidden, device_trace=trace,
-                          error=aliased, host_writes=_host_findings(memory))
+                          error=aliased, host_writes=_host_findings(memory), mutated=mutated)
     size = sum(o.numel() * o.element_size() for o in outputs)
     if size > (msg.max_output_bytes if msg.max_output_bytes is not None else math.inf):
         return m.RunReply(ok=False, kind="runtime", forbidden_ops=forbidden, device_trace=trace,
