@@ -82,6 +82,16 @@ def attribute_error_kernel(out_ptr):
 
 
 @triton.jit
+def dot_kernel(a_ptr, b_ptr, out_ptr, PRECISION: tl.constexpr):
+    rows, cols = tl.arange(0, 16)[:, None], tl.arange(0, 16)[None, :]
+    a, b = tl.load(a_ptr + rows * 16 + cols), tl.load(b_ptr + rows * 16 + cols)
+    if PRECISION == "default":
+        tl.store(out_ptr + rows * 16 + cols, tl.dot(a, b))
+    else:
+        tl.store(out_ptr + rows * 16 + cols, tl.dot(a, b, input_precision=PRECISION))
+
+
+@triton.jit
 def assert_kernel(out_ptr):
     tl.assume(tl.program_id(0) > 5)  # false: the interpreter raises AssertionError, as a device_assert does
     tl.store(out_ptr, 1.0)
@@ -138,6 +148,14 @@ def main() -> None:
         raise InterpreterError("AttributeError('raised by host code, not by the interpreter')")
 
     report["host_raised"] = interpreter_compat.limitation(caught(host_raise))
+
+    a = torch.full((16, 16), 1 + 3 * 2.0**-12)  # exact in float32, between two TF32 values
+    dots = {}
+    for precision in ("default", "tf32", "tf32x3", "ieee"):
+        product = torch.empty(16, 16)
+        dot_kernel[(1,)](a, torch.eye(16), product, PRECISION=precision)
+        dots[precision] = product[0, 0].item()
+    report["dot"] = dots
     report["plain_error"] = interpreter_compat.limitation(caught(lambda: math.sqrt(-1)))
     print("REPORT " + json.dumps(report))
 

@@ -56,6 +56,14 @@ def test_and_or_on_block_masks_combine_element_wise(scenarios):
     assert scenarios["constexpr_and"] == [1.0, 2.0]  # constexpr operands still short-circuit
 
 
+def test_float32_dots_read_their_operands_as_tensor_cores_do(scenarios):
+    exact = 1 + 3 * 2.0**-12
+    # TF32 (the default): the low 13 mantissa bits dropped, not rounded (that would give 1 + 2**-10)
+    assert scenarios["dot"]["default"] == scenarios["dot"]["tf32"] == 1.0
+    # three TF32 products recover it exactly, as IEEE products do
+    assert scenarios["dot"]["tf32x3"] == scenarios["dot"]["ieee"] == exact
+
+
 def test_autotune_runs_every_configuration_in_turn(scenarios):
     assert scenarios["autotune"] == [32, 64, 128, 32]
     assert "3 configurations" in scenarios["autotune_notes"][0]
@@ -95,6 +103,18 @@ def test_a_kernel_using_every_workaround_passes(cpu_evaluator):
     result = judge(cpu_evaluator, "normalization/softmax", "interpreter_gap_honest")
     assert result.correct is True, explain(result)
     assert any("autotune" in note for note in result.notes) and "Note: @triton.autotune" in result.feedback
+
+
+def test_a_float32_dot_at_its_default_tf32_precision_fails_a_task_that_needs_float32_products(cpu_evaluator):
+    result = judge(cpu_evaluator, "matmul/matmul-fp32", "dot_tf32_default")
+    assert result.correct is False, explain(result)
+    assert any(c.passed is False and "outside" in c.message for c in result.cases), explain(result)
+    assert any("TF32 precision" in note for note in result.notes), result.notes
+
+
+def test_three_tf32_products_give_float32_accuracy_and_pass(cpu_evaluator):
+    result = judge(cpu_evaluator, "matmul/matmul-fp32", "honest_matmul_tf32x3")
+    assert result.correct is True and not result.violations, explain(result)
 
 
 # ----------------------------------------------------------------------------- crashes

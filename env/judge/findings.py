@@ -13,7 +13,8 @@ if TYPE_CHECKING:
     from warpgym.env.judge.evaluation import Evaluation
 
 HOST_PREFIX = "host: "
-OUTPUT_CODES = {"output": "output-type", "output-layout": "output-layout"}
+OUTPUT_CODES = {"output": "output-type", "output-layout": "output-layout",
+                "output-alias": "output-aliases-input"}
 """A run reply's kind for outputs that break the contract, and the violation it is."""
 
 
@@ -53,11 +54,16 @@ def run_findings(ev: Evaluation, reply: m.RunReply) -> None:
         ev.flag("out-of-bounds", names=", ".join(reply.out_of_bounds))
     if reply.refused_launches:
         ev.flag("uncompiled-kernel", reason=reply.refused_launches[0])
+    if reply.races:
+        ev.flag("data-race", detail=reply.races[0])
+    if reply.host_writes:
+        ev.flag("host-write", detail=reply.host_writes[0])
     if reply.background:
         ev.flag("background-work", count=reply.background)
-    # With PyTorch calls allowed, the last op writing an output may be PyTorch's.
-    if ev.task.language == "triton" and reply.unwritten and reply.launches and not reply.loader_launches \
-            and not ev.options.allow_torch:
+    # With PyTorch calls allowed, the last op writing an output may be PyTorch's; a CUDA extension's
+    # launches are not Triton's. A call that launched nothing wrote none of its outputs either.
+    if ev.task.language == "triton" and reply.unwritten and not reply.loader_launches \
+            and not ev.options.allow_torch and not ev.extensions:
         ev.flag("output-not-written", which=", ".join(f"output {i}" for i in reply.unwritten))
 
 

@@ -187,6 +187,12 @@ class RunReply(Reply):
     """Workarounds for Triton's interpreter that this call needed (env/worker/interpreter_compat.py)."""
     refused_launches: list[str] = Field(default_factory=list)
     """Kernel launches refused because the target's compile could not reproduce them."""
+    races: list[str] = Field(default_factory=list)
+    """Data races the interpreter saw in the call's launches (env/worker/interpreter_races.py), each naming
+    its kernel; found even when the candidate caught the exception."""
+    host_writes: list[str] = Field(default_factory=list)
+    """Tensor memory the host wrote outside any kernel or PyTorch op, or of unknown origin, during the call
+    (CPU only: env/worker/host_writes.py)."""
 
     needed_when_ok = ("outputs",)
 

@@ -84,6 +84,8 @@ CODES: dict[str, Code] = {
     "tampering": Code("the candidate replaced harness functions",
                       "the candidate replaced harness functions: {names}; timing and synchronisation are not "
                       "the candidate's to change"),
+    "data-race": Code("a kernel's programs, or the elements of one program, share memory in no fixed order",
+                      "{detail}"),
     "memcheck": Code("compute-sanitizer found memory errors",
                      "compute-sanitizer memcheck found {errors} error(s) on {case}:\n{report}"),
     # the channel and the confinement (judge/pool.py, worker/sandbox.py)
@@ -108,6 +110,11 @@ CODES: dict[str, Code] = {
                                  "yourself (a device trace names kernels only by name)"),
     "too-large": Code("the candidate's source is longer than an action may be"),
     "output-layout": Code("an output is not in the layout or on the device the statement promises"),
+    "output-aliases-input": Code("an output shares memory with an input",
+                                 "output {index} shares memory with the input {name!r}: the caller's result "
+                                 "would change whenever that input does; return a new tensor that your "
+                                 "kernel writes"),
+    "host-write": Code("host code wrote a tensor's memory outside any kernel or PyTorch op", "{detail}"),
 }
 
 

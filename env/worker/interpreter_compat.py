@@ -15,6 +15,13 @@ workaround is closed here, before any candidate is imported:
   Python's ``and`` kept only the second block mask (and wrote out of bounds). They are rewritten so.
 - ``@triton.autotune`` with several configurations: the interpreter cannot time them (it has no
   driver). Each call runs the next configuration in turn, so every one the GPU might pick is checked.
+- ``tl.dot`` on float32 operands: compiled, the default ``input_precision="tf32"`` runs on TF32 tensor
+  cores (Triton 3.9 hands them the float32 bits, and the hardware ignores the low 13 mantissa bits),
+  and ``"tf32x3"`` splits each operand into two TF32 parts (``cvt.rna``) and sums three products; the
+  interpreter multiplied in full float32 for both. Both are emulated, so a kernel that needs IEEE float32
+  products and does not ask for them (``input_precision="ieee"``) fails here as on a GPU. The compiled
+  PTX would show the TF32 instructions too, but only the task's tolerance says whether TF32 is good
+  enough, and the values are what it judges.
 
 What has no workaround (a libdevice function without a NumPy equivalent, any other error the
 interpreter raises inside a kernel body) is a ``limitation``: the judge reports the case as not run on
@@ -215,6 +222,63 @@ def _install_bool_ops() -> None:
     setattr(interpreter, BOOL_OP_NAME, bool_op)
 
 
+# ----------------------------------------------------------------------------- tl.dot on float32
+_EXPONENT = np.uint32(0x7F800000)
+_TF32_MASK = np.uint32(0xFFFFE000)
+
+
+TF32_NOTE = ("tl.dot on float32 operands ran at TF32 precision (the default input_precision), as on an "
+             "NVIDIA GPU's tensor cores: each operand keeps a 10-bit mantissa; pass input_precision=\"ieee\" "
+             "(or \"tf32x3\") where the task needs float32 products")
+
+
+def tf32_truncate(data: np.ndarray) -> np.ndarray:
+    """What a TF32 tensor core reads of float32 bits: the low 13 mantissa bits dropped (inf, NaN kept)."""
+    bits = np.ascontiguousarray(data, dtype=np.float32).view(np.uint32)
+    special = (bits & _EXPONENT) == _EXPONENT
+    return np.where(special, bits, bits & _TF32_MASK).view(np.float32)
+
+
+def tf32_round(data: np.ndarray) -> np.ndarray:
+    """``cvt.rna.tf32.f32``: to the nearest TF32 value, ties away from zero (inf, NaN kept)."""
+    bits = np.ascontiguousarray(data, dtype=np.float32).view(np.uint32)
+    special = (bits & _EXPONENT) == _EXPONENT
+    return np.where(special, bits, (bits + np.uint32(0x1000)) & _TF32_MASK).view(np.float32)
+
+
+def _install_tf32_dot() -> None:
+    from triton._C.libtriton import ir
+    from triton.runtime.interpreter import InterpreterBuilder, TensorHandle
+
+    original = InterpreterBuilder.create_dot
+    if getattr(original, "_warpgym_tf32", False):
+        return
+
+    @functools.wraps(original)
+    def create_dot(self: Any, a: Any, b: Any, d: Any, precision: Any, imprecise: Any) -> Any:
+        float32 = a.data.dtype == np.float32 and b.data.dtype == np.float32
+        if not float32 or precision not in (ir.INPUT_PRECISION.TF32, ir.INPUT_PRECISION.TF32x3):
+            return original(self, a, b, d, precision, imprecise)
+
+        def handle(data: np.ndarray, like: Any) -> Any:
+            return TensorHandle(data, like.dtype.scalar)
+
+        if precision == ir.INPUT_PRECISION.TF32:
+            if TF32_NOTE not in NOTES:
+                NOTES.append(TF32_NOTE)
+            return original(self, handle(tf32_truncate(a.data), a), handle(tf32_truncate(b.data), b), d,
+                            precision, imprecise)
+        with np.errstate(all="ignore"):
+            a_big, b_big = tf32_round(a.data), tf32_round(b.data)
+            a_small, b_small = tf32_round(a.data - a_big), tf32_round(b.data - b_big)
+        acc = original(self, handle(a_small, a), handle(b_big, b), d, precision, imprecise)
+        acc = original(self, handle(a_big, a), handle(b_small, b), acc, precision, imprecise)
+        return original(self, handle(a_big, a), handle(b_big, b), acc, precision, imprecise)
+
+    create_dot._warpgym_tf32 = True  # type: ignore[attr-defined]
+    InterpreterBuilder.create_dot = create_dot  # type: ignore[method-assign]
+
+
 # ----------------------------------------------------------------------------- autotune
 def _install_autotune() -> None:
     from triton.runtime.autotuner import Autotuner
@@ -252,7 +316,8 @@ def install() -> list[str]:
     """Close the gaps above; returns those that could not be closed with this Triton (none on 3.9)."""
     missing = []
     for name, step in (("float scalars", _install_scalars), ("libdevice", _install_libdevice),
-                       ("and/or on tensors", _install_bool_ops), ("autotune", _install_autotune)):
+                       ("and/or on tensors", _install_bool_ops), ("autotune", _install_autotune),
+                       ("tf32 dot", _install_tf32_dot)):
         try:
             step()
         except (ImportError, AttributeError) as exc:
@@ -266,15 +331,17 @@ def limitation(exc: BaseException) -> str | None:
     kernel body (the compiled kernel raises nothing there); None for any other failure.
 
     Only errors the interpreter wrapped itself count (``InterpreterError`` raised from its own frame
-    with the kernel's error as the cause), and never a failed ``tl.device_assert`` (an AssertionError) or
-    an access outside every tensor of the launch (``interpreter_grid.OutOfBounds``): real failures on a
-    GPU too. A candidate can reach this on purpose; the judge never counts a case it covers as passed.
+    with the kernel's error as the cause), and never a failed ``tl.device_assert`` (an AssertionError), an
+    access outside every tensor of the launch (``interpreter_grid.OutOfBounds``) or a data race
+    (``interpreter_races.Race``): real failures on a GPU too. A candidate can reach this on purpose; the
+    judge never counts a case it covers as passed.
     """
     try:
         from triton.runtime.errors import InterpreterError
     except ImportError:  # pragma: no cover - Triton without an interpreter
         return None
     from warpgym.env.worker.interpreter_grid import OutOfBounds
+    from warpgym.env.worker.interpreter_races import Race
 
     seen: set[int] = set()
     current: BaseException | None = exc
@@ -284,7 +351,7 @@ def limitation(exc: BaseException) -> str | None:
             return str(current)
         if type(current) is InterpreterError and _raised_by_interpreter(current):
             cause = current.__cause__
-            if cause is None or isinstance(cause, AssertionError | OutOfBounds):
+            if cause is None or isinstance(cause, AssertionError | OutOfBounds | Race):
                 return None
             inner = limitation(cause) if cause is not current else None
             return inner or f"{type(cause).__name__}: {str(cause)[:300]}"

@@ -40,9 +40,11 @@ from warpgym.env.worker import (  # noqa: E402
     device_trace,
     dispatch_guard,
     extensions,
+    host_writes,
     interpreter_compat,
     interpreter_constexpr,
     interpreter_grid,
+    interpreter_races,
     launch_rules,
     models,
     policy,
@@ -186,7 +188,7 @@ def op_load(state: State, msg: m.LoadRequest) -> m.LoadReply:
     extensions.reset()
     # Watched like a call: what the module computes as it is imported (a table built at import time, in a
     # branch the static scan took for one that never runs) is host compute too.
-    with policy.watching() as mode:
+    with _memory_watch(state, strict=False), policy.watching() as mode:
         try:
             spec.loader.exec_module(module)
         except BaseException as exc:  # noqa: BLE001 - the candidate's failure is the answer
@@ -295,12 +297,21 @@ def _entry(state: State, call: m.ModelCall | None) -> tuple[Any, dict[str, int]]
     if call is None:
         return state.entry, {}
     if call.state is not None:
-        state.models[call.key] = models.build(state.entry, call, state.device)
+        with _memory_watch(state, strict=False):
+            state.models[call.key] = models.build(state.entry, call, state.device)
         call.state = None  # the received copy: the instance holds its own
     elif call.key not in state.models:
         raise models.ModelBuildError(f"no model was built for {call.key} since the candidate was loaded")
     model, refused = state.models[call.key]
     return models.bound(model, state.params), refused
+
+
+def _memory_watch(state: State, strict: bool) -> Any:
+    """On the CPU, in Triton's interpreter: fresh memory poisoned and host writes watched
+    (``host_writes``); elsewhere nothing (a GPU's memory is not the host's)."""
+    if state.device == "cpu" and os.environ.get("TRITON_INTERPRET") == "1":
+        return host_writes.HostWrites(strict=strict)
+    return contextlib.nullcontext()
 
 
 def op_run(state: State, msg: m.RunRequest) -> m.RunReply:
@@ -322,10 +333,14 @@ def op_run(state: State, msg: m.RunRequest) -> m.RunReply:
     threads_before = _python_threads()
     tracer = device_trace.traced(str(Path.cwd())) if device.startswith("cuda") else contextlib.nullcontext()
     interpreter_compat.NOTES.clear()
+    interpreter_grid.RACES.clear()
+    memory = _memory_watch(state, strict=True)
+    host_writes.trust_inputs(inputs)
     started = time.perf_counter()
     if flush is not None:
         flush.zero_()  # outside the trace (the tracer waits for it): what the trace shows is the call's
-    with tracer, policy.watching() as mode:
+    # The memory watch lies under the policy: the policy sees each op first, from the candidate's frames.
+    with memory, tracer, policy.watching() as mode:
         try:
             result = entry(**inputs)
             _synchronize(device)
@@ -339,7 +354,8 @@ def op_run(state: State, msg: m.RunRequest) -> m.RunReply:
                 kind, text = "interpreter", gap
             return m.RunReply(ok=False, kind=kind, error=text, forbidden_ops=mode.forbidden(msg.layout),
                               cuda_error="CUDA" in text or "cuda" in type(exc).__name__.lower(),
-                              refused_launches=list(triton_support.RECORDER.refused))
+                              refused_launches=list(triton_support.RECORDER.refused),
+                              races=list(interpreter_grid.RACES), host_writes=_host_findings(memory))
     del flush
     seconds = time.perf_counter() - started
     trace = tracer.trace.to_wire() if isinstance(tracer, device_trace.traced) else None
@@ -349,10 +365,16 @@ def op_run(state: State, msg: m.RunRequest) -> m.RunReply:
     if bad_types:
         return m.RunReply(ok=False, kind="output", forbidden_ops=forbidden, device_trace=trace,
                           error=message("output-type", types=", ".join(bad_types)))
+    if isinstance(memory, host_writes.HostWrites):
+        memory.check_outputs(outputs)  # plain tensors only: a subclass's methods are candidate code
     layout = _layout_problem(outputs, device, msg.contiguous_outputs)
     if layout:
         return m.RunReply(ok=False, kind="output-layout", forbidden_ops=forbidden, device_trace=trace,
-                          error=layout)
+                          error=layout, host_writes=_host_findings(memory), mutated=mutated)
+    aliased = _aliased(outputs, inputs)
+    if aliased:
+        return m.RunReply(ok=False, kind="output-alias", forbidden_ops=forbidden, device_trace=trace,
+                          error=aliased, host_writes=_host_findings(memory), mutated=mutated)
     size = sum(o.numel() * o.element_size() for o in outputs)
     if size > (msg.max_output_bytes if msg.max_output_bytes is not None else math.inf):
         return m.RunReply(ok=False, kind="runtime", forbidden_ops=forbidden, device_trace=trace,
@@ -374,7 +396,31 @@ def op_run(state: State, msg: m.RunRequest) -> m.RunReply:
         scrub_error=_scrub_error(device),
         interpreter_notes=list(interpreter_compat.NOTES),
         refused_launches=list(triton_support.RECORDER.refused),
+        races=list(interpreter_grid.RACES),
+        host_writes=_host_findings(memory),
     )
+
+
+def _host_findings(memory: Any) -> list[str]:
+    return list(memory.findings) if isinstance(memory, host_writes.HostWrites) else []
+
+
+def _aliased(outputs: list[torch.Tensor], inputs: dict[str, Any]) -> str | None:
+    """An output whose memory overlaps an input's: the caller's result would change with its input (and
+    the other way round), and a call that returns its input computed nothing."""
+    def span(t: torch.Tensor) -> tuple[int, int]:
+        storage = t.untyped_storage()
+        return storage.data_ptr(), storage.data_ptr() + storage.nbytes()
+
+    spans = {name: span(v) for name, v in inputs.items() if isinstance(v, torch.Tensor) and v.numel()}
+    for i, out in enumerate(outputs):
+        if not out.numel():
+            continue
+        start, end = span(out)
+        for name, (lo, hi) in spans.items():
+            if start < hi and end > lo:
+                return message("output-aliases-input", index=i, name=name)
+    return None
 
 
 def _layout_problem(outputs: list[torch.Tensor], device: str, contiguous: bool) -> str | None:
@@ -696,6 +742,10 @@ def _guarded_namespaces() -> dict[str, Any]:
         "warpgym.env.worker.triton_launches": triton_support, "warpgym.env.worker.sandbox": sandbox_layer,
         "LaunchRecorder": triton_support.LaunchRecorder, "PolicyMode": policy.PolicyMode,
         "warpgym.env.worker.extensions": extensions,
+        "warpgym.env.worker.interpreter_grid": interpreter_grid,
+        "warpgym.env.worker.interpreter_races": interpreter_races,
+        "LaunchRaces": interpreter_races.LaunchRaces,
+        "warpgym.env.worker.host_writes": host_writes, "HostWrites": host_writes.HostWrites,
     }
     if "torch.utils.cpp_extension" in sys.modules:
         builders = (sys.modules["torch.utils.cpp_extension"], {"load_inline", "load"})

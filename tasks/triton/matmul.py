@@ -203,7 +203,8 @@ default for float32 is TF32 on NVIDIA GPUs. M, N and K are often not multiples o
     distributions=("normal", "uniform"),
     vendor=lambda a, b: torch.matmul(a, b),
     vendor_name="cuBLAS SGEMM (torch.matmul, TF32 off as by default)",
-    notes="Triton's CPU interpreter ignores input_precision, so a TF32 kernel is only caught on a GPU.",
+    notes="On the CPU the interpreter reads float32 tl.dot operands at TF32 precision unless input_precision "
+          "asks for more, as the GPU's tensor cores do, so a TF32 kernel fails on both.",
 ))
 
 register(Task(

@@ -1,0 +1,78 @@
+"""The CPU worker's memory watch on its own (env/worker/host_writes.py): fresh allocations hold the poison,
+PyTorch's fills and copies are trusted, and bytes the host writes through a raw pointer are found at the
+next use. Kernel launches are covered end to end in tests/adversarial/test_host_memory.py."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from warpgym.env.worker.host_writes import HostWrites
+from warpgym.env.worker.interpreter_races import raw_bytes
+
+
+def _scribble(t: torch.Tensor, value: float = 1.5) -> None:
+    """Write through the tensor's memory as NumPy would, with no tensor method."""
+    memory = raw_bytes(t.data_ptr(), t.numel() * t.element_size()).view(np.float32)
+    memory[:] = value
+
+
+def test_allocations_that_ask_for_no_values_hold_the_poison_and_fills_hold_theirs():
+    with HostWrites() as watch:
+        fresh = [torch.empty(1 << 16), torch.empty_like(torch.ones(7)), torch.ones(3).new_empty(5),
+                 torch.empty_strided((4, 4), (1, 4)), torch.empty(9, dtype=torch.int64)]
+        zeros, full = torch.zeros(1 << 16), torch.full((5,), 2.5)
+    assert all(torch.isnan(t).all() for t in fresh[:4]) and bool((fresh[4] == -1).all())
+    assert bool((zeros == 0).all()) and bool((full == 2.5).all())
+    assert watch.findings == []
+
+
+def test_pytorch_writes_and_views_are_trusted():
+    with HostWrites() as watch:
+        out = torch.empty(64)
+        out.fill_(0.0)
+        out[8:16].copy_(torch.arange(8.0))
+        out.view(8, 8)[2].zero_()
+        twin = out.clone()
+        watch.check_outputs([out, twin])
+    assert watch.findings == []
+
+
+def test_a_raw_write_is_found_at_the_next_op_that_reads_the_tensor():
+    with HostWrites() as watch:
+        scratch = torch.empty(256)
+        _scribble(scratch)
+        out = torch.empty(256)
+        out.copy_(scratch)  # laundering the host's answer through an allowed copy
+    assert len(watch.findings) == 1 and "before the PyTorch op copy_" in watch.findings[0]
+    assert "1024 byte(s) of a 1024-byte tensor" in watch.findings[0]
+
+
+def test_a_raw_write_into_a_returned_output_is_found():
+    with HostWrites() as watch:
+        out = torch.zeros(100)
+        _scribble(out[:10])
+        watch.check_outputs([out])
+    assert len(watch.findings) == 1 and "when the entrypoint returned (output 0)" in watch.findings[0]
+
+
+def test_memory_no_pytorch_op_allocated_is_a_host_answer_unless_small():
+    with HostWrites() as watch:
+        small = torch.from_numpy(np.ones(64, dtype=np.float32))
+        big = torch.from_numpy(np.ones(1 << 14, dtype=np.float32))
+        small.clone()
+        big.clone()
+    assert len(watch.findings) == 1 and "no PyTorch op allocated" in watch.findings[0]
+
+
+def test_outside_a_call_nothing_is_reported_but_memory_is_remembered():
+    with HostWrites(strict=False) as loading:
+        table = torch.empty(4096)
+        table.fill_(3.0)
+        _scribble(table)
+        table.clone()
+    assert loading.findings == []
+    with HostWrites() as call:
+        table.clone()  # what the import left is trusted as it was at its last use
+        _scribble(table, 2.0)
+        table.clone()
+    assert len(call.findings) == 1
