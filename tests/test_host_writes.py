@@ -76,3 +76,17 @@ def test_outside_a_call_nothing_is_reported_but_memory_is_remembered():
         _scribble(table, 2.0)
         table.clone()
     assert len(call.findings) == 1
+
+
+def test_fresh_poison_fills_what_asks_for_no_values_and_leaves_what_asks_for_values():
+    """What a GPU worker's checked calls run under (there on the device; the rule is the same here)."""
+    from warpgym.env.worker.host_writes import FreshPoison
+
+    with FreshPoison():
+        empty = torch.empty(1000)
+        like = torch.empty_like(empty, dtype=torch.int32)
+        strided = torch.empty_strided((4, 4), (8, 1))
+        zeros = torch.zeros(3)
+        full = torch.full((3,), 2.0)
+    assert torch.isnan(empty).all() and (like == -1).all() and torch.isnan(strided).all()
+    assert (zeros == 0).all() and (full == 2).all()

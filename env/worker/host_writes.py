@@ -235,3 +235,18 @@ def trust_inputs(inputs: dict[str, Any]) -> None:
     """The judge's inputs (and the guards around them), as the worker made them."""
     for storage in _storages(list(inputs.values())):
         trust(storage)
+
+
+class FreshPoison(TorchDispatchMode):
+    """On a GPU: what the candidate's code allocates without asking for values holds the poison, as on the
+    CPU. The caching allocator usually hands back earlier memory, but an allocation larger than any block
+    it holds comes straight from ``cudaMalloc``, zeroed in practice: an accumulator assumed to start at
+    zero would pass by chance. The fill is ATen's fill kernel, which the device trace allows."""
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        if func.overloadpacket.__name__ in ALLOCATIONS and isinstance(out, torch.Tensor) and out.numel():
+            storage = out.untyped_storage()
+            whole = torch.empty(0, dtype=torch.uint8, device=out.device)
+            whole.set_(storage, 0, (storage.nbytes(),)).fill_(POISON_BYTE)
+        return out

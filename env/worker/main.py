@@ -308,9 +308,11 @@ def _entry(state: State, call: m.ModelCall | None) -> tuple[Any, dict[str, int]]
 
 def _memory_watch(state: State, strict: bool) -> Any:
     """On the CPU, in Triton's interpreter: fresh memory poisoned and host writes watched
-    (``host_writes``); elsewhere nothing (a GPU's memory is not the host's)."""
+    (``host_writes``); on a GPU fresh memory poisoned (a GPU's memory is not the host's to write)."""
     if state.device == "cpu" and os.environ.get("TRITON_INTERPRET") == "1":
         return host_writes.HostWrites(strict=strict)
+    if state.device.startswith("cuda"):
+        return host_writes.FreshPoison()
     return contextlib.nullcontext()
 
 

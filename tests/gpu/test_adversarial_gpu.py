@@ -108,3 +108,16 @@ def test_side_stream_work_hidden_under_the_timing_spin_is_seen_by_the_traced_sam
     assert result.correct is False, explain(result)
     assert "device-unordered-kernel" in {v.code for v in result.violations}, explain(result)
     assert not result.speedup, explain(result)
+
+
+def test_a_scratch_assumed_to_start_at_zero_meets_the_poison_on_a_gpu_too(gpu_evaluator):
+    """A 64 MiB torch.empty accumulator is larger than any block the caching allocator holds: fresh device
+    memory, zeroed in practice. Fresh allocations of a checked call hold the poison, as on the CPU."""
+    result = gpu_evaluator.evaluate(get_task("reduce/sum-all"),
+                                    (CANDIDATES / "scratch_assumed_zero.py").read_text(),
+                                    EvalOptions(device="cuda", shape_sets=("dev",), timing=False))
+    assert result.correct is not True, explain(result)
+    honest = gpu_evaluator.evaluate(get_task("reduce/sum-all"),
+                                    (CANDIDATES / "honest_sum_atomic_zeroed.py").read_text(),
+                                    EvalOptions(device="cuda", shape_sets=("dev",), timing=False))
+    assert honest.correct is True and not honest.violations, explain(honest)
