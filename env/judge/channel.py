@@ -200,10 +200,10 @@ def run(ev: Evaluation, check: Check) -> m.RunReply | None:
         worker.stop()  # a CUDA error poisons the context
     if reply.tampered:
         findings.tampered(ev, reply.tampered)
+    findings.torch_ops(ev, reply.forbidden_ops)  # first: what host code computed explains what follows
     findings.run_findings(ev, reply)
     if reply.device_trace is not None:
         ev.device_traces.append((case_label(check.case), reply.device_trace))
-    findings.torch_ops(ev, reply.forbidden_ops)
     if reply.mutated:
         ev.flag("mutated-input", names=", ".join(reply.mutated))
     return reply
