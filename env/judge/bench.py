@@ -273,6 +273,8 @@ def timing_of(case: dict[str, Any], outcome: PairedOutcome, machine: MachineStat
         host_issue_ms=statistics.median(issue), starved_calls=sum(b.starved for b in outcome.candidate),
         retimed_calls=sum(b.retimed for b in outcome.candidate), ratios=ratios, rounds=outcome.rounds,
         block_calls=outcome.block_calls, ended_by=outcome.ended_by, baseline_errors=baseline_errors,
+        round_ms=[round(statistics.median(block), 5) for block in outcome.candidate_ms()],
+        round_ratios={name: [round(r, 5) for r in outcome.round_ratios(name)] for name in outcome.baselines},
         machine=machine, traced_blocks=len(outcome.traced), traced_calls=sum(b.calls for b in outcome.traced),
         trace_seconds=round(sum(b.seconds for b in outcome.traced), 4))
 

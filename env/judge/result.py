@@ -108,6 +108,10 @@ class Timing:
     ratio is the median of the rounds' ratios)."""
     rounds: int = 0
     block_calls: int = 0
+    round_ms: list[float] = field(default_factory=list)
+    """The candidate's block median, round by round (even rounds time the candidate first, odd ones last)."""
+    round_ratios: dict[str, list[float]] = field(default_factory=dict)
+    """Per baseline, each round's ratio in the same order: the evidence behind ``ratios``."""
     ended_by: str | None = None
     """"precision" (every interval narrow enough) or "budget" (rounds or seconds spent)."""
     baseline_errors: dict[str, str] = field(default_factory=dict)

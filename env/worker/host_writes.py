@@ -241,12 +241,25 @@ class FreshPoison(TorchDispatchMode):
     """On a GPU: what the candidate's code allocates without asking for values holds the poison, as on the
     CPU. The caching allocator usually hands back earlier memory, but an allocation larger than any block
     it holds comes straight from ``cudaMalloc``, zeroed in practice: an accumulator assumed to start at
-    zero would pass by chance. The fill is ATen's fill kernel, which the device trace allows."""
+    zero would pass by chance. On a GPU the fill is a driver memset on the current stream, so the device
+    trace shows it as a memset (allowed), not as a kernel the candidate ran."""
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         out = func(*args, **(kwargs or {}))
         if func.overloadpacket.__name__ in ALLOCATIONS and isinstance(out, torch.Tensor) and out.numel():
-            storage = out.untyped_storage()
-            whole = torch.empty(0, dtype=torch.uint8, device=out.device)
-            whole.set_(storage, 0, (storage.nbytes(),)).fill_(POISON_BYTE)
+            poison_storage(out.untyped_storage())
         return out
+
+
+def poison_storage(storage: torch.UntypedStorage) -> None:
+    """Every byte of ``storage`` set to the poison, in stream order."""
+    if storage.device.type == "cuda":
+        from cuda.bindings import driver as cu
+        from warpgym.env.toolchain.driver import check
+
+        stream = torch.cuda.current_stream(storage.device).cuda_stream
+        filled = cu.cuMemsetD8Async(storage.data_ptr(), POISON_BYTE, storage.nbytes(), stream)
+        check(filled, "cuMemsetD8Async")
+        return
+    whole = torch.empty(0, dtype=torch.uint8, device=storage.device)
+    whole.set_(storage, 0, (storage.nbytes(),)).fill_(POISON_BYTE)

@@ -688,6 +688,7 @@ def main() -> None:
     device = os.environ.get("WARPGYM_DEVICE", "cpu") if MODE == "run" else "cpu"
     if device.startswith("cuda"):
         torch.cuda.init()  # CUDA's start sets process state (CUDA_MODULE_LOADING) the snapshot must include
+        host_writes.poison_storage(torch.empty(1, device=device).untyped_storage())  # loads the driver API
     with policy.watching():  # the first watched op imports torch._dynamo, which rewraps torch functions:
         torch.empty(1, device=device).add_(1)  # before the snapshots: no candidate's first call is a change
     _SNAPSHOT.append(sandbox_layer.snapshot(_guarded_namespaces()))

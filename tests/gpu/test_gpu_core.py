@@ -33,7 +33,9 @@ def test_reference_passes_every_shape_set_with_timing(gpu_evaluator, task_id):
     assert "eager" in result.speedup and "torch.compile" in result.speedup
     if task.vendor is not None:
         assert "vendor" in result.speedup
-    assert all(t.roofline_fraction is not None and 0 < t.roofline_fraction <= 1.05 for t in result.timing)
+    fractions = {str(t.case): t.roofline_fraction for t in result.timing}
+    assert all(f is not None and 0 < f <= 1.05 for f in fractions.values()), fractions
+    assert all(len(t.round_ratios[n]) == t.rounds == len(t.round_ms) for t in result.timing for n in t.ratios)
     print(f"\n{task_id}: " + result.feedback.replace("\n", "\n    "))
 
 
