@@ -15,7 +15,7 @@ from warpgym.env.judge.evaluator import Evaluator
 from warpgym.env.judge.options import EvalOptions, PairedTiming
 from warpgym.env.judge.paired import BaselineFailed, PairedOutcome, block_length, run_rounds
 from warpgym.env.judge.ratios import median_interval, order_statistic_rank
-from warpgym.env.judge.result import CaseResult, EvalResult
+from warpgym.env.judge.result import CaseResult, EvalResult, MachineState
 from warpgym.env.protocol import messages as m
 from warpgym.tasks import get_task
 
@@ -398,3 +398,44 @@ def test_the_preroll_covers_the_median_issue_time_and_is_bounded():
     assert timing.preroll_ms([0.3, 0.31, 5.0]) == pytest.approx(0.31 + timing.PREROLL_MARGIN_MS)
     assert timing.preroll_ms([50.0]) == timing.MAX_PREROLL_MS
     assert timing.spin_cycles_of(0.0) == 0
+
+
+# ------------------------------------------------------------------------ what one window cannot see
+def test_every_interval_carries_the_between_evaluations_term_and_zero_leaves_the_window_s_own():
+    gpu = FakeGPU(drift=0.0, noise=0.0)
+    plain = PairedTiming(between_evaluations=0.0)
+    exact = run_rounds(gpu.side("C", 2.0), {"eager": gpu.side("eager", 1.0)}, plain, warmup_calls=1,
+                       clock=gpu.clock).speedup("eager")
+    assert exact.low == exact.high == pytest.approx(0.5)
+    window = run_rounds(gpu.side("C", 2.0), {"eager": gpu.side("eager", 1.0)},
+                        PairedTiming(between_evaluations=0.01), warmup_calls=1, clock=gpu.clock)
+    widened = window.speedup("eager")
+    assert widened.low == pytest.approx(0.495) and widened.high == pytest.approx(0.505)
+    # In quadrature: a window's own half-width of 3% and 1% between evaluations make 3.16%.
+    noisy = median_interval([0.97, 0.98, 0.99, 1.0, 1.01, 1.02, 1.03]).widened(0.01)
+    assert noisy.high - 1.0 == pytest.approx(math.hypot(0.03, 0.01))
+    with pytest.raises(ValueError):
+        PairedTiming(between_evaluations=-0.01)
+
+
+def test_a_baseline_slowed_right_after_the_candidate_s_block_shows_as_an_order_effect():
+    """What the H200 showed before the worker freed its memory ahead of its reply: the baseline timed
+    right after the candidate's block read 11% slower than after another baseline's."""
+    gpu = FakeGPU(drift=0.0, noise=0.001)
+
+    def eager(calls, warmup_calls, warmup_seconds, start):
+        gpu.slowdown = 1.11 if gpu.log and gpu.log[-1] == "C" else 1.0
+        try:
+            return gpu.block("eager", 1.0, calls, warmup_calls, warmup_seconds)
+        finally:
+            gpu.slowdown = 1.0
+
+    sides = {"eager": eager, "torch.compile": gpu.side("torch.compile", 1.0)}
+    outcome = run_rounds(gpu.side("C", 1.0), sides, SETTINGS, warmup_calls=1, clock=gpu.clock)
+    assert outcome.order_effect("eager") == pytest.approx(0.11, abs=0.01)
+    assert abs(outcome.order_effect("torch.compile")) < 0.01
+    timing = bench.timing_of({"n": 1}, outcome, MachineState(sampled=False), {})
+    assert timing.order_effect["eager"] == pytest.approx(0.11, abs=0.01)
+    assert len(timing.round_ratios["eager"]) == timing.rounds == len(timing.round_ms)
+    assert PairedOutcome(candidate=outcome.candidate[:3],
+                         baselines={"eager": outcome.baselines["eager"][:3]}).order_effect("eager") is None

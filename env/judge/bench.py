@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 
 _T = TypeVar("_T")
 AFTER_TIMING_SEED = 7
+ORDER_EFFECT = 0.05
+"""A ratio this far apart between a round's two orders is named in the result (``Timing.order_effect``)."""
 NO_REPLY = m.RunReply(ok=False, error="no reply")
 
 
@@ -163,6 +165,11 @@ def bench_cases(ev: Evaluation, alone: bool) -> None:
             timing.roofline_fraction = roofline_ms(ceilings, flops, nbytes, dtype) / timing.median_ms
             if timing.roofline_fraction > 1.05:
                 result.suspicious.append(f"{case}: {timing.roofline_fraction:.2f}x the device's roofline")
+        for name, effect in timing.order_effect.items():
+            if abs(effect) > ORDER_EFFECT:
+                result.suspicious.append(
+                    f"{case}: the ratio to {name} read {effect:+.1%} in rounds that time the candidate first "
+                    "against rounds that time it last: one side's block slows the block after it")
         vendor = timing.ratios.get("vendor")
         if vendor and vendor.median > 3:
             result.suspicious.append(f"{case}: {vendor.median:.1f}x faster than the vendor library")
@@ -275,6 +282,8 @@ def timing_of(case: dict[str, Any], outcome: PairedOutcome, machine: MachineStat
         block_calls=outcome.block_calls, ended_by=outcome.ended_by, baseline_errors=baseline_errors,
         round_ms=[round(statistics.median(block), 5) for block in outcome.candidate_ms()],
         round_ratios={name: [round(r, 5) for r in outcome.round_ratios(name)] for name in outcome.baselines},
+        order_effect={name: round(e, 5) for name in outcome.baselines
+                      if (e := outcome.order_effect(name)) is not None},
         machine=machine, traced_blocks=len(outcome.traced), traced_calls=sum(b.calls for b in outcome.traced),
         trace_seconds=round(sum(b.seconds for b in outcome.traced), 4))
 

@@ -5,8 +5,9 @@ so a baseline timed at another moment divides a different clock. Here every roun
 candidate and a block of each baseline back to back (the order reversed each round, so neither side
 always runs first), and each round gives one ratio per baseline; a drift of the clock moves both sides
 of a round and cancels in its ratio. The speedup is the median of the rounds' ratios with an
-order-statistics interval (judge/ratios.py); rounds go on until the interval is narrow enough or the
-budget is spent (options.PairedTiming).
+order-statistics interval (judge/ratios.py), widened by what differs between two evaluations of the
+same pair and no window can sample (options.PairedTiming.between_evaluations); rounds go on until the
+interval is narrow enough or the budget is spent (options.PairedTiming).
 
 Nothing here touches a GPU: a side is a callable that times a block and returns its calls, so the
 rounds and the stop rule run the same with the worker and the harness's baselines (judge/bench.py)
@@ -49,6 +50,8 @@ class PairedOutcome:
     """Baselines that failed in the window (left out of the ratios), with the reason."""
     traced: list[TracedBlock] = field(default_factory=list)
     """The candidate's blocks run under CUDA activity tracing (judge/timed_trace.py): not in ``candidate``."""
+    between_evaluations: float = 0.0
+    """Relative uncertainty added to every interval (options.PairedTiming.between_evaluations)."""
 
     @property
     def rounds(self) -> int:
@@ -73,7 +76,17 @@ class PairedOutcome:
                 for b, c in zip(self.baselines[name], self.candidate_ms(), strict=True)]
 
     def speedup(self, name: str) -> Interval:
-        return median_interval(self.round_ratios(name))
+        return median_interval(self.round_ratios(name)).widened(self.between_evaluations)
+
+    def order_effect(self, name: str) -> float | None:
+        """How much higher the baseline's ratio reads in rounds that time the candidate first (the baseline
+        right after it) than in rounds that time it last, relative; None below two rounds of each. Near
+        zero when neither side leaves anything behind that slows the other."""
+        ratios = self.round_ratios(name)
+        first, last = ratios[0::2], ratios[1::2]
+        if len(first) < 2 or len(last) < 2:
+            return None
+        return statistics.median(first) / statistics.median(last) - 1.0
 
     def precise(self, precision: float) -> bool:
         """Every baseline's interval (the candidate's own time when there is none) within ``precision``."""
@@ -107,7 +120,8 @@ def run_rounds(candidate: TimeBlock, baselines: Mapping[str, TimeBlock], setting
     candidate on the round's inputs; its seconds are left out of the budget.
     """
     max_rounds = settings.max_rounds if max_rounds is None else max_rounds
-    outcome = PairedOutcome(baselines={name: [] for name in baselines})
+    outcome = PairedOutcome(baselines={name: [] for name in baselines},
+                            between_evaluations=settings.between_evaluations)
     sample = TraceSample(settings.traced_blocks if trace else 0, settings.min_rounds, settings.trace_seed)
     sides: dict[str, TimeBlock] = dict(baselines)
     call_ms: dict[str, float | None] = {}

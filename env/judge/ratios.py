@@ -30,6 +30,15 @@ class Interval:
     """The interval's exact probability of covering the true median (at least CONFIDENCE from 6 values)."""
     n: int
 
+    def widened(self, relative: float) -> Interval:
+        """Each side grown, in quadrature, by ``relative`` times the median: an uncertainty the rounds of
+        one window cannot sample (what differs between two evaluations of the same pair)."""
+        if relative <= 0:
+            return self
+        extra = relative * self.median
+        return Interval(self.median, self.median - math.hypot(self.median - self.low, extra),
+                        self.median + math.hypot(self.high - self.median, extra), self.coverage, self.n)
+
     @property
     def half_width(self) -> float:
         """Half the interval's width relative to the median: 0.02 is "within 2%"."""

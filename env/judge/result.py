@@ -112,6 +112,9 @@ class Timing:
     """The candidate's block median, round by round (even rounds time the candidate first, odd ones last)."""
     round_ratios: dict[str, list[float]] = field(default_factory=dict)
     """Per baseline, each round's ratio in the same order: the evidence behind ``ratios``."""
+    order_effect: dict[str, float] = field(default_factory=dict)
+    """Per baseline, how much higher its ratio read with the candidate's block first than with it last
+    (judge/paired.py ``PairedOutcome.order_effect``): near zero when neither side slows the other."""
     ended_by: str | None = None
     """"precision" (every interval narrow enough) or "budget" (rounds or seconds spent)."""
     baseline_errors: dict[str, str] = field(default_factory=dict)
