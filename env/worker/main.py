@@ -206,7 +206,7 @@ def op_load(state: State, msg: m.LoadRequest) -> m.LoadReply:
         return m.LoadReply(ok=False, kind="missing-entrypoint",
                            error=message("missing-entrypoint", name=msg.entrypoint))
     state.models.clear()
-    state.staged_entry = None
+    state.staged_entry, state.staged, state.guards = None, [], []  # an earlier window's sets, if it broke off
     state.params = list(msg.params)
     if msg.model:
         problem = models.check_class(entry, msg.params, msg.entrypoint)
@@ -710,10 +710,11 @@ def main() -> None:
         if not isinstance(msg, dict):
             msg = {}
         request = None
-        # Before the reply, not after: freeing device memory unmaps it, and an unmap while the judge times
-        # a baseline right after a timed block slowed that block (math/add's eager baseline read 11% slower
-        # after the candidate's block than after another baseline's, every round, on the H200).
-        release_cached_memory(state.device)
+        # Not while a timing window holds staged inputs: the judge times a baseline right after each of the
+        # candidate's blocks, and memory freed (unmapped) here as it starts would fall in its window. After
+        # the window's last block the staged sets are dropped and the cache goes with them.
+        if not state.staged:
+            release_cached_memory(state.device)  # before the reply: done when the judge reads it
         sys.stdout.flush()
         sys.stderr.flush()
         try:
