@@ -225,14 +225,24 @@ class EvalActor:
             info["error"] = error
         return info
 
-    def evaluate(self, task_id: str, candidate: str | Candidate, options: EvalOptions) -> dict[str, Any]:
-        """The verdict as a dict: what crosses to the driver is plain data."""
+    def evaluate(self, task_id: str, candidate: str | Candidate, options: EvalOptions,
+                 fingerprint: str | None = None) -> dict[str, Any]:
+        """The verdict as a dict: what crosses to the driver is plain data. The task is looked up here by
+        its id; ``fingerprint`` (the driver's, tasks/fingerprint.py) must match this node's, or a node with
+        another version of warpgym or of a suite would judge by other shapes, tolerances or references."""
         from warpgym.tasks import get_task
+        from warpgym.tasks.fingerprint import task_fingerprint
 
         error = self._register()
         if error is not None:
             raise ExecutorError(error)
-        return self.evaluator.evaluate(get_task(task_id), candidate, options).to_dict()
+        task = get_task(task_id)
+        if fingerprint is not None and task_fingerprint(task) != fingerprint:
+            raise ExecutorError(
+                f"{task_id} on {socket.gethostname()} is not the driver's task (its shapes, checks or "
+                "reference differ): every Ray node needs the same warpgym and suite files"
+            )
+        return self.evaluator.evaluate(task, candidate, options).to_dict()
 
     def close(self) -> None:
         self.evaluator.close()
@@ -416,14 +426,16 @@ class RayExecutor(Executor):
 
     def evaluate(self, task: Task | str, candidate: str | Candidate, options: EvalOptions, /) -> EvalResult:
         from warpgym.env import EvalResult
+        from warpgym.tasks.fingerprint import task_fingerprint
 
-        task_id = task if isinstance(task, str) else task.id
+        task = _task(task)
+        task_id, fingerprint = task.id, task_fingerprint(task)
         lost = self._lost_errors()
         failures: list[str] = []
         for _ in range(self.retries):
             slot = self._take()
             try:
-                ref = slot.handle.evaluate.remote(task_id, candidate, options)
+                ref = slot.handle.evaluate.remote(task_id, candidate, options, fingerprint)
                 if self.on_dispatch is not None:
                     self.on_dispatch(slot, ref)
                 data = self.ray.get(ref)

@@ -382,3 +382,35 @@ def test_a_ray_system_error_is_retried_on_a_fresh_actor_and_an_evaluation_error_
     fake = _FlakyRay([garbled.as_instanceof_cause() for _ in range(3)])
     with pytest.raises(executors.ExecutorError, match="lost its worker 3 times: .*RaySystemError"):
         _executor_over(fake).evaluate("math/add", "source", EvalOptions(device="cpu"))
+
+
+@needs_ray
+def test_an_actor_judges_only_the_task_the_driver_named_by_its_fingerprint() -> None:
+    """A node with another version of warpgym or of a suite finds a task of the same id that judges other
+    shapes or tolerances: it refuses, rather than return that task's verdict as the driver's."""
+    from warpgym.env import EvalOptions, EvalResult
+    from warpgym.tasks import get_task
+    from warpgym.tasks.fingerprint import task_fingerprint
+
+    judged: list[str] = []
+
+    class Evaluator:
+        def evaluate(self, task: Any, candidate: str, options: Any) -> EvalResult:
+            judged.append(task.id)
+            return EvalResult(task=task.id, target="sm_90a", device="cpu", compiled=True, correct=True)
+
+    actor = object.__new__(executors.EvalActor)
+    actor.evaluator, actor.suites, actor.registered, actor.suites_error = Evaluator(), {}, True, None
+    options = EvalOptions(device="cpu")
+    with pytest.raises(executors.ExecutorError, match="math/add on .* is not the driver's task"):
+        actor.evaluate("math/add", "source", options, task_fingerprint(get_task("math/mul")))
+    assert judged == []
+    assert actor.evaluate("math/add", "source", options, task_fingerprint(get_task("math/add")))["correct"]
+    assert judged == ["math/add"]
+
+    sent: list[tuple[Any, ...]] = []
+    fake = _FlakyRay([])
+    ex = _executor_over(fake)
+    ex.free.queue[0].handle.evaluate = type("Remote", (), {"remote": staticmethod(lambda *a: sent.append(a))})
+    ex.evaluate("math/add", "source", options)
+    assert sent[0][0] == "math/add" and sent[0][3] == task_fingerprint(get_task("math/add"))
