@@ -240,6 +240,8 @@ def check_suite(args: argparse.Namespace) -> int:
     failed = [r for r in rows if not r["ok"]]
     for row in failed:
         print(f"\n--- {label(row)} ---\n{row['feedback']}")
+        if row.get("input_seed") is not None:
+            print(f"(its inputs again: --task {row['task']} --input-seed {row['input_seed']})")
     print(f"\n{len(rows) - len(failed)} of {len(rows)} reference solutions pass on {device} "
           f"(shape sets {', '.join(shapes)}) in {time.perf_counter() - started:.0f} s")
     if args.json:
