@@ -153,6 +153,8 @@ class Evaluation:
         finally:
             channel.integrity(self)
             channel.retire_native(self)
+            if self.references is not self.caches.references:
+                self.references.memo.clear()  # inputs no later evaluation draws: their answers go now
             release_cached_memory(self.device)
             result.seconds["total"] = time.perf_counter() - started
             result.feedback = feedback_mod.render(result, self.task, self.options.reveal_shapes)

@@ -55,6 +55,10 @@ class Memo(Generic[_K, _V]):
         with self._lock:
             return len(self._items)
 
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
 
 Reference = tuple[list[Any], list[Any]]
 """Expected outputs (high precision) and their expected shapes and dtypes (meta tensors)."""
