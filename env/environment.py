@@ -12,7 +12,7 @@ Every step's evaluation draws its inputs from a root of its own, drawn afresh an
 (``EvalOptions.input_seed``, env/judge/seeds.py): ``reset(seed=...)`` seeds Gymnasium's generator, never
 the judge's inputs, and no step's root tells anything of the next one's. A candidate that prints its
 inputs into its feedback learns the inputs of an evaluation that is over. ``env.last_result`` keeps the
-root, to replay a verdict.
+root, to replay a verdict (the agent loops record it with each turn).
 
 What was not measured is ``None`` in the observation, never 0: ``speedup`` without a timing stage
 (on a CPU, or with ``timing=False``) and ``correct`` when the device could not check the candidate.
