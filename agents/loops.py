@@ -229,7 +229,11 @@ def _record(ep: Episode, state: EpisodeState, outcome: tuple[Any, ...] | None, e
         feedback, result, reward, terminated = pending["problem"] or "", None, 0.0, False
     else:
         obs, reward, terminated, _truncated, info = outcome
-        feedback, result = obs["feedback"], info["result"]
+        feedback, result = obs["feedback"], dict(info["result"])
+        # The root of the turn's inputs, kept from the agent's info but recorded, so a run replays a verdict.
+        last = getattr(getattr(ep.env, "unwrapped", ep.env), "last_result", None)
+        if last is not None and getattr(last, "input_seed", None) is not None:
+            result["input_seed"] = last.input_seed
     return TurnRecord(
         turn=turn, phase=pending["phase"], messages=pending["sent"], response=completion["text"],
         candidate=pending["candidate"], extraction_problem=pending["problem"], feedback=feedback,

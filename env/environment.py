@@ -5,7 +5,14 @@ attachments); an observation is the verdict (structured fields plus the feedback
 least ``target_speedup`` times the chosen baseline. ``truncated`` means the turn budget ran
 out. After either, ``step`` raises ``EpisodeOver`` until ``reset``; ``reset(options=
 {"continue_after_solved": True})`` lets a loop keep optimising a solved episode until the turn
-budget is spent. The full ``EvalResult`` is in ``info["result"]`` as a dict.
+budget is spent. The full ``EvalResult`` is in ``info["result"]`` as a dict, less its wall-clock
+``seconds`` and its ``input_seed``.
+
+Every step's evaluation draws its inputs from a root of its own, drawn afresh and kept from the agent
+(``EvalOptions.input_seed``, env/judge/seeds.py): ``reset(seed=...)`` seeds Gymnasium's generator, never
+the judge's inputs, and no step's root tells anything of the next one's. A candidate that prints its
+inputs into its feedback learns the inputs of an evaluation that is over. ``env.last_result`` keeps the
+root, to replay a verdict (the agent loops record it with each turn).
 
 What was not measured is ``None`` in the observation, never 0: ``speedup`` without a timing stage
 (on a CPU, or with ``timing=False``) and ``correct`` when the device could not check the candidate.
@@ -87,6 +94,10 @@ def _text(value: str) -> str:
     """Feedback limited to the observation space's characters and length."""
     cleaned = "".join(ch if ch in CHARSET else "?" for ch in value)
     return cleaned[:MAX_TEXT]
+
+
+INFO_LEFT_OUT = ("seconds", "input_seed")
+"""Fields of the verdict ``info["result"]`` leaves out."""
 
 
 def _speedup(value: float | None) -> np.ndarray | None:
@@ -219,8 +230,9 @@ class KernelEnv(gym.Env[dict[str, Any], str | Candidate]):
             self._ended = "solved"
         elif self.turn >= self.max_turns:
             self._ended = "the turn budget is spent"
-        # Wall-clock seconds stay out of info (see env.last_result) so a step is deterministic.
-        info = {"result": {k: v for k, v in result.to_dict().items() if k != "seconds"}}
+        # Wall-clock seconds and the inputs' root stay out of info (see env.last_result): a step is
+        # deterministic, and the agent is never handed the root.
+        info = {"result": {k: v for k, v in result.to_dict().items() if k not in INFO_LEFT_OUT}}
         return self._obs(result), reward, terminated, truncated, info
 
     def render(self) -> str | None:

@@ -25,8 +25,14 @@ def verdict_key(task: Task, candidate: str | Candidate, options: EvalOptions) ->
     """What the verdict depends on: the task (its id and ``task_fingerprint``: two suites may share an id,
     and a task may be edited under one version), the module and its attachments, and every option (target,
     device, shape sets, timing and its warm-up and repetitions, the paired timing with its traced sample,
-    limits, profiling, memcheck, what feedback reveals). The reward is not: the environment computes it
-    from the verdict, outside this cache, so episodes with different reward settings share a verdict."""
+    limits, profiling, memcheck, what feedback reveals, the root of the inputs). The reward is not: the
+    environment computes it from the verdict, outside this cache, so episodes with different reward
+    settings share a verdict.
+
+    A root the user chose (``input_seed``) is part of the key, so two roots never share a verdict. Without
+    one, each evaluation draws its own root and the first verdict (with its root) answers for the same
+    module again, as the trace sample's does: a module resubmitted verbatim cannot know the inputs that
+    judged it, and judging it again would only redraw its luck."""
     if isinstance(candidate, str):
         judged: object = candidate
     else:

@@ -30,10 +30,19 @@ class Sampler:
       N(0, 1)).
     """
 
-    def __init__(self, seed: int, dist: str = "normal", device: str | torch.device = "cpu") -> None:
+    def __init__(self, seed: int, dist: str = "normal", device: str | torch.device = "cpu", *,
+                 role: int | None = None, salt: int = 0) -> None:
         if dist not in DISTRIBUTIONS:
             raise ValueError(f"unknown distribution {dist!r}; use one of {DISTRIBUTIONS}")
         self.seed = seed
+        """What the generators are seeded with."""
+        self.role = seed if role is None else role
+        """The public seed this draw plays (one of ``task.seeds``, or a re-check's): the judge draws its
+        inputs from a secret seed derived from it (env/judge/seeds.py), so a task that treats its seeds
+        differently (a random op's seed argument) reads the role."""
+        self.salt = salt
+        """Shared by every draw of one evaluation (0 outside one): what a task keeps the same under all of
+        its seeds is drawn with it."""
         self.dist = dist
         self.device = torch.device(device)
         self.meta = self.device.type == "meta"

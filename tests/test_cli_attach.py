@@ -88,3 +88,17 @@ def test_evaluate_takes_a_candidate_with_attachments(cpu_evaluator):
     assert not wrong.correct
     missing = cpu_evaluator.evaluate(task, Candidate(READS_NOTE), options)
     assert not missing.correct and "note.cu" in missing.feedback
+
+
+
+def test_eval_takes_and_reports_an_input_seed(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    module = tmp_path / "add.py"
+    module.write_text(ADD_SRC)
+    argv = ["eval", "math/add", str(module), "--device", "cpu", "--shapes", "dev", "--input-seed", "77"]
+    assert main([*argv, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["input_seed"] == 77 and out["correct"] is True
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert "77" not in captured.out and "--input-seed 77" in captured.err  # never in the feedback
+    assert "input seed is an integer" in _usage_error(capsys, str(module), "--input-seed", "-5")

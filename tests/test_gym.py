@@ -121,6 +121,18 @@ def test_correct_candidate_terminates_with_reward(env):
         env.step(ADD_SRC)
 
 
+def test_each_step_draws_its_inputs_afresh_and_info_keeps_the_root_from_the_agent(env):
+    roots = []
+    for _ in range(2):
+        env.reset(seed=0)
+        obs, _, _, _, info = env.step(ADD_SRC)
+        assert "input_seed" not in info["result"] and "seconds" not in info["result"]
+        root = env.last_result.input_seed
+        assert root is not None and str(root) not in obs["feedback"]
+        roots.append(root)
+    assert roots[0] != roots[1]  # the same reset seed, other inputs
+
+
 def test_turn_limit_truncates_and_then_refuses(env):
     env.reset()
     wrong = ADD_SRC.replace("x + y", "x - y")

@@ -277,7 +277,7 @@ class FakeWorker:
 
 def _fake_baselines(gpu: FakeGPU, times: dict[str, float]):
     class FakeBaselines:
-        def __init__(self, task, case, device, *, alone, out_of_memory):
+        def __init__(self, task, case, device, *, alone, out_of_memory, seeds=None):
             self.errors = {"torch.compile": "RuntimeError: no compiler"}
 
         def prepare(self):

@@ -144,7 +144,7 @@ def _bench(monkeypatch, tmp_path, options: EvalOptions, worker: FakeWorker, own=
     clock = worker.clock
 
     class Baselines:
-        def __init__(self, task, case, device, *, alone, out_of_memory):
+        def __init__(self, task, case, device, *, alone, out_of_memory, seeds=None):
             self.errors = {}
 
         def prepare(self):

@@ -15,10 +15,12 @@ from typing import Any
 import torch
 from warpgym.env.common.timing import L2_FLUSH_BYTES, Calls, gpu_lock, time_calls, warm_up
 from warpgym.env.judge.paired import BaselineFailed, TimeBlock
-from warpgym.tasks import Sampler, Task
+from warpgym.env.judge.seeds import InputSeeds, draw_root
+from warpgym.tasks import Task
 
 SEEDS = (0, 1, 2)
-"""The input sets both sides rotate over (the worker builds the candidate's from the same seeds)."""
+"""The roles of the input sets both sides rotate over (the judge draws the candidate's, sent to the worker,
+from the same derived seeds: judge/seeds.py)."""
 ONE_SET_BYTES = 2 << 30
 """A bench case moving more than this is timed on one input set: every call streams from DRAM whatever
 its inputs, and three sets would triple the copies to the worker and the GPU memory held. Rotation does not
@@ -54,8 +56,10 @@ class Baselines:
     """One bench case's baselines with their inputs, ready to be timed block by block."""
 
     def __init__(self, task: Task, case: dict[str, Any], device: str, *, alone: bool,
-                 out_of_memory: Callable[[], Exception]) -> None:
+                 out_of_memory: Callable[[], Exception], seeds: InputSeeds | None = None) -> None:
         self.task, self.case = task, case
+        self.seeds = seeds or InputSeeds(draw_root())
+        """The evaluation's: the baselines run on the candidate's very inputs."""
         self.fns: dict[str, Callable[..., Any]] = {}
         self.inputs: Sequence[dict[str, Any]] = []
         self.device = device
@@ -72,7 +76,8 @@ class Baselines:
         compiles there): a baseline that fails is left out, with the reason."""
         self.fns = callables(self.task, self.case)
         if self.fns:
-            self.inputs = [self.task.make_inputs(self.case, Sampler(seed, "normal", self.device))
+            self.inputs = [self.task.make_inputs(self.case, self.seeds.sampler(seed, "normal", self.device,
+                                                                              "timing"))
                            for seed in seeds_for(self.task, self.case)]
         for name, fn in list(self.fns.items()):
             try:

@@ -202,7 +202,7 @@ def paired_window(ev: Evaluation, case: dict[str, Any], alone: bool
         raise_if_shared_oom(staged, alone)
         raise _WindowEnded(staged.error)
     candidate, traced = _candidate_side(ev, case, alone), _traced_side(ev, case, alone)
-    sides = Baselines(ev.task, case, ev.device, alone=alone, out_of_memory=SharedOutOfMemory)
+    sides = Baselines(ev.task, case, ev.device, alone=alone, out_of_memory=SharedOutOfMemory, seeds=ev.seeds)
     try:
         with ev.gpu_shared():  # first calls compile (CPU work): the GPU is not held alone for them
             candidate(0, 1, 0.0, 0)

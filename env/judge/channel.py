@@ -20,7 +20,7 @@ from warpgym.env.judge.pool import Worker, WorkerError
 from warpgym.env.judge.references import itemsize
 from warpgym.env.protocol import messages as m
 from warpgym.env.protocol.violations import Violation
-from warpgym.tasks import Sampler, case_label
+from warpgym.tasks import case_label
 
 if TYPE_CHECKING:
     from warpgym.env.judge.evaluation import Evaluation
@@ -142,10 +142,11 @@ def _send_run(ev: Evaluation, request: m.RunRequest) -> m.RunReply:
 
 
 def call_inputs(ev: Evaluation, case: dict[str, Any], seed: int, distribution: str,
-                device: str | None = None) -> m.Inputs:
+                device: str | None = None, purpose: str = "check") -> m.Inputs:
     """One call's arguments, drawn by the judge (on its device, like the references) and sent with the
-    request: the worker never holds a task, its reference, its other cases or its held-out shapes."""
-    return ev.task.make_inputs(case, Sampler(seed, distribution, device or ev.device))
+    request: the worker never holds a task, its reference, its other cases or its held-out shapes. ``seed``
+    is a role: the values come from the seed the evaluation derives for it (judge/seeds.py), never sent."""
+    return ev.task.make_inputs(case, ev.seeds.sampler(seed, distribution, device or ev.device, purpose))
 
 
 def poison_bytes(outputs: list[Any]) -> int:
@@ -155,11 +156,12 @@ def poison_bytes(outputs: list[Any]) -> int:
 
 
 def stage_inputs(ev: Evaluation, case: dict[str, Any], seeds: list[int], timeout: float) -> m.StageReply:
-    """One input set per seed kept in the worker for the timing requests that follow; the judge's copies
-    are freed before they start (a bench case's sets take gigabytes)."""
+    """One input set per seed (a role, as the baselines' sets: ``Baselines``) kept in the worker for the
+    timing requests that follow; the judge's copies are freed before they start (a bench case's sets take
+    gigabytes)."""
     from warpgym.env.judge.references import output_meta
 
-    sets = [call_inputs(ev, case, seed, "normal") for seed in seeds]
+    sets = [call_inputs(ev, case, seed, "normal", purpose="timing") for seed in seeds]
     meta = output_meta(ev.task, sets[0], case)
     stage = m.StageRequest(input_sets=sets, poison_bytes=poison_bytes(meta),
                            output_bytes=[itemsize(t) for t in meta], model=shipped.model_call(ev, case),

@@ -20,7 +20,6 @@ from warpgym.env.judge.references import digest, itemsize
 from warpgym.env.judge.result import CaseResult
 from warpgym.env.protocol.messages import RunReply
 from warpgym.env.protocol.violations import violation
-from warpgym.tasks import Sampler
 
 if TYPE_CHECKING:
     from warpgym.env.judge.evaluation import Evaluation
@@ -28,6 +27,7 @@ if TYPE_CHECKING:
 LATE_CALLS = 16
 """Extra calls before the late re-check (``late_recheck``)."""
 LATE_SEED = 7919
+"""The late re-check's first role (its inputs' seeds are derived from it: judge/seeds.py)."""
 NO_REPLY = RunReply(ok=False, error="no reply")
 
 
@@ -116,7 +116,7 @@ def judge(ev: Evaluation, check: Check, reply: RunReply) -> CaseResult:
     if task.check is not None:
         # The worker's very inputs: drawn on this evaluation's device (a CUDA generator's numbers are
         # not the CPU's), and checked there too, with the outputs moved to it.
-        inputs = task.make_inputs(check.case, Sampler(check.seed, check.distribution, ev.device))
+        inputs = task.make_inputs(check.case, ev.seeds.sampler(check.seed, check.distribution, ev.device))
         outputs = [o.to(ev.device) if isinstance(o, torch.Tensor) else o for o in outputs]
         with torch.no_grad(), ev.gpu_shared():
             problem = task.check(outputs[0] if len(outputs) == 1 else outputs, inputs, check.case)

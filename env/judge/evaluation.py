@@ -5,8 +5,9 @@ An ``Evaluation`` owns everything about judging one candidate: the task, the can
 the checks, the workers it was lent and the verdict it writes. The evaluator that made it lends it
 workers and shares its caches, nothing else, so two evaluations never see each other's state.
 
-The judge builds inputs and computes references; candidates run only in worker processes, which
-rebuild the same inputs from the same seeds and send their outputs back to be compared here.
+The judge builds inputs and computes references; candidates run only in worker processes, which receive
+the inputs (tensors, never a seed) and send their outputs back to be compared here. The inputs come from
+seeds derived from a root of this evaluation's own (judge/seeds.py), so no candidate knows them in advance.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from warpgym.env.judge.plan import Check, params, plan
 from warpgym.env.judge.pool import Worker
 from warpgym.env.judge.references import Memo, Reference, References
 from warpgym.env.judge.result import CaseResult, EvalResult
+from warpgym.env.judge.seeds import InputSeeds, draw_root
 from warpgym.env.judge.static import check_source
 from warpgym.env.judge.static_models import check_model_source
 from warpgym.env.protocol.messages import RunReply
@@ -85,10 +87,19 @@ class Evaluation:
     models_sent: set[str] = field(default_factory=set)
     """For a module-class candidate: the cases whose model parameters the run worker got since the
     candidate was last loaded (``shipped.model_call``)."""
+    seeds: InputSeeds = field(init=False)
+    """Where every input this evaluation sends comes from: ``options.input_seed``, or a root drawn now."""
+    references: References = field(init=False)
+    """The evaluator's shared references under a root the user chose (a replay may meet them again);
+    under a drawn one, this evaluation's own, gone with it: no later evaluation draws those inputs."""
 
     def __post_init__(self) -> None:
+        root = self.options.input_seed
+        self.seeds = InputSeeds(draw_root() if root is None else root)
+        self.references = self.caches.references if root is not None else \
+            References(self.caches.references.device, self.caches.references.memo.size)
         self.result = EvalResult(task=self.task.id, target=self.options.target,
-                                 device=device_name(self.device))
+                                 device=device_name(self.device), input_seed=self.seeds.root)
         self.params = params(self.task)
 
     # ------------------------------------------------------------------ what other parts of the judge use
@@ -109,8 +120,9 @@ class Evaluation:
         return gpu_lock(torch.device(self.device).index or 0, shared=True)
 
     def reference(self, check: Check) -> Reference:
-        return self.caches.references.get(self.task, check.case, check.seed, check.distribution,
-                                          self.gpu_shared)
+        """The expected outputs of ``check``'s inputs (its role's derived seed)."""
+        return self.references.get(self.task, check.case, self.seeds.seed(check.seed), check.distribution,
+                                   self.gpu_shared, role=check.seed, salt=self.seeds.salt)
 
     def load(self) -> bool:
         return channel.load(self)
@@ -141,6 +153,8 @@ class Evaluation:
         finally:
             channel.integrity(self)
             channel.retire_native(self)
+            if self.references is not self.caches.references:
+                self.references.memo.clear()  # inputs no later evaluation draws: their answers go now
             release_cached_memory(self.device)
             result.seconds["total"] = time.perf_counter() - started
             result.feedback = feedback_mod.render(result, self.task, self.options.reveal_shapes)

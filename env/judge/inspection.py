@@ -69,7 +69,8 @@ def executed_counts(ev: Evaluation, totals: dict[str, dict[str, int | None]]) ->
     t0 = time.perf_counter()
     try:
         with ev.gpu_shared():
-            prof = profile_candidate(task.id, ev.candidate.source, case, seed=task.seeds[0],
+            prof = profile_candidate(task.id, ev.candidate.source, case, seed=ev.seeds.seed(task.seeds[0]),
+                                     role=task.seeds[0], salt=ev.seeds.salt,
                                      distribution=task.distributions[0], target=options.target,
                                      kernels=names, timeout=options.limits.timing, device=ev.device,
                                      attachments=ev.candidate.attachments,
@@ -96,8 +97,10 @@ def memcheck(ev: Evaluation) -> bool:
     t0 = time.perf_counter()
     try:
         with ev.gpu_shared():
-            report = memcheck_candidate(task.id, ev.candidate.source, case, seed=task.seeds[0],
-                                        distribution=task.distributions[0], target=options.target,
+            report = memcheck_candidate(task.id, ev.candidate.source, case,
+                                        seed=ev.seeds.seed(task.seeds[0]), role=task.seeds[0],
+                                        salt=ev.seeds.salt, distribution=task.distributions[0],
+                                        target=options.target,
                                         timeout=options.limits.timing, device=ev.device,
                                         attachments=ev.candidate.attachments,
                                         model=shipped.model_call(ev, case, fresh=True))

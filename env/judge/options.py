@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from warpgym.env.judge.seeds import check_root
 from warpgym.env.toolchain.targets import TARGETS
 
 
@@ -94,6 +95,12 @@ class EvalOptions:
     compute op in the candidate's code."""
     memcheck: bool = False
     """On a GPU, run compute-sanitizer memcheck on one case before timing; any error fails the candidate."""
+    input_seed: int | None = None
+    """The root every input the candidate is given is drawn from (judge/seeds.py): each check's, the
+    re-checks', the timing's staged sets'. None (the default) draws a secret one for each evaluation, so
+    no candidate can know its inputs in advance; the verdict records the root (``EvalResult.input_seed``),
+    and giving it here replays that evaluation's inputs and verdict. A root a model could learn (a fixed
+    one in a training loop) lets it store answers for those inputs."""
 
     def max_rounds(self) -> int:
         """Rounds a bench case's window may take: ``paired.max_rounds``, lowered by ``reps``."""
@@ -103,6 +110,8 @@ class EvalOptions:
         return max(self.paired.min_rounds, rounds)
 
     def __post_init__(self) -> None:
+        if self.input_seed is not None:
+            check_root(self.input_seed)
         if self.target not in TARGETS:
             raise ValueError(f"unknown target {self.target!r}; use one of {', '.join(sorted(TARGETS))}")
         for name in self.shape_sets:

@@ -294,11 +294,14 @@ def _run_driver(
     device: str = "cuda",
     attachments: Mapping[str, str] | None = None,
     model: Any = None,
+    role: int | None = None,
+    salt: int = 0,
 ) -> DriverRun:
     """Start a worker behind ``tool`` (its confinement, audit hook and policy apply to itself inside the
     tool), import the candidate for the target, call it once on inputs the judge drew, and let it exit so
     the tool writes its report to a file of the judge's. ``model`` (a ``messages.ModelCall`` with the
-    parameters) builds a module-class candidate for the case."""
+    parameters) builds a module-class candidate for the case. The inputs are ``Sampler(seed, distribution,
+    role=role, salt=salt)``'s, drawn here: an evaluation passes a seed it derived (judge/seeds.py)."""
     from warpgym.env.judge.plan import params
     from warpgym.env.judge.pool import Worker, WorkerError
     from warpgym.env.protocol import messages as m
@@ -320,7 +323,7 @@ def _run_driver(
             if not load.ok:
                 error = f"importing the candidate failed: {load.error}"
             else:
-                inputs = task.make_inputs(case, Sampler(seed, distribution, device))
+                inputs = task.make_inputs(case, Sampler(seed, distribution, device, role=role, salt=salt))
                 request = m.RunRequest(inputs=inputs, model=model)
                 reply = m.parse_reply("run", worker.request(request.wire(), timeout))
                 del inputs
@@ -369,6 +372,8 @@ def profile_candidate(
     device: str = "cuda",
     attachments: Mapping[str, str] | None = None,
     model: Any = None,
+    role: int | None = None,
+    salt: int = 0,
 ) -> Profile:
     """Run the candidate once under Nsight Compute and count what each of its kernels executed.
 
@@ -400,7 +405,7 @@ def profile_candidate(
     if flt:
         tool[1:1] = ["--kernel-name", flt]
     run = _run_driver(tool, task_id, source, case, seed, distribution, target, timeout, device=device,
-                      attachments=attachments, model=model)
+                      attachments=attachments, model=model, role=role, salt=salt)
     dump = os.environ.get("WARPGYM_NCU_DUMP")
     if dump:  # a folder: keep ncu's raw output (parser fixtures, debugging)
         Path(dump).mkdir(parents=True, exist_ok=True)
@@ -426,6 +431,8 @@ def memcheck_candidate(
     device: str = "cuda",
     attachments: Mapping[str, str] | None = None,
     model: Any = None,
+    role: int | None = None,
+    salt: int = 0,
 ) -> MemcheckReport:
     """Run the candidate once under compute-sanitizer memcheck; its findings are the feedback."""
     tool_path = sanitizer_path()
@@ -457,6 +464,8 @@ def memcheck_candidate(
         device=device,
         attachments=attachments,
         model=model,
+        role=role,
+        salt=salt,
     )
     report = parse_memcheck(run.log)
     report.run = run

@@ -55,6 +55,10 @@ class Memo(Generic[_K, _V]):
         with self._lock:
             return len(self._items)
 
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
 
 Reference = tuple[list[Any], list[Any]]
 """Expected outputs (high precision) and their expected shapes and dtypes (meta tensors)."""
@@ -89,13 +93,15 @@ class References:
         self.memo: Memo[tuple[Any, ...], Reference] = Memo(size)
 
     def get(self, task: Task, case: dict[str, Any], seed: int, dist: str,
-            gpu_shared: Callable[[], contextlib.AbstractContextManager[None]] = contextlib.nullcontext
-            ) -> Reference:
-        key = (task.id, tuple(sorted(case.items())), seed, dist, self.device)
+            gpu_shared: Callable[[], contextlib.AbstractContextManager[None]] = contextlib.nullcontext,
+            *, role: int | None = None, salt: int = 0) -> Reference:
+        """The answers for the inputs ``Sampler(seed, dist, role=role, salt=salt)`` draws: an evaluation
+        passes the seed it derived for the role (judge/seeds.py), and the key holds all three."""
+        key = (task.id, tuple(sorted(case.items())), seed, role, salt, dist, self.device)
         kept = self.memo.get(key)
         if kept is not None:
             return kept
-        inputs = task.make_inputs(case, Sampler(seed, dist, self.device))
+        inputs = task.make_inputs(case, Sampler(seed, dist, self.device, role=role, salt=salt))
         reference = task.reference_of(case)
         meta = output_meta(task, inputs, case)
         precision = dtype_of(task.reference_precision)

@@ -134,6 +134,9 @@ class EvalResult:
     device: str
     stage: str = "static"
     """The last stage reached (``done`` when every stage ran)."""
+    input_seed: int | None = None
+    """The root the evaluation drew its inputs from (``EvalOptions.input_seed``, judge/seeds.py):
+    ``EvalOptions(input_seed=...)`` or ``warpgym eval --input-seed`` replays them. Never in ``feedback``."""
     compiled: bool = False
     correct: bool | None = None
     arch_verified: bool | None = None

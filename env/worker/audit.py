@@ -159,6 +159,19 @@ def report(code: str, what: str) -> None:
         _report(code, what)
 
 
+def _package_homes(names: tuple[str, ...]) -> list[str]:
+    """The folders the installed packages ``names`` were found in (their site-packages), without importing
+    them."""
+    import importlib.util
+
+    homes = []
+    for name in names:
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.origin:
+            homes.append(os.path.dirname(os.path.dirname(os.path.realpath(spec.origin))) + "/")
+    return homes
+
+
 def install_audit(workdir: str, protected: list[str], includes: list[str]) -> None:
     """Install the audit hook (it cannot be removed). All its state lives in this closure."""
     global _drain, _report
@@ -169,7 +182,10 @@ def install_audit(workdir: str, protected: list[str], includes: list[str]) -> No
     workdir_prefix = os.path.realpath(workdir) + "/"
     harness_prefix = ENV_DIR + "/"
     stdlib = tuple({os.path.realpath(sysconfig.get_paths()[k]) + "/" for k in ("stdlib", "platstdlib")})
-    site = tuple({os.path.realpath(sysconfig.get_paths()[k]) + "/" for k in ("purelib", "platlib")})
+    # Where Triton and PyTorch are installed, too: a virtual environment may take them from the system's
+    # site-packages, which sysconfig does not name (and which lies beneath the standard library's folder).
+    site = tuple({os.path.realpath(sysconfig.get_paths()[k]) + "/" for k in ("purelib", "platlib")}
+                 | set(_package_homes(("triton", "torch"))))
     closed = tuple(p.rstrip("/") + "/" for p in protected)
     reopened = tuple(p.rstrip("/") + "/" for p in includes)
     me = str(os.getpid())

@@ -41,6 +41,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="comma-separated shape sets to check (dev, heldout, bench); default dev,heldout")
     parser.add_argument("--no-timing", action="store_true", help="skip the timing stage on a GPU")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--input-seed", type=int, default=None, metavar="N",
+                        help="draw the inputs from this root instead of a secret one drawn for the "
+                             "evaluation; a verdict's input_seed (in --json) replays its inputs")
     parser.add_argument("--allow-torch", action="store_true",
                         help="allow PyTorch calls besides the candidate's kernels (KernelBench's rule; the "
                              "result names the mode and, on a GPU, the share of GPU time in its own kernels)")
@@ -101,7 +104,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         options = EvalOptions(target=args.target, device=args.device,
                               shape_sets=tuple(s.strip() for s in args.shapes.split(",") if s.strip()),
-                              timing=not args.no_timing, allow_torch=args.allow_torch)
+                              timing=not args.no_timing, allow_torch=args.allow_torch,
+                              input_seed=args.input_seed)
         result = evaluate(task, candidate if candidate.attachments else candidate.source, options)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
@@ -109,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(json_view(result.to_dict()), indent=1, default=str))
     else:
         print(result.feedback)
+        print(f"inputs drawn from --input-seed {result.input_seed}", file=sys.stderr)
     return 0 if accepted(result) else 1
 
 

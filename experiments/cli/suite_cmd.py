@@ -40,6 +40,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                             "and take turns to time, so timings are not disturbed")
     check.add_argument("--reps", type=int, default=None,
                        help="timed calls per shape (default: the evaluator's)")
+    check.add_argument("--input-seed", type=int, default=None, metavar="N",
+                       help="draw every evaluation's inputs from this root (default: a secret one per "
+                            "evaluation; each row records its own, to replay a failure)")
     check.add_argument("--json", metavar="PATH", help="also write the rows as JSON to PATH")
     check.add_argument("--jsonl", metavar="PATH",
                        help="append each row to PATH as it finishes; tasks already there are not run again")
@@ -77,7 +80,8 @@ def _start_evaluator(devices: Any) -> None:
 
 
 def _check_one(task_id: str, shapes: tuple[str, ...], target: str, timing: bool,
-               reps: int | None = None, reference: str | None = None) -> dict[str, Any]:
+               reps: int | None = None, reference: str | None = None, input_seed: int | None = None
+               ) -> dict[str, Any]:
     from warpgym.env import EvalOptions
     from warpgym.tasks import get_task
 
@@ -87,13 +91,13 @@ def _check_one(task_id: str, shapes: tuple[str, ...], target: str, timing: bool,
     extra = {"reps": reps} if reps else {}
     result = evaluator.evaluate(task, task.solution_candidate(reference),
                                 EvalOptions(device=evaluator.device, shape_sets=shapes, target=target,
-                                            timing=timing, **extra))
+                                            timing=timing, input_seed=input_seed, **extra))
     ok = bool(result.correct) and result.required_features_met is not False
     if result.correct is None and task.language == "cuda" and result.compiled:
         ok = True  # a CUDA task on a CPU: compiled and analysed; correctness needs a GPU (said below)
     return {
         "task": task.id, "reference": reference, "category": task.category, "ok": ok,
-        "correct": result.correct, "compiled": result.compiled,
+        "correct": result.correct, "compiled": result.compiled, "input_seed": result.input_seed,
         "seconds": round(time.perf_counter() - started, 2),
         "device": evaluator.device, "speedup": result.speedup, "skipped": result.skipped_checks,
         "candidate_ms": [round(t.median_ms, 5) for t in result.timing or []] or None,
@@ -166,6 +170,13 @@ def check_suite(args: argparse.Namespace) -> int:
     bad = [s for s in shapes if s not in ("dev", "heldout", "bench")]
     if bad:
         raise UsageError(f"unknown shape set {bad[0]!r}; use dev, heldout, bench")
+    if args.input_seed is not None:
+        from warpgym.env.judge.seeds import check_root
+
+        try:
+            check_root(args.input_seed)
+        except ValueError as exc:
+            raise UsageError(f"--input-seed: {exc}") from None
     timing = not args.no_timing
     done = _read_done(args.jsonl)
     work = [(t.id, extra) for t in tasks for extra in (None, *(() if args.no_extra else t.extra_solutions))]
@@ -198,7 +209,7 @@ def check_suite(args: argparse.Namespace) -> int:
         if jobs == 1 and ids:
             _open_evaluator(device)
             for task_id, extra in ids:
-                finished(_check_one(task_id, shapes, args.target, timing, args.reps, extra))
+                finished(_check_one(task_id, shapes, args.target, timing, args.reps, extra, args.input_seed))
         elif ids:
             # spawn, not fork: a forked child of a process that touched CUDA cannot use it.
             context = multiprocessing.get_context("spawn")
@@ -208,8 +219,8 @@ def check_suite(args: argparse.Namespace) -> int:
                 devices.put(d)
             with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_start_evaluator,
                                      initargs=(devices,)) as pool:
-                futures = {pool.submit(_check_one, task_id, shapes, args.target, timing, args.reps, extra):
-                           (task_id, extra) for task_id, extra in ids}
+                futures = {pool.submit(_check_one, task_id, shapes, args.target, timing, args.reps, extra,
+                                       args.input_seed): (task_id, extra) for task_id, extra in ids}
                 for future in as_completed(futures):
                     try:
                         finished(future.result())
@@ -229,6 +240,8 @@ def check_suite(args: argparse.Namespace) -> int:
     failed = [r for r in rows if not r["ok"]]
     for row in failed:
         print(f"\n--- {label(row)} ---\n{row['feedback']}")
+        if row.get("input_seed") is not None:
+            print(f"(its inputs again: --task {row['task']} --input-seed {row['input_seed']})")
     print(f"\n{len(rows) - len(failed)} of {len(rows)} reference solutions pass on {device} "
           f"(shape sets {', '.join(shapes)}) in {time.perf_counter() - started:.0f} s")
     if args.json:

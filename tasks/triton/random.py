@@ -9,8 +9,9 @@ makes them, which a generator of a few random bits per element cannot fake. The 
 it runs every case twice (same seed, same output) and under four seeds that differ in single bits
 (different outputs).
 
-The non-seed inputs (x, probs, ...) are drawn from a sampler with a FIXED seed, so they are the same
-under every seed: a kernel that ignores ``seed`` then returns identical outputs and is caught.
+The non-seed inputs (x, probs, ...) are drawn from a sampler whose seed is FIXED within an evaluation, so
+they are the same under every seed: a kernel that ignores ``seed`` then returns identical outputs and is
+caught.
 """
 
 from __future__ import annotations
@@ -73,19 +74,21 @@ def _judged(what: str) -> str:
 
 
 def _fixed(s: Sampler) -> Sampler:
-    return Sampler(_FIXED_INPUT_SEED, s.dist, s.device)
+    """The same under every seed of one evaluation, and another in another evaluation (``Sampler.salt``)."""
+    return Sampler(_FIXED_INPUT_SEED ^ s.salt, s.dist, s.device)
 
 
 def _seed(s: Sampler, case) -> int:
-    """The kernel's seed: see ``_SEEDS``; a fresh draw under any other judge seed (the late re-checks)."""
-    if s.seed not in _SEEDS:
+    """The kernel's seed: see ``_SEEDS`` (the roles, ``Sampler.role``; the base seed is the case's, mixed
+    with the evaluation's ``Sampler.salt``); a fresh draw under any other judge seed (the late re-checks)."""
+    if s.role not in _SEEDS:
         return s.integer(*_SEED_RANGE)
-    rng = random.Random(zlib.crc32(repr(sorted(case.items())).encode()))
+    rng = random.Random(zlib.crc32(repr(sorted(case.items())).encode()) ^ s.salt)
     base = 0
     while bin(base).count("1") < 2:  # no flip of one bit can give 0
         base = rng.randrange(*_SEED_RANGE)
     flips = [0] + [1 << rng.randrange(lo, hi) for lo, hi in _SEED_BIT_RANGES]
-    return base ^ flips[_SEEDS.index(s.seed)]
+    return base ^ flips[_SEEDS.index(s.role)]
 
 
 def _rows(m: int, n: int, dtype: str, **extra) -> dict:

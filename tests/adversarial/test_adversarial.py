@@ -259,6 +259,8 @@ def test_every_loophole_in_the_design_has_a_candidate():
         # tests/adversarial/test_timed_switch.py, and on a GPU tests/gpu/test_timed_trace_gpu.py
         "timed_torch_switch",
         "timed_cached_answer",
+        # tests/adversarial/test_known_inputs.py
+        "stored_answers",
         # GPU-only: tests/gpu/test_adversarial_gpu.py
         "side_stream",
         "side_stream_under_spin",

@@ -8,10 +8,13 @@ of the case that must fail (None: any case), ``words`` what its message must say
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from warpgym.env import EvalOptions
+from warpgym.tasks import get_task
 
-from .conftest import CANDIDATES, explain
+from .conftest import CANDIDATES, candidate_source, explain
 
 # candidate, task, shape set that catches it, key of the failing case (None: any), words of the message
 WRONG = [
@@ -38,9 +41,15 @@ HONEST = [
 
 @pytest.mark.parametrize(("name", "task_id", "shape_set", "case_key", "words"), WRONG,
                          ids=[row[0] for row in WRONG])
-def test_a_wrong_kernel_fails_the_case_made_for_it(judge, name, task_id, shape_set, case_key, words):
+def test_a_wrong_kernel_fails_the_case_made_for_it(cpu_evaluator, name, task_id, shape_set, case_key, words):
     options = EvalOptions(device="cpu", shape_sets=(shape_set,), timing=False)
-    result = judge(task_id, f"checks/{name}", options)
+    task = get_task(task_id)
+    if case_key is not None:
+        # Only the case made for it: the other cases' inputs change with every evaluation's root, and may
+        # catch the kernel first by chance (an fp16 tie in a window of plain N(0, 1) values).
+        made_for_it = [c for c in task.shapes[shape_set] if case_key in c]
+        task = dataclasses.replace(task, shapes={**task.shapes, shape_set: made_for_it})
+    result = cpu_evaluator.evaluate(task, candidate_source(f"checks/{name}"), options)
     assert result.compiled and result.correct is False, explain(result)
     failed = [c for c in result.cases if c.passed is False]
     assert failed and not result.violations, explain(result)

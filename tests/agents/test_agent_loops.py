@@ -93,6 +93,10 @@ def test_wrong_first_answer_fixed_at_turn_two(tmp_path: Path, env_factory: Any) 
     assert [m["role"] for m in sent] == ["system", "user", "assistant", "user"]
     assert "Target hardware: sm_90a" in sent[0]["content"]  # context level "specs"
     assert "INCORRECT" in sent[3]["content"] and "expected" in sent[3]["content"]
+    # Each turn's record keeps the root of its inputs (to replay it); the model never read it.
+    roots = [t.result["input_seed"] for t in result.turns]
+    assert all(isinstance(r, int) for r in roots) and roots[0] != roots[1]
+    assert not any(str(r) in m["content"] for r in roots for m in sent)
     # What the replay provider was asked: the metadata that finds a recorded answer.
     assert [c["metadata"]["turn"] for c in provider.calls] == [1, 2]
     meta = provider.calls[1]["metadata"]

@@ -15,6 +15,7 @@ def test_suite_check_streams_rows_and_resumes(tmp_path, capsys):
     assert main(["suite", "check", "--device", "cpu", "--task", "math/add", "--jsonl", str(log)]) == 0
     rows = [json.loads(line) for line in log.read_text().splitlines()]
     assert [(r["task"], r["correct"]) for r in rows] == [("math/add", True)]
+    assert isinstance(rows[0]["input_seed"], int)  # the root its inputs were drawn from, to replay them
     capsys.readouterr()
     # A second run with the same file repeats nothing it already has.
     assert main(["suite", "check", "--device", "cpu", "--task", "math/add", "--jsonl", str(log),
@@ -71,3 +72,13 @@ def test_bench_cases_are_checked_once_on_a_gpu():
     assert default_shapes("cpu", timing=True) == ("dev", "heldout")
     assert default_shapes("cuda", timing=True) == ("dev", "heldout")  # bench: after the timing loop
     assert default_shapes("cuda:1", timing=False) == ("dev", "heldout", "bench")
+
+
+def test_a_chosen_input_seed_is_used_and_recorded(tmp_path, capsys):
+    log = tmp_path / "rows.jsonl"
+    assert main(["suite", "check", "--device", "cpu", "--task", "math/add", "--shapes", "dev",
+                 "--input-seed", "1234", "--jsonl", str(log)]) == 0
+    assert [json.loads(line)["input_seed"] for line in log.read_text().splitlines()] == [1234]
+    capsys.readouterr()
+    assert main(["suite", "check", "--device", "cpu", "--task", "math/add", "--input-seed", "-1"]) == 2
+    assert "--input-seed" in capsys.readouterr().err

@@ -35,6 +35,8 @@ VARIANTS = {
     "limits": EvalOptions(device="cpu", limits=Limits(run=5.0)),
     "profile": EvalOptions(device="cpu", profile=True),
     "memcheck": EvalOptions(device="cpu", memcheck=True),
+    "input seed": EvalOptions(device="cpu", input_seed=5),
+    "another input seed": EvalOptions(device="cpu", input_seed=6),
     "reveal shapes": EvalOptions(device="cpu", reveal_shapes=False),
     "device": EvalOptions(device="cuda"),
 }
@@ -67,7 +69,7 @@ def test_every_option_that_changes_a_verdict_changes_the_run_s_key():
     assert len(set(keys.values())) == len(keys)
 
 
-@pytest.mark.parametrize("name", ["paired budget", "traced sample", "timing off", "shape sets"])
+@pytest.mark.parametrize("name", ["paired budget", "traced sample", "timing off", "shape sets", "input seed"])
 def test_two_evaluations_that_differ_only_in_one_option_share_no_cache_entry(name):
     executor = CountingExecutor()
     pool = EvaluatorPool(executor=executor)
@@ -97,6 +99,8 @@ def test_the_server_s_key_covers_the_judge_settings_it_chooses_itself():
     for paired in (PairedTiming(traced_blocks=0), PairedTiming(budget_seconds=2.0),
                    PairedTiming(max_rounds=30)):
         assert serve_key(sub, "cuda:H200:1", dataclasses.replace(judged, paired=paired), task_print) != base
+    assert judged.input_seed is None  # a client never chooses the root of its inputs
+    assert serve_key(sub, "cuda:H200:1", dataclasses.replace(judged, input_seed=3), task_print) != base
     timed_off = _sub(timing=False)
     assert serve_key(timed_off, "cuda:H200:1", eval_options(timed_off.options.model_dump(mode="json"),
                                                              "cuda"), task_print) != base
