@@ -114,3 +114,17 @@ def test_a_logic_bug_gets_no_precision_hint():
     tanh_form = torch.nn.functional.gelu(g, approximate="tanh")
     result = _compare_tensor(torch.nn.functional.gelu(g.float()), tanh_form, FP32_TIGHT)
     assert not result["passed"] and HINT not in result["message"], result["message"]
+
+
+def test_an_answer_beyond_float16_s_range_is_the_infinity_float16_holds_and_nothing_else():
+    tol = Tolerance(1e-3, 1e-2, 2e-3, "fp16")
+    ref = torch.tensor([75727.5, -70000.0, 1.0, 65000.0], dtype=torch.float64)
+    right = ref.to(torch.float16)  # inf, -inf, 1, 65000
+    assert torch.isinf(right[:2]).all()
+    assert _compare_tensor(right, ref, tol)["passed"]
+    wrong_sign = right.clone()
+    wrong_sign[0] = float("-inf")
+    assert not _compare_tensor(wrong_sign, ref, tol)["passed"]
+    inf_in_range = right.clone()
+    inf_in_range[3] = float("inf")  # 65000 fits float16: an infinity there is wrong
+    assert not _compare_tensor(inf_in_range, ref, tol)["passed"]

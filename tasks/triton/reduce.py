@@ -159,8 +159,9 @@ the rows (M reaches tens of thousands). Half-precision sums stay in range.
     flops=lambda c: c["m"] * c["n"],
     bytes=lambda c: (c["m"] * c["n"] + c["n"]) * elem_size(c["dtype"]),
     tolerances={
-        "float32": Tolerance(1e-4, 1e-5, 1e-5, "fp32 sums of up to 2e4 terms of up to ~500: ~1e-5 absolute "
-                             "from reordering; columns whose sum cancels need the absolute part"),
+        "float32": Tolerance(1e-3, 1e-5, 1e-4, "fp32 sums of up to 2e4 terms of up to ~500: reordering moved "
+                             "a sum of 7.5 by 3e-4 on outlier inputs; columns whose sum cancels need the "
+                             "absolute part"),
         "float16": FP16_SUM, "bfloat16": BF16_SUM,
     },
     distributions=("normal", "uniform", "outliers"),

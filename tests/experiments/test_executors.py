@@ -57,14 +57,31 @@ def _play(exp: config.Experiment, run_dir: Path, executor: Any) -> runner.Outcom
         store.close()
 
 
+def _judged(result: dict[str, Any]) -> dict[str, Any]:
+    """A verdict less what differs between two evaluations of one candidate: timings, sandbox paths, and which
+    cases failed by how much (each evaluation draws its inputs from its own secret root), with the text."""
+    kept = {k: v for k, v in result.items() if k not in ("sandbox", "seconds", "input_seed", "feedback")}
+    kept["cases"] = sorted({c.get("shape_set") for c in result.get("cases") or []})  # which ones ran; a wrong
+    kept["errors"] = sorted(result.get("errors") or {})  # kernel may fail other cases on other inputs
+    return kept
+
+
+def _same_verdicts(got: list[tuple[Any, ...]], want: list[tuple[Any, ...]]) -> None:
+    assert [g[:4] for g in got] == [w[:4] for w in want]
+    for g, w in zip(got, want, strict=True):
+        keys = g[4].keys() | w[4].keys()
+        differ = {k: (g[4].get(k), w[4].get(k)) for k in keys if g[4].get(k) != w[4].get(k)}
+        assert not differ, (g[:4], differ)
+
+
 def _verdicts(run_dir: Path) -> list[tuple[Any, ...]]:
-    """Each stored turn: its episode, number, phase and whole verdict (less timings and sandbox paths)."""
+    """Each stored turn: its episode, number, phase and verdict (``_judged``)."""
     rows = []
     with Store(run_dir / "store.sqlite", readonly=True) as store:
         assert all(e["status"] == "finished" for e in store.episodes())
         for e in store.episodes():
             for r in store.turn_records(e["id"]):
-                result = {k: v for k, v in (r["result"] or {}).items() if k not in ("sandbox", "seconds")}
+                result = _judged(r["result"] or {})
                 rows.append((e["task"], e["sample"], r["turn"], r["phase"], result))
         assert len(store.turns()) == len(rows)
     return rows
@@ -208,7 +225,7 @@ def test_ray_actors_store_the_same_verdicts_as_local_evaluators(
     exp = _experiment('executor = "ray"\n')
     outcome = _play(exp, tmp_path / "run", Shared(ray_executor))
     assert (outcome.finished, outcome.total, outcome.errors) == (1, 1, 0)
-    assert _verdicts(tmp_path / "run") == local_run
+    _same_verdicts(_verdicts(tmp_path / "run"), local_run)
     with Store(tmp_path / "run" / "store.sqlite", readonly=True) as store:
         assert store.events()[0]["detail"]["devices"][0].startswith("ray:")
         assert store.events()[-1]["detail"]["executor"]["executor"] == "RayExecutor"
@@ -247,7 +264,8 @@ def test_an_actor_killed_mid_evaluation_is_replaced_and_the_step_retried(
     assert (ray_executor.lost - lost, ray_executor.replaced - replaced) == (1, 1)
     (slot,) = ray_executor.current.values()
     assert slot.generation >= 1 and slot.info["pid"] != first_pid
-    assert _verdicts(tmp_path / "run") == local_run  # ...yet every turn is stored, once, as judged locally
+    # ...yet every turn is stored, once, as judged locally
+    _same_verdicts(_verdicts(tmp_path / "run"), local_run)
     with Store(tmp_path / "run" / "store.sqlite", readonly=True) as store:
         assert len(store.calls()) == 3  # one model call per turn: the retry asked the model nothing
 
