@@ -266,7 +266,8 @@ def _release(ev: Evaluation, case: dict[str, Any]) -> None:
 def timing_of(case: dict[str, Any], outcome: PairedOutcome, machine: MachineState,
               baseline_errors: dict[str, str]) -> Timing:
     """The case's figures, every one from this window."""
-    calls = [ms for block in outcome.candidate_ms() for ms in block]
+    blocks = outcome.candidate_ms()
+    calls = [ms for block in blocks for ms in block]
     issue = [ms for block in outcome.candidate for ms in block.issue_ms]
     ratios = {}
     for name in outcome.baselines:
@@ -280,7 +281,7 @@ def timing_of(case: dict[str, Any], outcome: PairedOutcome, machine: MachineStat
         host_issue_ms=statistics.median(issue), starved_calls=sum(b.starved for b in outcome.candidate),
         retimed_calls=sum(b.retimed for b in outcome.candidate), ratios=ratios, rounds=outcome.rounds,
         block_calls=outcome.block_calls, ended_by=outcome.ended_by, baseline_errors=baseline_errors,
-        round_ms=[round(statistics.median(block), 5) for block in outcome.candidate_ms()],
+        round_ms=[round(statistics.median(block), 5) for block in blocks],
         round_ratios={name: [round(r, 5) for r in outcome.round_ratios(name)] for name in outcome.baselines},
         order_effect={name: round(e, 5) for name in outcome.baselines
                       if (e := outcome.order_effect(name)) is not None},

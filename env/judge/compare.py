@@ -68,11 +68,12 @@ def _compare_tensor(out: torch.Tensor, ref: torch.Tensor, tol: Any) -> dict[str,
         return {"passed": True, "max_abs_error": 0.0, "max_rel_error": 0.0, "rel_l2_error": 0.0,
                 "mismatches": 0, "message": ""}
     same, diff = _abs_error(o, r)
-    if out.dtype.is_floating_point and ref.dtype != out.dtype:
+    converted = out.dtype.is_floating_point and ref.dtype != out.dtype
+    as_held = ref.to(out.dtype).to(torch.float64) if converted else r  # the answer in the output dtype
+    if converted:
         # Beyond the output dtype's range the answer it holds is an infinity (float16 above 65520): that
         # infinity is right, as the reference computed in that dtype gives it.
-        held_inf = ref.to(out.dtype).to(torch.float64)
-        overflowed = torch.isfinite(r) & torch.isinf(held_inf) & (o == held_inf)
+        overflowed = torch.isfinite(r) & torch.isinf(as_held) & (o == as_held)
         same = same | overflowed
         diff = torch.where(overflowed, 0.0, diff)
     bound = tol.atol + tol.rtol * r.abs()
@@ -80,10 +81,10 @@ def _compare_tensor(out: torch.Tensor, ref: torch.Tensor, tol: Any) -> dict[str,
     mismatches = int(bad.sum())
     finite = torch.isfinite(r)
     held, held_diff = r, diff
-    if out.dtype in (torch.float16, torch.bfloat16) and ref.dtype != out.dtype:
+    if out.dtype in (torch.float16, torch.bfloat16) and converted:
         # The norm-wise bound is against the answer as the output dtype holds it: a softmax over 2^26
         # elements is ~1e-8 per element, below float16's range, and zero is then the best answer.
-        held = ref.to(out.dtype).to(torch.float64)
+        held = as_held
         finite = finite & torch.isfinite(held)
         held_diff = _abs_error(o, held)[1]
     ref_norm = float(torch.linalg.vector_norm(torch.where(finite, held, 0.0)))
