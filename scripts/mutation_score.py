@@ -2,7 +2,10 @@
 
 Each reference solution of the chosen categories is mutated by the operators of ``mutation_ops.py``
 (one mutant per matched site, at most ``--max-sites`` per task and operator), and each mutant is judged
-like any candidate on the dev and heldout shapes. A mutant is killed when the verdict is not correct;
+like any candidate on the dev and heldout shapes. A mutant is killed when the verdict is not correct
+under every one of ``--roots`` input roots (each evaluation draws its inputs from a root of its own, so a
+mutant that fails on most draws and passes on some is a survivor: a wrong kernel that passes one
+evaluation in four is a hole, not a kill);
 a surviving mutant must be killed by a new case or listed, with why it computes the same thing, in
 ``tasks/mutants_equivalent.toml``. Results are appended to a JSONL file as they come, and a rerun
 skips mutants already judged against the same task declaration, so a long run can be stopped and
@@ -82,27 +85,38 @@ def _start() -> None:
     Finalize(_EVALUATOR, _EVALUATOR.close, exitpriority=10)
 
 
-def judge(row: dict[str, Any]) -> dict[str, Any]:
+def judge(row: dict[str, Any], roots: int = 1) -> dict[str, Any]:
+    """The mutant judged ``roots`` times, each on inputs from a root of its own; it stops at the first
+    evaluation it passes. ``passed_root`` replays that one (``--input-seed``)."""
     from warpgym.env import EvalOptions
     from warpgym.tasks import get_task
 
     started = time.perf_counter()
-    result = _EVALUATOR.evaluate(get_task(row["task"]), row["source"],
-                                 EvalOptions(device="cpu", shape_sets=("dev", "heldout"), timing=False))
-    failed = [c for c in result.cases if c.passed is False]
-    reason = (result.violations[0].message if result.violations else failed[0].message if failed
-              else (result.compile_errors or [""])[0])
+    task = get_task(row["task"])
+    options = EvalOptions(device="cpu", shape_sets=("dev", "heldout"), timing=False)
     out = {k: v for k, v in row.items() if k != "source"}
-    out.update(killed=result.correct is not True, stage=result.stage, reason=(reason or "")[:300],
-               failing_case=(failed[0].case if failed else None),
-               seconds=round(time.perf_counter() - started, 1))
+    for attempt in range(max(1, roots)):
+        result = _EVALUATOR.evaluate(task, row["source"], options)
+        failed = [c for c in result.cases if c.passed is False]
+        reason = (result.violations[0].message if result.violations else failed[0].message if failed
+                  else (result.compile_errors or [""])[0])
+        out.update(killed=result.correct is not True, stage=result.stage, reason=(reason or "")[:300],
+                   failing_case=(failed[0].case if failed else None), roots=attempt + 1)
+        if not out["killed"]:
+            out["passed_root"] = result.input_seed
+            break
+    out["seconds"] = round(time.perf_counter() - started, 1)
     return out
 
 
-def _settled(earlier: dict[str, Any] | None, row: dict[str, Any]) -> bool:
-    """Judged already: killed (cases are only ever added, so it stays killed), or survived this very task
-    declaration (a new case or tolerance may kill it now)."""
-    return earlier is not None and (earlier["killed"] or earlier["declaration"] == row["declaration"])
+def _settled(earlier: dict[str, Any] | None, row: dict[str, Any], roots: int = 1) -> bool:
+    """Judged already: killed under at least ``roots`` roots (cases are only ever added, so it stays
+    killed), or survived this very task declaration (a new case or tolerance may kill it now)."""
+    if earlier is None:
+        return False
+    if earlier["killed"]:
+        return earlier.get("roots", 1) >= roots
+    return earlier["declaration"] == row["declaration"]
 
 
 def read_results(path: Path) -> dict[str, dict[str, Any]]:
@@ -177,6 +191,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--operator", action="append", default=None, choices=sorted(mutation_ops.OPERATORS))
     parser.add_argument("--max-sites", type=int, default=1, help="mutants per task and operator (default 1)")
     parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--roots", type=int, default=1,
+                        help="input roots a mutant must fail under to count as killed (default 1)")
     parser.add_argument("--results", type=Path, default=ROOT / "docs" / "runs" / "mutants.jsonl")
     parser.add_argument("--report-only", action="store_true", help="judge nothing; report the results file")
     parser.add_argument("--markdown", type=Path, help="write the table into this file's generated block")
@@ -187,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
                                   if args.gpu_only or op not in mutation_ops.GPU_ONLY]
     rows = planned(args.category, operators, args.max_sites, args.task)
     done = read_results(args.results)
-    todo = [] if args.report_only else [r for r in rows if not _settled(done.get(r["key"]), r)]
+    todo = [] if args.report_only else [r for r in rows if not _settled(done.get(r["key"]), r, args.roots)]
     print(f"{len(rows)} mutants planned, {len(rows) - len(todo)} already judged, {len(todo)} to judge",
           flush=True)
     args.results.parent.mkdir(parents=True, exist_ok=True)
@@ -195,14 +211,15 @@ def main(argv: list[str] | None = None) -> int:
         context = multiprocessing.get_context("spawn")
         with open(args.results, "a") as log, ProcessPoolExecutor(
                 max_workers=max(1, args.jobs), mp_context=context, initializer=_start) as pool:
-            for future in as_completed([pool.submit(judge, r) for r in todo]):
+            for future in as_completed([pool.submit(judge, r, args.roots) for r in todo]):
                 row = future.result()
                 done[row["key"]] = row
                 log.write(json.dumps(row) + "\n")
                 log.flush()
                 verdict = "killed  " if row["killed"] else "SURVIVED"
+                root = f" (passed root {row['passed_root']})" if "passed_root" in row else ""
                 print(f"{verdict} {row['key']:70s} {row['seconds']:6.1f}s "
-                      f"{row['reason'][:80]!r}", flush=True)
+                      f"{row['reason'][:80]!r}{root}", flush=True)
     judged = [done[r["key"]] for r in rows if r["key"] in done]
     planned_per: dict[str, int] = defaultdict(int)
     for row in rows:

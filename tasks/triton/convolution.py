@@ -492,7 +492,9 @@ Accumulate in float32 and return a new contiguous (N, C_out, OH, OW) tensor.
         "heldout": [_t2(1, 1, 1, 1, 1, 1, 1, 0, "float16"), _t2(2, 20, 9, 7, 24, 3, 2, 1, "float16"),
                     _t2(1, 33, 6, 6, 17, 4, 2, 1, "float16"), _t2(1, 8, 5, 5, 8, 4, 2, 1, "bfloat16"),
                     # channels a multiple of 16 and K not a multiple of the stride, as for conv-transpose1d
-                    _t2(1, 16, 5, 5, 8, 3, 2, 1, "float16")],
+                    _t2(1, 16, 5, 5, 8, 3, 2, 1, "float16"),
+                    # a stride and a padding no dev case has: a kernel written for strides 1 and 2 fails
+                    _t2(1, 12, 4, 5, 10, 5, 3, 2, "float16")],
         "bench": [_t2(64, 512, 32, 32, 256, 4, 2, 1, "bfloat16"),
                   _t2(32, 256, 64, 64, 128, 4, 2, 1, "float16")],
     },
