@@ -3,20 +3,25 @@
 The worker runs untrusted code, so nothing it sends may execute on the harness's side when
 decoded; a pickle would. Tensors travel in both directions (a call's inputs to the worker, its outputs
 back): each is moved to the host only when its bytes are sent, so a request holding several bench-sized
-input sets never has all of them on the host at once.
+input sets never has all of them on the host at once. A tensor's bytes go straight between its memory
+and the socket (a length frame, then the raw bytes): ``Connection.recv_bytes_into`` gathers a large
+message in chunks before copying it, ten times slower for a gigabyte, which bench-sized inputs and
+outputs cross on every evaluation.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from multiprocessing import BufferTooShort
+import os
 from multiprocessing.connection import Connection
 from typing import Any
 
 import torch
 
 MAX_MESSAGE_BYTES = 1 << 34
+CHUNK_BYTES = 1 << 24
+"""At most this much per read or write system call (a socket moves less than that per call anyway)."""
 
 
 def _dtype(name: str) -> torch.dtype:
@@ -48,8 +53,25 @@ def send(conn: Connection, obj: Any) -> None:
     conn.send_bytes(header.encode())
     for t in tensors:
         host = t.detach().to("cpu").contiguous()
-        conn.send_bytes(memoryview(host.reshape(-1).view(torch.uint8).numpy()) if host.numel() else b"")
-        del host
+        payload = memoryview(host.reshape(-1).view(torch.uint8).numpy()) if host.numel() else memoryview(b"")
+        conn.send_bytes(len(payload).to_bytes(8, "little"))
+        _write_all(conn.fileno(), payload)
+        del host, payload
+
+
+def _write_all(fd: int, data: memoryview) -> None:
+    sent = 0
+    while sent < len(data):
+        sent += os.write(fd, data[sent:sent + CHUNK_BYTES])
+
+
+def _read_into(fd: int, buffer: memoryview) -> None:
+    got = 0
+    while got < len(buffer):
+        n = os.readv(fd, [buffer[got:got + CHUNK_BYTES]])
+        if n == 0:
+            raise EOFError("the channel closed inside a tensor's bytes")
+        got += n
 
 
 def _receive_tensor(conn: Connection, dtype: torch.dtype, shape: list[int]) -> torch.Tensor:
@@ -57,17 +79,12 @@ def _receive_tensor(conn: Connection, dtype: torch.dtype, shape: list[int]) -> t
     a payload of any other size is refused."""
     out = torch.empty(shape, dtype=dtype)
     expected = out.numel() * out.element_size()
-    if expected == 0:
-        if conn.recv_bytes(MAX_MESSAGE_BYTES):
-            raise ValueError("a tensor payload larger than its header says")
-        return out
-    buffer = out.reshape(-1).view(torch.uint8).numpy()
-    try:
-        got = conn.recv_bytes_into(buffer)
-    except BufferTooShort as exc:
-        raise ValueError("a tensor payload larger than its header says") from exc
+    frame = conn.recv_bytes(8)
+    got = int.from_bytes(frame, "little") if len(frame) == 8 else -1
     if got != expected:
         raise ValueError(f"a tensor payload of {got} bytes where its header says {expected}")
+    if expected:
+        _read_into(conn.fileno(), memoryview(out.reshape(-1).view(torch.uint8).numpy()))
     return out
 
 
