@@ -1,16 +1,19 @@
-"""The hand-written CUDA reference of ptx/gemm-bf16 on a GPU: correct, how fast against cuBLAS, arch-verified.
+"""The hand-written CUDA reference of ptx/gemm-bf16 (or -fp8) on a GPU: correct, how fast against the
+vendor library, arch-verified.
 
-    python3 scripts/cuda_gemm_check.py [--out DIR] [--variants JSON] [--reps 30] [--no-eval]
+    python3 scripts/cuda_gemm_check.py [--dtype bf16|fp8] [--out DIR] [--variants JSON] [--reps 30]
+        [--no-eval]
 
 Builds the reference's kernel through warpgym.loader exactly as the judge's worker does (its module run with
 its attachments installed), once per tile variant (defines over the shipped ones; the first variant is the
 shipped one), each in a child process of its own, so a hang or a fault in one variant is a row, not the end
 of the run. Per variant: the result against an fp32 torch.matmul at the bench shape and at odd shapes (M, N,
 K multiples of 16 but not of the tiles), the output's memory filled with NaN first so unwritten elements
-show, then the time at the bench shape against cuBLAS (torch.matmul), both through the evaluator's timing
-(L2 flushed before each call, inputs rotated), in alternating rounds. Then the shipped folder through
-``warpgym eval ptx/gemm-bf16 <folder> --device cuda --json``: correct, and the required features present
-AND executed. Writes cuda_gemm_check.json (and eval.json) under --out, default $OUT, else the cwd.
+show, then the time at the bench shape against cuBLAS (torch.matmul; for fp8 cuBLASLt through
+torch._scaled_mm), both through the evaluator's timing (L2 flushed before each call, inputs rotated), in
+alternating rounds. Then the shipped folder through ``warpgym eval ptx/gemm-<dtype> <folder> --device cuda
+--json``: correct, and the required features present AND executed. Writes cuda_gemm_check.json (and
+eval.json) under --out, default $OUT, else the cwd.
 """
 
 from __future__ import annotations
@@ -25,7 +28,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-FOLDER = ROOT / "tasks" / "solutions" / "ptx" / "gemm-bf16-cuda"
+DTYPE = sys.argv[sys.argv.index("--dtype") + 1] if "--dtype" in sys.argv else "bf16"
+TASK = f"ptx/gemm-{DTYPE}"
+FOLDER = ROOT / "tasks" / "solutions" / "ptx" / f"gemm-{DTYPE}-cuda"
 BENCH = (8192, 7168, 5120)
 ODD = [(272, 208, 336), (1040, 528, 1104), (16, 1024, 2048), (144, 272, 80), (128, 256, 64),
        (4096, 4096, 4096), (8192 - 16, 7168 + 16, 5120 - 48)]
@@ -45,8 +50,36 @@ def _solution() -> dict:
     candidate = Candidate.from_path(FOLDER)
     attachments.install(candidate.attachments)
     namespace: dict = {"__name__": "candidate"}
-    exec(compile(candidate.source, str(FOLDER / "gemm-bf16-cuda.py"), "exec"), namespace)  # noqa: S102
+    exec(compile(candidate.source, str(FOLDER / f"gemm-{DTYPE}-cuda.py"), "exec"), namespace)  # noqa: S102
     return namespace
+
+
+def _inputs(m: int, n: int, k: int, generator=None) -> dict:
+    """The task's operands: bf16 N(0, 1), or e4m3 of 4 N(0, 1) with per-tensor scales."""
+    import torch
+
+    if DTYPE == "bf16":
+        return {"a": torch.randn(m, k, device="cuda", dtype=torch.bfloat16, generator=generator),
+                "b": torch.randn(n, k, device="cuda", dtype=torch.bfloat16, generator=generator)}
+    a, b = (4 * torch.randn(rows, k, device="cuda", generator=generator) for rows in (m, n))
+    scales = 0.02 + 0.03 * torch.rand(2, device="cuda", generator=generator)
+    return {"a": a.clamp(-448, 448).to(torch.float8_e4m3fn), "b": b.clamp(-448, 448).to(torch.float8_e4m3fn),
+            "scale_a": scales[:1].clone(), "scale_b": scales[1:].clone()}
+
+
+def _exact(x: dict):
+    """The answer in fp32 from the same operands."""
+    out = x["a"].float() @ x["b"].float().T
+    return out * x["scale_a"] * x["scale_b"] if DTYPE == "fp8" else out
+
+
+def _vendor(**x):
+    import torch
+
+    if DTYPE == "bf16":
+        return torch.matmul(x["a"], x["b"].T)
+    return torch._scaled_mm(x["a"], x["b"].T, scale_a=x["scale_a"], scale_b=x["scale_b"],
+                            out_dtype=torch.bfloat16)
 
 
 def _wait(what: str) -> None:
@@ -67,14 +100,12 @@ def _wait(what: str) -> None:
 def _check(launch, m: int, n: int, k: int, seed: int) -> dict:
     import torch
 
-    g = torch.Generator(device="cuda").manual_seed(seed)
-    a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16, generator=g)
-    b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16, generator=g)
+    x = _inputs(m, n, k, torch.Generator(device="cuda").manual_seed(seed))
     poison = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
     del poison  # the caching allocator hands the NaN-filled block to the output: unwritten elements stay NaN
-    c = launch(a, b)
+    c = launch(**x)
     _wait(f"{m}x{n}x{k}")
-    ref = a.float() @ b.float().T
+    ref = _exact(x)
     diff = (c.float() - ref).abs()
     bad = ~(diff <= ATOL + RTOL * ref.abs())  # NaN counts as bad
     rel_l2 = (torch.linalg.vector_norm(c.float() - ref) / torch.linalg.vector_norm(ref)).item()
@@ -107,8 +138,8 @@ def child(defines: dict, reps: int, rounds: int) -> dict:
            "spills": kernel.info.spills, "shared": config["shared"],
            "warnings": record.warnings, "sass": {f: n for f, n in kernel.info.sass_counts.items() if n}}
 
-    def gemm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        return namespace["launch"](config, kernel, a, b)
+    def gemm(**x: torch.Tensor) -> torch.Tensor:
+        return namespace["launch"](config, kernel, *x.values())
 
     out["checks"] = [_check(gemm, m, n, k, seed) for seed, (m, n, k) in enumerate([BENCH, *ODD])]
     out["correct"] = all(c["ok"] for c in out["checks"])
@@ -116,15 +147,13 @@ def child(defines: dict, reps: int, rounds: int) -> dict:
     if not out["correct"]:
         return out
     m, n, k = BENCH
-    inputs = [{"a": torch.randn(m, k, device="cuda", dtype=torch.bfloat16),
-               "b": torch.randn(n, k, device="cuda", dtype=torch.bfloat16)} for _ in range(3)]
+    inputs = [_inputs(m, n, k) for _ in range(3)]
     flops = 2 * m * n * k
     gemm(**inputs[0])
     _wait("bench warm-up")
     ours, cublas = [], []
     for _ in range(rounds):
-        cublas.append(time_callable(lambda a, b: torch.matmul(a, b.T), inputs, warmup=5,
-                                    reps=reps)["median_ms"])
+        cublas.append(time_callable(_vendor, inputs, warmup=5, reps=reps)["median_ms"])
         ours.append(time_callable(gemm, inputs, warmup=5, reps=reps)["median_ms"])
     ratios = [c / o for c, o in zip(cublas, ours, strict=True)]
     out["timing"] = {"ms": ours, "cublas_ms": cublas, "vs_cublas": ratios,
@@ -136,7 +165,7 @@ def child(defines: dict, reps: int, rounds: int) -> dict:
 
 def _run_child(defines: dict, args: argparse.Namespace) -> dict:
     cmd = [sys.executable, __file__, "--child", json.dumps(defines), "--reps", str(args.reps),
-           "--rounds", str(args.rounds)]
+           "--rounds", str(args.rounds), "--dtype", DTYPE]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.child_timeout, cwd=ROOT)
     except subprocess.TimeoutExpired:
@@ -150,8 +179,8 @@ def _run_child(defines: dict, args: argparse.Namespace) -> dict:
 
 
 def _eval(out_dir: Path, timeout: int) -> dict:
-    cmd = [sys.executable, "-m", "warpgym.experiments.cli", "eval", "ptx/gemm-bf16", str(FOLDER), "--device",
-           "cuda", "--json"]
+    cmd = [sys.executable, "-m", "warpgym.experiments.cli", "eval", TASK, str(FOLDER), "--device", "cuda",
+           "--json"]
     started = time.perf_counter()
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
@@ -173,6 +202,7 @@ def _eval(out_dir: Path, timeout: int) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--dtype", choices=("bf16", "fp8"), default="bf16")
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT") or "."))
     parser.add_argument("--variants", default=None, help="JSON list of define dicts (default: a small sweep)")
     parser.add_argument("--reps", type=int, default=30)

@@ -17,7 +17,7 @@ from warpgym.experiments.cli.suite_cmd import markdown_table
 from warpgym.tasks import get_task
 
 EXTRA = "ptx/gemm-bf16-cuda"
-SOURCES = {"sm_90a": "gemm_bf16_wgmma.cu", "sm_100a": "gemm_bf16_tcgen05.cu"}
+SOURCES = {"sm_90a": "gemm_wgmma.cu", "sm_100a": "gemm_tcgen05.cu"}
 PROVEN = {"sm_90a": ("wgmma", "tma", "mbarrier", "setmaxnreg"), "sm_100a": ("tcgen05", "tma", "mbarrier")}
 """What each target's kernel must show in its SASS (not only its PTX: ptxas may drop an instruction)."""
 OPCODES = {"sm_90a": ("HGMMA.64x256x16.F32.BF16", "UTMALDG.2D", "USETMAXREG.TRY_ALLOC", "USETMAXREG.DEALLOC",
@@ -151,3 +151,71 @@ def test_suite_check_checks_both_references_and_resumes_by_reference(tmp_path, c
     assert "resuming: 1 tasks already" in capsys.readouterr().out
     assert main(argv) == 0
     assert "resuming: 2 tasks already" in capsys.readouterr().out and len(log.read_text().splitlines()) == 2
+
+
+FP8_EXTRA = "ptx/gemm-fp8-cuda"
+FP8_OPCODES = {"sm_90a": ("QGMMA.64x256x32.F32.E4M3.E4M3", "UTMALDG.2D", "USETMAXREG.TRY_ALLOC",
+                          "SYNCS.PHASECHK"),
+               "sm_100a": ("UTCQMMA", "LDTM", "UTMALDG.2D", "SYNCS.PHASECHK")}
+
+
+@pytest.fixture
+def fp8_solution():
+    candidate = get_task("ptx/gemm-fp8").solution_candidate(FP8_EXTRA)
+
+    def load(target: str) -> dict:
+        attachments.install(candidate.attachments)
+        loader.set_default_target(target)
+        try:
+            namespace: dict = {"__name__": "candidate"}
+            exec(compile(candidate.source, "gemm-fp8-cuda.py", "exec"), namespace)  # noqa: S102 - our own file
+            return namespace
+        finally:
+            loader.set_default_target(None)
+    yield load
+    attachments.clear()
+
+
+def test_the_fp8_reference_shares_the_bf16_sources():
+    bf16 = get_task("ptx/gemm-bf16").solution_candidate(EXTRA)
+    fp8 = get_task("ptx/gemm-fp8").solution_candidate(FP8_EXTRA)
+    assert get_task("ptx/gemm-fp8").extra_solutions == (FP8_EXTRA,)
+    assert dict(fp8.attachments) == dict(bf16.attachments)
+    report = check_source(fp8.source, "gemm_fp8", ["a", "b", "scale_a", "scale_b"], "cuda")
+    assert report.ok, report.violations
+
+
+@needs_tools
+@pytest.mark.parametrize("target", ["sm_90a", "sm_100a"])
+def test_the_fp8_kernel_runs_e4m3_tensor_core_instructions_and_proves_them_in_the_sass(fp8_solution, target):
+    namespace = fp8_solution(target)
+    kernel, config = namespace["KERNEL"], namespace["CONFIG"]
+    record = _record(kernel)
+    assert record.target == target and config["kernel"].startswith("gemm_fp8_")
+    assert missing_in_sass(kernel) == {}, record.log
+    assert [op for op in FP8_OPCODES[target] if op not in record.sass] == []
+    assert "BF16" not in "".join(line for line in record.sass.splitlines() if "MMA" in line)
+    assert kernel.info.spills == 0 and kernel.info.stack == 0
+    for warning in ("C7515", "C7508", "C7510"):
+        assert warning not in record.log and not any(warning in w for w in record.warnings)
+    if target == "sm_90a":
+        assert "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3" in record.ptx
+        assert kernel.info.registers * config["threads"] <= 65536
+    else:
+        assert "tcgen05.mma.cta_group::1.kind::f8f6f4" in record.ptx
+
+
+@needs_tools
+def test_an_fp8_launch_passes_the_loaders_checks_with_the_scales_and_stops_at_the_missing_gpu(fp8_solution):
+    namespace = fp8_solution("sm_90a")
+    a = torch.zeros(272, 336, dtype=torch.float8_e4m3fn)
+    b = torch.zeros(208, 336, dtype=torch.float8_e4m3fn)
+    scale = torch.ones(1)
+    before = REGISTRY.launch_count
+    with pytest.raises(loader.NoDeviceError):
+        namespace["gemm_fp8"](a, b, scale, scale)
+    assert REGISTRY.launch_count == before + 1
+    launch, config = REGISTRY.launches[-1], namespace["CONFIG"]
+    assert launch.kernel == "gemm_fp8_wgmma" and launch.grid == (1, 1, 1)
+    assert launch.shared_mem == config["shared"] == 4 * (128 + 256) * 128 + 1024 + 8 * 8 + 16
+    namespace["KERNEL"].check(132, config["threads"], config["shared"])

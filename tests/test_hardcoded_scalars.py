@@ -2,9 +2,10 @@
 
 Inputs come from a fresh root in every evaluation, so "the held-out cases catch it" must hold for every
 draw, not for the one a test happened to make: a held-out eps that matters only where a draw puts a second
-moment near zero let such a kernel pass one evaluation in four. The wrong kernel here is the reference
-itself computed exactly with the dev value in place of the argument (a real kernel adds rounding of its
-own, which only makes it fail more), judged by the judge's own comparison over several draws.
+moment near zero let such a kernel pass one evaluation in four. So each draw must catch it by a margin, not
+by the one element a lucky draw puts there. The wrong kernel here is the reference itself computed exactly
+with the dev value in place of the argument (a real kernel adds rounding of its own, which only makes it
+fail more), judged by the judge's own comparison over several draws.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from warpgym.tasks import Sampler, all_tasks
 from warpgym.tasks.spec import dtype_of, sequence
 
 DRAWS = 4
+MARGIN_ELEMENTS = 16
+MARGIN_L2 = 3.0
 ENUMERATED = {
     ("pooling/lp-pool2d", "norm_type"): "the statement allows 2.0 or 4.0",
     **{(f"quantization/{name}", "group_size"): "the statement allows 32, 64 or 128"
@@ -52,7 +55,9 @@ def _hardcodable() -> list[tuple[str, str]]:
 
 
 def _caught(task: Any, case: dict[str, Any], key: str, value: Any, seed: int, dist: str) -> bool:
-    """Whether the reference with ``key=value`` fails the judge's comparison on this draw."""
+    """Whether the reference with ``key=value`` fails the judge's comparison on this draw by a margin: at
+    least MARGIN_ELEMENTS elements outside the tolerance, or a norm-wise error MARGIN_L2 times its bound,
+    or an answer of another shape. A miss by one element is luck, and the next draw may not have it."""
     expected, meta = References("cpu").get(task, case, seed, dist)
     inputs = task.make_inputs(case, Sampler(seed, dist, "cpu"))
     precision = dtype_of(task.reference_precision)
@@ -63,9 +68,15 @@ def _caught(task: Any, case: dict[str, Any], key: str, value: Any, seed: int, di
             wrong = list(sequence(task.reference_of(case)(**inputs)))
         wrong = [w.to(m.dtype) if isinstance(w, torch.Tensor) else w
                  for w, m in zip(wrong, meta, strict=True)]
-        return not compare_outputs(wrong, expected, meta, task)["passed"]
+        found = compare_outputs(wrong, expected, meta, task)
     except (RuntimeError, ValueError, IndexError):
         return True  # no kernel can compute the case with that value: it fails
+    if found["passed"]:
+        return False
+    bound = max(task.tolerance(str(m.dtype).removeprefix("torch.")).rel_l2 for m in meta
+                if isinstance(m, torch.Tensor))
+    return ("mismatches" not in found or found["mismatches"] >= MARGIN_ELEMENTS
+            or not found["rel_l2_error"] < MARGIN_L2 * bound)
 
 
 @pytest.mark.parametrize(("task_id", "key"), _hardcodable())

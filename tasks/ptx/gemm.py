@@ -148,5 +148,6 @@ through torch._scaled_mm. On sm_90a the fp8 wgmma (QGMMA) takes both operands K-
         vendor_name="cuBLASLt (torch._scaled_mm)",
         reference_precision="float64",
         notes=_GEMM_NOTES,
+        extra_solutions=("ptx/gemm-fp8-cuda",),
     )
 )

@@ -220,11 +220,16 @@ new_param = param - lr * g / (sqrt(sq) + eps). Returns (new_param, sq).
 """,
     _rmsprop_reference,
     lambda c, s: {"param": s.tensor((c["n"],), c["dtype"]), "grad": s.tensor((c["n"],), c["dtype"]),
-                  "square_avg": s.uniform((c["n"],), 0.0, 0.05, c["dtype"]),
+                  "square_avg": s.uniform((c["n"],), 0.0, c.get("v_max", 0.05), c["dtype"]),
                   **_hyper(c, "lr", "alpha", "eps", "weight_decay")},
     dev={"lr": 0.01, "alpha": 0.99, "eps": 1e-8, "weight_decay": 0.0},
     held={"lr": 0.002, "alpha": 0.9, "eps": 1e-6, "weight_decay": 0.05},
     flops=11, tensors=5,
+    # As for Adam: with a tiny running average and small gradients sqrt(sq) is ~3e-4 and an eps of 1e-4
+    # moves every update by a quarter; elsewhere eps = 1e-6 against sqrt(sq) ~ 0.15 was caught only
+    # where a draw put sq near 0 (one element in the worst of 30 draws), and a kernel hard-coding 1e-8
+    # passed some evaluations.
+    held_extra=({"n": 30011, "v_max": 1e-10, "eps": 1e-4, "weight_decay": 0.0},),
 )
 
 

@@ -1,9 +1,9 @@
 """Reference solution for ptx/gemm-bf16 in hand-written CUDA C++ with inline PTX, built by the loader.
 
 The CUDA sources beside this module (its attachments) are compiled with NVRTC for the evaluation's target:
-``gemm_bf16_wgmma.cu`` on sm_90a (a warp-specialised persistent kernel: one producer warpgroup issuing
+``gemm_wgmma.cu`` on sm_90a (a warp-specialised persistent kernel: one producer warpgroup issuing
 TMA loads into a ring of mbarrier-guarded stages, two consumer warpgroups running wgmma m64n256k16,
-registers moved from producer to consumers with setmaxnreg) and ``gemm_bf16_tcgen05.cu`` on sm_100a
+registers moved from producer to consumers with setmaxnreg) and ``gemm_tcgen05.cu`` on sm_100a
 (TMA, tcgen05.mma into a double-buffered tensor-memory accumulator, tcgen05.ld epilogue). Both take A and B
 through TMA descriptors with the 128-byte swizzle the MMA descriptors expect.
 """
@@ -14,9 +14,9 @@ from warpgym import loader
 
 BM, BK = 128, 64
 CONFIGS = {
-    "sm_90a": {"source": "gemm_bf16_wgmma.cu", "kernel": "gemm_bf16_wgmma", "threads": 384,
+    "sm_90a": {"source": "gemm_wgmma.cu", "kernel": "gemm_bf16_wgmma", "threads": 384,
                "barriers": 0, "defines": {"BN": 256, "STAGES": 4, "INFLIGHT": 1, "GROUP_M": 16}},
-    "sm_100a": {"source": "gemm_bf16_tcgen05.cu", "kernel": "gemm_bf16_tcgen05", "threads": 256,
+    "sm_100a": {"source": "gemm_tcgen05.cu", "kernel": "gemm_bf16_tcgen05", "threads": 256,
                 "barriers": 4, "defines": {"BN": 256, "STAGES": 4, "GROUP_M": 8}},
 }
 """Per target: the attachment, its kernel, threads per block, the mbarriers beside the two per stage

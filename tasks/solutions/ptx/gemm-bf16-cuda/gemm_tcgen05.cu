@@ -1,24 +1,30 @@
-// C = A @ B^T in bf16 (fp32 accumulation) for Blackwell (sm_100a), written by hand in CUDA C++ with inline PTX.
+// C = A @ B^T (fp32 accumulation, bf16 output) for Blackwell (sm_100a), written by hand in CUDA C++ with inline
+// PTX: bf16 operands, or with FP8=1 float8 e4m3 operands and C scaled by scale_a[0] * scale_b[0].
 //
 // A is (M, K) and B is (N, K), both row-major (K-major operands). One block of 256 threads per SM walks
 // output tiles of 128 x BN (persistent grid, grouped order for L2), its warps specialised:
-//   warp 0: one thread issues TMA loads of 128 x 64 tiles of A and BN x 64 tiles of B into a ring of
+//   warp 0: one thread issues TMA loads of 128 x BK tiles of A and BN x BK tiles of B (BK elements = 128
+//     bytes: 64 bf16, 128 fp8) into a ring of
 //     STAGES shared-memory stages, each with a `full` mbarrier (its arrival + the stage's bytes) and an
 //     `empty` one (completed by tcgen05.commit once the MMAs that read the stage are done);
 //   warp 1: allocates 2 x BN columns of tensor memory (two accumulators, so one tile's epilogue overlaps
-//     the next tile's MMAs); one thread issues tcgen05.mma (M = 128, N = BN, K = 16, 128-byte swizzled
-//     K-major operands in shared memory) and commits each finished accumulator to its `tmem_full`;
+//     the next tile's MMAs); one thread issues tcgen05.mma (M = 128, N = BN, K = 32 bytes: kind::f16 or
+//     kind::f8f6f4, 128-byte swizzled K-major operands in shared memory) and commits each finished
+//     accumulator to its `tmem_full`;
 //   warps 4-7, the epilogue warpgroup: warp w reads TMEM lanes 32 (w % 4) .. + 31 (rows of the tile) with
 //     tcgen05.ld, rounds to bf16, stores to global memory, and releases the accumulator (`tmem_empty`).
 // TMA zero-fills out-of-bounds parts of a box, so ragged M, N and K need no masks on the loads; the epilogue
 // masks rows past M and 8-column groups past N (N is a multiple of 16).
 //
-// Compile-time options (defines): BN (a multiple of 32, 32..256), STAGES, GROUP_M.
+// Compile-time options (defines): FP8 (0: bf16, 1: e4m3), BN (a multiple of 32, 32..256), STAGES, GROUP_M.
 // Launch: grid = min(tiles, SMs), block 256, dynamic shared memory = gemm_shared_bytes (see the host).
 
 typedef unsigned int uint32_t;
 typedef unsigned long long uint64_t;   // NVRTC has no <cstdint> without extra include paths
 
+#ifndef FP8
+#define FP8 0
+#endif
 #ifndef BN
 #define BN 256
 #endif
@@ -33,16 +39,30 @@ typedef unsigned long long uint64_t;   // NVRTC has no <cstdint> without extra i
 #error "BN must be a multiple of 32 from 32 to 256"
 #endif
 
-constexpr int BM = 128, BK = 64;                     // BK bf16 = 128 bytes: one swizzle span per row
-constexpr uint32_t A_BYTES = BM * BK * 2;
-constexpr uint32_t B_BYTES = BN * BK * 2;
+#if FP8
+#define GEMM_KERNEL gemm_fp8_tcgen05
+#define SCALE_PARAMS , const float* __restrict__ scale_a, const float* __restrict__ scale_b
+#define MMA_KIND "kind::f8f6f4"
+#else
+#define GEMM_KERNEL gemm_bf16_tcgen05
+#define SCALE_PARAMS
+#define MMA_KIND "kind::f16"
+#endif
+
+constexpr int ELEM = FP8 ? 1 : 2;                    // bytes per operand element
+constexpr int BM = 128, BK = 128 / ELEM;             // BK elements = 128 bytes: one swizzle span per row
+constexpr int MMA_K = 32 / ELEM;                     // K elements per tcgen05.mma: 32 bytes
+constexpr uint32_t A_BYTES = BM * BK * ELEM;
+constexpr uint32_t B_BYTES = BN * BK * ELEM;
 constexpr uint32_t STAGE_BYTES = A_BYTES + B_BYTES;  // a multiple of 1024: every stage stays 1024-aligned
 constexpr uint32_t TMEM_COLS = 2 * BN <= 32 ? 32 : 2 * BN <= 64 ? 64 : 2 * BN <= 128 ? 128 : 2 * BN <= 256 ? 256 : 512;
 constexpr uint32_t EPILOGUE_THREADS = 128;
 
-// Instruction descriptor, kind::f16: D fp32 (bits 4-5 = 1), A and B bf16 (bits 7-9, 10-12 = 1), both K-major
-// (bits 15, 16 = 0), N >> 3 in bits 17-22, M >> 4 in bits 24-28.
-constexpr uint32_t IDESC = (1u << 4) | (1u << 7) | (1u << 10) | ((uint32_t)(BN >> 3) << 17) | ((uint32_t)(BM >> 4) << 24);
+// Instruction descriptor: D fp32 (bits 4-5 = 1), the A and B formats in bits 7-9 and 10-12 (kind::f16: bf16 = 1;
+// kind::f8f6f4: e4m3 = 0), both K-major (bits 15, 16 = 0), N >> 3 in bits 17-22, M >> 4 in bits 24-28.
+constexpr uint32_t AB_FORMAT = FP8 ? 0u : 1u;
+constexpr uint32_t IDESC = (1u << 4) | (AB_FORMAT << 7) | (AB_FORMAT << 10) | ((uint32_t)(BN >> 3) << 17)
+                           | ((uint32_t)(BM >> 4) << 24);
 
 struct alignas(64) TensorMap { uint64_t opaque[16]; };  // CUtensorMap, encoded on the host
 
@@ -84,8 +104,8 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const TensorMap* map, 
 
 // Shared-memory descriptor of a K-major operand in the 128-byte swizzle layout TMA wrote: stride offset
 // 1024 bytes (8 rows of 128), leading offset unused for this layout (1 by convention), bits 46-48 the fixed
-// 0b001, base offset 0 (1024-aligned tiles), bits 61-63 = 2: 128-byte swizzle. K steps of 16 move the
-// start address by 32 bytes.
+// 0b001, base offset 0 (1024-aligned tiles), bits 61-63 = 2: 128-byte swizzle. A K step of one MMA
+// (MMA_K elements) moves the start address by 32 bytes.
 __device__ __forceinline__ uint64_t smem_desc_sw128(uint32_t addr) {
     uint64_t d = 0;
     d |= (uint64_t)((addr & 0x3FFFF) >> 4);
@@ -99,10 +119,10 @@ __device__ __forceinline__ uint64_t smem_desc_sw128(uint32_t addr) {
 __device__ __forceinline__ void tc_fence_before() { asm volatile("tcgen05.fence::before_thread_sync;" ::: "memory"); }
 __device__ __forceinline__ void tc_fence_after() { asm volatile("tcgen05.fence::after_thread_sync;" ::: "memory"); }
 
-// D[128 x BN] (+)= A[128 x 16] . B[BN x 16]^T with D in tensor memory; accumulate = 0: D = A.B.
-__device__ __forceinline__ void mma_bf16(uint32_t d_tmem, uint64_t da, uint64_t db, uint32_t accumulate) {
+// D[128 x BN] (+)= A[128 x MMA_K] . B[BN x MMA_K]^T with D in tensor memory; accumulate = 0: D = A.B.
+__device__ __forceinline__ void mma(uint32_t d_tmem, uint64_t da, uint64_t db, uint32_t accumulate) {
     asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %4, 0;\n\t"
-                 "tcgen05.mma.cta_group::1.kind::f16 [%0], %1, %2, %3, p;\n\t}"
+                 "tcgen05.mma.cta_group::1." MMA_KIND " [%0], %1, %2, %3, p;\n\t}"
                  :: "r"(d_tmem), "l"(da), "l"(db), "r"(IDESC), "r"(accumulate) : "memory");
 }
 
@@ -125,9 +145,10 @@ __device__ __forceinline__ void tmem_load_32(uint32_t taddr, uint32_t* r) {
     asm volatile("tcgen05.wait::ld.sync.aligned;" ::: "memory");
 }
 
-__device__ __forceinline__ uint32_t pack_bf16x2(uint32_t lo, uint32_t hi) {
+// Two fp32 accumulator words, scaled, rounded to bf16 and packed: `lo` at the lower address.
+__device__ __forceinline__ uint32_t pack_bf16x2(uint32_t lo, uint32_t hi, float scale) {
     uint32_t r;
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(__uint_as_float(hi)), "f"(__uint_as_float(lo)));
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(scale * __uint_as_float(hi)), "f"(scale * __uint_as_float(lo)));
     return r;
 }
 
@@ -141,8 +162,8 @@ __device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int
 }
 
 extern "C" __global__ void __launch_bounds__(256, 1)
-gemm_bf16_tcgen05(const __grid_constant__ TensorMap a_map, const __grid_constant__ TensorMap b_map,
-                  unsigned short* __restrict__ c, int m, int n, int k) {
+GEMM_KERNEL(const __grid_constant__ TensorMap a_map, const __grid_constant__ TensorMap b_map,
+            unsigned short* __restrict__ c, int m, int n, int k SCALE_PARAMS) {
     extern __shared__ unsigned char smem_raw[];
     const uint32_t base = (smem_addr(smem_raw) + 1023u) & ~1023u;
     // Barriers after the stages: full[STAGES], empty[STAGES], tmem_full[2], tmem_empty[2], then the TMEM address.
@@ -208,8 +229,8 @@ gemm_bf16_tcgen05(const __grid_constant__ TensorMap a_map, const __grid_constant
                     tc_fence_after();
                     const uint32_t tile_a = base + s * STAGE_BYTES, tile_b = tile_a + A_BYTES;
 #pragma unroll
-                    for (int kk = 0; kk < BK / 16; ++kk) {
-                        mma_bf16(d_tmem, smem_desc_sw128(tile_a + 32 * kk), smem_desc_sw128(tile_b + 32 * kk),
+                    for (int kk = 0; kk < BK / MMA_K; ++kk) {
+                        mma(d_tmem, smem_desc_sw128(tile_a + 32 * kk), smem_desc_sw128(tile_b + 32 * kk),
                                  (kt > 0 || kk > 0) ? 1u : 0u);
                     }
                     mma_commit(empty0 + 8 * s);   // the stage is free once these MMAs have read it
@@ -220,6 +241,11 @@ gemm_bf16_tcgen05(const __grid_constant__ TensorMap a_map, const __grid_constant
         __syncwarp();
     } else if (warp >= 4) {
         const uint32_t quarter = warp % 4;         // this warp's TMEM lanes: 32 * quarter .. + 31
+#if FP8
+        const float scale = scale_a[0] * scale_b[0];
+#else
+        constexpr float scale = 1.0f;
+#endif
         uint32_t local = 0;
         for (int t = blockIdx.x; t < tiles; t += gridDim.x, ++local) {
             int tm, tn;
@@ -238,10 +264,10 @@ gemm_bf16_tcgen05(const __grid_constant__ TensorMap a_map, const __grid_constant
                 for (int g = 0; g < 4; ++g) {            // 8 columns = one 16-byte store
                     if (row < m && col + 8 * g < n) {
                         uint4 v;
-                        v.x = pack_bf16x2(r[8 * g + 0], r[8 * g + 1]);
-                        v.y = pack_bf16x2(r[8 * g + 2], r[8 * g + 3]);
-                        v.z = pack_bf16x2(r[8 * g + 4], r[8 * g + 5]);
-                        v.w = pack_bf16x2(r[8 * g + 6], r[8 * g + 7]);
+                        v.x = pack_bf16x2(r[8 * g + 0], r[8 * g + 1], scale);
+                        v.y = pack_bf16x2(r[8 * g + 2], r[8 * g + 3], scale);
+                        v.z = pack_bf16x2(r[8 * g + 4], r[8 * g + 5], scale);
+                        v.w = pack_bf16x2(r[8 * g + 6], r[8 * g + 7], scale);
                         *reinterpret_cast<uint4*>(c_row + col + 8 * g) = v;
                     }
                 }

@@ -1,0 +1,1 @@
+../gemm-bf16-cuda/gemm_wgmma.cu
