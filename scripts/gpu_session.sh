@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every GPU test and measurement of warpgym, in one device call (10 minutes at most there):
 #
-#   bash scripts/gpu_session.sh [streams|scale|all|suite|trust|refsweep|kbside]   # carry .whl (gymnasium, pydantic), .kb, .sweep
+#   bash scripts/gpu_session.sh [streams|scale|all|suite|trust|refsweep|kbside|quote]   # carry .whl (gymnasium, pydantic), .kb, .sweep
 #
 # streams (the default): four streams at once, one GPU each where there are four (timing holds its
 # GPU alone, so streams never disturb each other's timings): A the timing probes, `warpgym bench`,
@@ -22,6 +22,8 @@
 # worker), then GPU_TESTS (default: tests/gpu). paired: the timing-protocol probe, then the same
 # candidates' speedups from five separate processes (scripts/paired_repeat.py; PARALLEL=N at once),
 # then EXTRA (a command). SKIP=timing leaves the probe out.
+# quote: scripts/order_effect_probe.py, scripts/paired_repeat.py (five processes at once), then `warpgym bench`'s
+# first pass (evaluation time), then EXTRA.
 # serve: scripts/serve_throughput.py (8 clients through `warpgym serve` against in-process; .whl must
 # hold fastapi, uvicorn, starlette, httpx and their dependencies). kbside: scripts/kernelbench_side_by_side.py
 # (KB_LEVEL1, KB_LEVEL2 problems, KB_ARGS more options, KB_RESUME an earlier call's JSON to go on from;
@@ -107,6 +109,16 @@ if [[ $part == paired ]]; then  # which timing protocol repeats, and whether a s
   timeout "$(cap 320)" python3 scripts/paired_repeat.py --out $J/paired_repeat.json --parallel "${PARALLEL:-1}" \
     --timeout "$(cap 310)" > "$OUT/B-paired-repeat.log" 2>&1
   [[ -n ${EXTRA:-} ]] && timeout "$(cap 300)" bash -c "$EXTRA" > "$OUT/C-extra.log" 2>&1
+fi
+if [[ $part == quote ]]; then  # whether a speedup repeats: the order effect, five processes, evaluation time
+  export CUDA_VISIBLE_DEVICES=$(g 0)
+  timeout "$(cap 150)" python3 scripts/order_effect_probe.py --out "$OUT/order_effect.json" \
+    > "$OUT/A-order-effect.log" 2>&1
+  timeout "$(cap 320)" python3 scripts/paired_repeat.py --out "$OUT/paired_repeat.json" --parallel 5 \
+    --timeout "$(cap 310)" > "$OUT/B-paired-repeat.log" 2>&1
+  timeout "$(cap 150)" warpgym bench --device cuda --cold 1 --spread 0 --no-ncu --out "$OUT/bench.json" \
+    > "$OUT/C-bench.log" 2>&1
+  [[ -n ${EXTRA:-} ]] && timeout "$(cap 300)" bash -c "$EXTRA" > "$OUT/D-extra.log" 2>&1
 fi
 if [[ $part == kbside ]]; then  # both harnesses on KernelBench's own problems (.kb holds src and KernelBench)
   resume=()  # KB_RESUME=file: an earlier call's rows, kept (only the missing pairs are judged)
