@@ -48,25 +48,40 @@ def test_tensors_of_every_kind_cross_bit_for_bit(channel):
 def test_a_payload_of_another_size_than_its_header_says_is_refused(channel):
     sender, receiver = channel
     sender.send_bytes(b'{"x": {"__tensor__": 0, "dtype": "float32", "shape": [4]}}')
-    sender.send_bytes((20).to_bytes(8, "little"))  # 20 bytes promised where 16 are due
-    sender.send_bytes(b"\0" * 20)
-    with pytest.raises(ValueError, match="20 bytes where its header says 16"):
+    promised = (20).to_bytes(8, "little") + b"\0" * 20  # 20 bytes where 16 are due
+    wire._write_all(sender.fileno(), memoryview(promised))
+    with pytest.raises(wire.FramingError, match="20 bytes where its header says 16"):
         wire.recv(receiver)
 
 
-def test_a_length_frame_that_is_not_one_is_refused(channel):
+def test_bytes_framed_the_way_a_plain_connection_frames_them_are_refused(channel):
+    """What a candidate writing to the worker's socket with ``Connection.send_bytes`` framing sends."""
     sender, receiver = channel
     sender.send_bytes(b'{"x": {"__tensor__": 0, "dtype": "float32", "shape": [4]}}')
-    sender.send_bytes(b"\0" * 16)  # the bytes without their length frame
-    with pytest.raises(OSError):
+    sender.send_bytes(b"\0" * 16)
+    with pytest.raises(wire.FramingError):
+        wire.recv(receiver)
+
+
+@pytest.mark.parametrize("header", [
+    b'{"x": {"__tensor__": 0, "dtype": "float32", "shape": [1099511627776]}}',  # 4 TiB, nothing allocated
+    b'{"x": {"__tensor__": 0, "dtype": "float32", "shape": [-4]}}',
+    b'{"x": {"__tensor__": 0, "dtype": "not_a_dtype", "shape": [4]}}',
+    b'{"x": {"__tensor__": "zero", "dtype": "float32", "shape": [4]}}',
+    b'{"x": {"__tensor__": 0, "dtype": "float32"}}',
+    b"\xff\xfe not json",
+])
+def test_a_header_out_of_the_protocol_is_refused_before_anything_is_read_or_allocated(channel, header):
+    sender, receiver = channel
+    sender.send_bytes(header)
+    with pytest.raises(wire.FramingError):
         wire.recv(receiver)
 
 
 def test_a_channel_closed_inside_a_tensor_s_bytes_ends_the_read(channel):
     sender, receiver = channel
     sender.send_bytes(b'{"x": {"__tensor__": 0, "dtype": "float32", "shape": [1024]}}')
-    sender.send_bytes((4096).to_bytes(8, "little"))
-    wire._write_all(sender.fileno(), memoryview(b"\0" * 100))
+    wire._write_all(sender.fileno(), memoryview((4096).to_bytes(8, "little") + b"\0" * 100))
     sender.close()
     with pytest.raises(EOFError):
         wire.recv(receiver)

@@ -218,7 +218,11 @@ class Worker:
                 self.kill()
                 raise WorkerError("timeout", f"no answer within {timeout:g} s (an infinite loop, in Python "
                                              "or in a kernel, or work far too slow); the worker was killed")
-            reply = wire.recv(self.conn)
+            try:
+                reply = wire.recv(self.conn)
+            except wire.FramingError as exc:
+                self._forged(f"the worker's channel held bytes out of the protocol's framing ({exc}): "
+                             "written by the candidate")
             if not isinstance(reply, dict) or reply.get("id") != msg["id"]:
                 self._forged("a reply did not answer the request it came back for (the candidate wrote to "
                              "the worker's channel)")

@@ -20,14 +20,20 @@ from typing import Any
 import torch
 
 MAX_MESSAGE_BYTES = 1 << 34
+"""The most a header or one tensor's bytes may hold."""
 CHUNK_BYTES = 1 << 24
 """At most this much per read or write system call (a socket moves less than that per call anyway)."""
 
 
+class FramingError(ValueError):
+    """A message that is not the protocol's: the worker's own code never sends one, so whatever wrote it
+    (a candidate writing to the worker's socket) forged it."""
+
+
 def _dtype(name: str) -> torch.dtype:
-    dtype = getattr(torch, name, None)
+    dtype = getattr(torch, str(name), None)
     if not isinstance(dtype, torch.dtype):
-        raise ValueError(f"bad dtype in message: {name!r}")
+        raise FramingError(f"bad dtype in message: {name!r}")
     return dtype
 
 
@@ -54,7 +60,7 @@ def send(conn: Connection, obj: Any) -> None:
     for t in tensors:
         host = t.detach().to("cpu").contiguous()
         payload = memoryview(host.reshape(-1).view(torch.uint8).numpy()) if host.numel() else memoryview(b"")
-        conn.send_bytes(len(payload).to_bytes(8, "little"))
+        _write_all(conn.fileno(), memoryview(len(payload).to_bytes(8, "little")))
         _write_all(conn.fileno(), payload)
         del host, payload
 
@@ -76,27 +82,38 @@ def _read_into(fd: int, buffer: memoryview) -> None:
 
 def _receive_tensor(conn: Connection, dtype: torch.dtype, shape: list[int]) -> torch.Tensor:
     """The next payload read straight into a tensor of the header's size (no second copy of gigabytes);
-    a payload of any other size is refused."""
-    out = torch.empty(shape, dtype=dtype)
-    expected = out.numel() * out.element_size()
-    frame = conn.recv_bytes(8)
-    got = int.from_bytes(frame, "little") if len(frame) == 8 else -1
+    a payload of any other size, or a size past MAX_MESSAGE_BYTES, is refused before anything is allocated."""
+    if any(s < 0 for s in shape):
+        raise FramingError(f"a tensor of shape {shape}")
+    expected = math.prod(shape) * torch.empty((), dtype=dtype).element_size()
+    if expected > MAX_MESSAGE_BYTES:
+        raise FramingError(f"a tensor of {expected} bytes, past the protocol's {MAX_MESSAGE_BYTES}")
+    frame = bytearray(8)
+    _read_into(conn.fileno(), memoryview(frame))
+    got = int.from_bytes(frame, "little")
     if got != expected:
-        raise ValueError(f"a tensor payload of {got} bytes where its header says {expected}")
+        raise FramingError(f"a tensor payload of {got} bytes where its header says {expected}")
+    out = torch.empty(shape, dtype=dtype)
     if expected:
         _read_into(conn.fileno(), memoryview(out.reshape(-1).view(torch.uint8).numpy()))
     return out
 
 
 def recv(conn: Connection) -> Any:
-    header = json.loads(conn.recv_bytes(MAX_MESSAGE_BYTES).decode())
+    try:
+        header = json.loads(conn.recv_bytes(MAX_MESSAGE_BYTES).decode())
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise FramingError(f"a header that is not JSON: {exc}") from exc
     payloads: dict[int, torch.Tensor] = {}
 
     def decode(value: Any) -> Any:
         if isinstance(value, dict):
             if "__tensor__" in value:
-                index = int(value["__tensor__"])
-                dtype, shape = _dtype(value["dtype"]), [int(s) for s in value["shape"]]
+                try:
+                    index = int(value["__tensor__"])
+                    dtype, shape = _dtype(value["dtype"]), [int(s) for s in value["shape"]]
+                except (KeyError, TypeError, ValueError) as exc:
+                    raise FramingError(f"a tensor entry {str(value)[:200]}") from exc
                 if index not in payloads:
                     payloads[index] = _receive_tensor(conn, dtype, shape)
                 return payloads[index]
