@@ -39,19 +39,23 @@ def candidate():
     return get_task("ptx/gemm-bf16").solution_candidate(EXTRA)
 
 
-@pytest.fixture
-def solution(candidate):
-    """The reference's module executed as the worker runs it, for a target: its namespace."""
+def _executor(candidate, filename: str):
+    """A function running the reference's module as the worker runs it, for a target: its namespace."""
     def load(target: str) -> dict:
         attachments.install(candidate.attachments)
         loader.set_default_target(target)
         try:
             namespace: dict = {"__name__": "candidate"}
-            exec(compile(candidate.source, "gemm-bf16-cuda.py", "exec"), namespace)  # noqa: S102 - our own file
+            exec(compile(candidate.source, filename, "exec"), namespace)  # noqa: S102 - our own file
             return namespace
         finally:
             loader.set_default_target(None)
-    yield load
+    return load
+
+
+@pytest.fixture
+def solution(candidate):
+    yield _executor(candidate, "gemm-bf16-cuda.py")
     attachments.clear()
 
 
@@ -161,18 +165,7 @@ FP8_OPCODES = {"sm_90a": ("QGMMA.64x256x32.F32.E4M3.E4M3", "UTMALDG.2D", "USETMA
 
 @pytest.fixture
 def fp8_solution():
-    candidate = get_task("ptx/gemm-fp8").solution_candidate(FP8_EXTRA)
-
-    def load(target: str) -> dict:
-        attachments.install(candidate.attachments)
-        loader.set_default_target(target)
-        try:
-            namespace: dict = {"__name__": "candidate"}
-            exec(compile(candidate.source, "gemm-fp8-cuda.py", "exec"), namespace)  # noqa: S102 - our own file
-            return namespace
-        finally:
-            loader.set_default_target(None)
-    yield load
+    yield _executor(get_task("ptx/gemm-fp8").solution_candidate(FP8_EXTRA), "gemm-fp8-cuda.py")
     attachments.clear()
 
 
