@@ -97,3 +97,40 @@ def test_one_pass_layer_norm_is_rejected(cpu_evaluator):
     assert result.correct is False
     failed = [c for c in result.cases if c.passed is False]
     assert failed and failed[0].shape_set == "heldout" and "offset" in failed[0].case
+
+
+def test_a_kill_counts_only_under_as_many_roots_as_asked_and_a_pass_keeps_its_root():
+    import mutation_score
+
+    row = {"declaration": "d1"}
+    assert not mutation_score._settled({"killed": True, "declaration": "d0"}, row, roots=3)
+    assert not mutation_score._settled({"killed": True, "roots": 2, "declaration": "d1"}, row, roots=3)
+    assert mutation_score._settled({"killed": True, "roots": 3, "declaration": "d0"}, row, roots=3)
+    assert mutation_score._settled({"killed": False, "declaration": "d1"}, row, roots=3)
+    assert not mutation_score._settled({"killed": False, "declaration": "d0"}, row, roots=1)
+
+    class Verdicts:
+        """Rejects the first two evaluations, passes the third."""
+
+        def __init__(self):
+            self.calls = 0
+
+        def evaluate(self, task, source, options):
+            from types import SimpleNamespace
+
+            self.calls += 1
+            passed = self.calls == 3
+            case = SimpleNamespace(passed=passed, message="" if passed else "off", case={"n": 1})
+            return SimpleNamespace(correct=passed, cases=[case], violations=[], compile_errors=[],
+                                   stage="done" if passed else "correctness", input_seed=1000 + self.calls)
+
+    mutation_score._EVALUATOR = Verdicts()
+    try:
+        row = {"key": "k", "task": "math/add", "source": "", "declaration": "d"}
+        judged = mutation_score.judge(row, roots=5)
+        assert judged["killed"] is False and judged["roots"] == 3 and judged["passed_root"] == 1003
+        mutation_score._EVALUATOR = Verdicts()
+        judged = mutation_score.judge(row, roots=2)
+        assert judged["killed"] is True and judged["roots"] == 2 and "passed_root" not in judged
+    finally:
+        mutation_score._EVALUATOR = None
