@@ -59,6 +59,9 @@ def test_a_kernel_with_a_constant_eps_fails_and_the_reference_passes(cpu_evaluat
     assert constant != task.solution_source()
     result = cpu_evaluator.evaluate(reduced, constant, HELDOUT)
     assert result.compiled and result.correct is False, result.feedback
-    assert any(c.passed is False and "outside" in c.message for c in result.cases), result.feedback
+    # Wrong by its values (element-wise or norm-wise: the judge stops at the first failing check, and which
+    # of the two fails first there depends on the evaluation's inputs), not by an error.
+    assert any(c.passed is False and ("outside" in c.message or "relative L2" in c.message)
+               for c in result.cases), result.feedback
     control = cpu_evaluator.evaluate(reduced, task.solution_source(), HELDOUT)
     assert control.correct is True, control.feedback
