@@ -17,7 +17,7 @@ import pytest
 import torch
 from warpgym.env.judge.compare import compare_outputs
 from warpgym.env.judge.references import References
-from warpgym.tasks import Sampler, all_tasks
+from warpgym.tasks import Sampler, all_tasks, get_task
 from warpgym.tasks.spec import dtype_of, sequence
 
 DRAWS = 4
@@ -81,7 +81,7 @@ def _caught(task: Any, case: dict[str, Any], key: str, value: Any, seed: int, di
 
 @pytest.mark.parametrize(("task_id", "key"), _hardcodable())
 def test_a_kernel_with_the_dev_value_fails_every_draw(task_id, key):
-    task = next(t for t in all_tasks(suite="triton") if t.id == task_id)
+    task = get_task(task_id)
     usual = _scalars(task, task.cases("dev")[0])[key]
     held = [c for c in _cases(task, "heldout") if _scalars(task, c).get(key, usual) != usual]
     rng = random.Random(f"{task_id}:{key}")

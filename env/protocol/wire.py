@@ -85,7 +85,7 @@ def _receive_tensor(conn: Connection, dtype: torch.dtype, shape: list[int]) -> t
     a payload of any other size, or a size past MAX_MESSAGE_BYTES, is refused before anything is allocated."""
     if any(s < 0 for s in shape):
         raise FramingError(f"a tensor of shape {shape}")
-    expected = math.prod(shape) * torch.empty((), dtype=dtype).element_size()
+    expected = math.prod(shape) * dtype.itemsize
     if expected > MAX_MESSAGE_BYTES:
         raise FramingError(f"a tensor of {expected} bytes, past the protocol's {MAX_MESSAGE_BYTES}")
     frame = bytearray(8)

@@ -179,9 +179,9 @@ ADAM_TINY_MOMENT = ({"n": 30011, "v_max": 1e-8, "weight_decay": 0.0},)
 """A parameter whose second moment is tiny (a rarely updated embedding row): with small gradients
 sqrt(v) / sqrt(bias2) is ~1e-3, so eps moves every update by ~0.1% and a kernel that hard-codes the usual
 1e-8 fails in nearly every element. Elsewhere sqrt(v) is ~1, and such a kernel fails only where a draw
-happens to put v near 0: in about one evaluation of four, none did. No weight decay there: grad +
-weight_decay * param can cancel to ~1e-5 in float32, and a tiny v then turns that rounding into 3e-5 of
-the update in an honest kernel."""
+happens to put v near 0: it passed 3 of 12 evaluations on the other cases alone. No weight decay there:
+grad + weight_decay * param can cancel to ~1e-5 in float32, and a tiny v then turns that rounding into
+3e-5 of the update in an honest kernel."""
 
 optimizer_task(
     "adam", "adam", "def adam" + ADAM_SIG.format(wd=" = 0.0"),
