@@ -63,6 +63,19 @@ def _record(kernel: loader.Kernel) -> ModuleRecord:
     return kernel.module.record
 
 
+def _assert_proven(kernel: loader.Kernel, config: dict, opcodes: tuple[str, ...]) -> None:
+    """What both dtypes' kernels must show: every family and opcode in the SASS, no spills, no warning that
+    ptxas serialised wgmma or dropped setmaxnreg, and on sm_90a registers that fit the block."""
+    record = _record(kernel)
+    assert missing_in_sass(kernel) == {}, record.log
+    assert [op for op in opcodes if op not in record.sass] == []
+    assert kernel.info.spills == 0 and kernel.info.stack == 0
+    for warning in ("C7515", "C7508", "C7510"):
+        assert warning not in record.log and not any(warning in w for w in record.warnings)
+    if record.target == "sm_90a":
+        assert kernel.info.registers * config["threads"] <= 65536
+
+
 def test_it_is_the_tasks_second_reference_and_the_default_stays(candidate):
     task = get_task("ptx/gemm-bf16")
     assert task.extra_solutions == (EXTRA,)
@@ -81,13 +94,8 @@ def test_the_kernel_proves_its_targets_features_in_the_sass(solution, target):
     kernel, config = namespace["KERNEL"], namespace["CONFIG"]
     record = _record(kernel)
     assert record.target == target and record.ptx.count(".entry") == 1
-    assert missing_in_sass(kernel) == {}, record.log
-    assert [op for op in OPCODES[target] if op not in record.sass] == []
-    assert kernel.info.spills == 0 and kernel.info.stack == 0
-    for warning in ("C7515", "C7508", "C7510"):   # wgmma serialised, setmaxnreg dropped
-        assert warning not in record.log and not any(warning in w for w in record.warnings)
+    _assert_proven(kernel, config, OPCODES[target])
     if target == "sm_90a":
-        assert kernel.info.registers * config["threads"] <= 65536
         assert "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16" in record.ptx
         assert "setmaxnreg.dec.sync.aligned.u32 40" in record.ptx
         assert "setmaxnreg.inc.sync.aligned.u32 232" in record.ptx
@@ -185,15 +193,10 @@ def test_the_fp8_kernel_runs_e4m3_tensor_core_instructions_and_proves_them_in_th
     kernel, config = namespace["KERNEL"], namespace["CONFIG"]
     record = _record(kernel)
     assert record.target == target and config["kernel"].startswith("gemm_fp8_")
-    assert missing_in_sass(kernel) == {}, record.log
-    assert [op for op in FP8_OPCODES[target] if op not in record.sass] == []
+    _assert_proven(kernel, config, FP8_OPCODES[target])
     assert "BF16" not in "".join(line for line in record.sass.splitlines() if "MMA" in line)
-    assert kernel.info.spills == 0 and kernel.info.stack == 0
-    for warning in ("C7515", "C7508", "C7510"):
-        assert warning not in record.log and not any(warning in w for w in record.warnings)
     if target == "sm_90a":
         assert "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3" in record.ptx
-        assert kernel.info.registers * config["threads"] <= 65536
     else:
         assert "tcgen05.mma.cta_group::1.kind::f8f6f4" in record.ptx
 
