@@ -28,9 +28,13 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DTYPE = sys.argv[sys.argv.index("--dtype") + 1] if "--dtype" in sys.argv else "bf16"
-TASK = f"ptx/gemm-{DTYPE}"
-FOLDER = ROOT / "tasks" / "solutions" / "ptx" / f"gemm-{DTYPE}-cuda"
+DTYPE = "bf16"
+"""The operand type, set from --dtype in main (each variant's child process is given the same flag)."""
+
+
+def _folder() -> Path:
+    return ROOT / "tasks" / "solutions" / "ptx" / f"gemm-{DTYPE}-cuda"
+
 BENCH = (8192, 7168, 5120)
 ODD = [(272, 208, 336), (1040, 528, 1104), (16, 1024, 2048), (144, 272, 80), (128, 256, 64),
        (4096, 4096, 4096), (8192 - 16, 7168 + 16, 5120 - 48)]
@@ -47,10 +51,10 @@ def _solution() -> dict:
     from warpgym.env.candidate import Candidate
     from warpgym.env.toolchain import attachments
 
-    candidate = Candidate.from_path(FOLDER)
+    candidate = Candidate.from_path(_folder())
     attachments.install(candidate.attachments)
     namespace: dict = {"__name__": "candidate"}
-    exec(compile(candidate.source, str(FOLDER / f"gemm-{DTYPE}-cuda.py"), "exec"), namespace)  # noqa: S102
+    exec(compile(candidate.source, str(_folder() / f"gemm-{DTYPE}-cuda.py"), "exec"), namespace)  # noqa: S102
     return namespace
 
 
@@ -179,8 +183,8 @@ def _run_child(defines: dict, args: argparse.Namespace) -> dict:
 
 
 def _eval(out_dir: Path, timeout: int) -> dict:
-    cmd = [sys.executable, "-m", "warpgym.experiments.cli", "eval", TASK, str(FOLDER), "--device", "cuda",
-           "--json"]
+    cmd = [sys.executable, "-m", "warpgym.experiments.cli", "eval", f"ptx/gemm-{DTYPE}", str(_folder()),
+           "--device", "cuda", "--json"]
     started = time.perf_counter()
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
@@ -212,6 +216,8 @@ def main() -> int:
     parser.add_argument("--no-eval", action="store_true")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    global DTYPE
+    DTYPE = args.dtype
     if args.child is not None:
         print(json.dumps(child(json.loads(args.child), args.reps, args.rounds), default=str), flush=True)
         return 0
