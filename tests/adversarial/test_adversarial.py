@@ -45,6 +45,7 @@ LOOPHOLES = [
     ("gc_walk_hidden", "math/add", {"introspection"}, "run", "gc.get_objects"),
     ("read_harness_memory", "math/add", {"sandbox-filesystem"}, "run", "another process's entry"),
     ("forge_reply", "math/add", {"forged-reply"}, "run", "channel"),
+    ("forge_huge_frame", "math/add", {"forged-reply"}, "run", "past the protocol's"),
     ("open_socket", "math/add", {"sandbox-network"}, "run", "network access"),
     ("out_of_bounds_write", "math/add", {"out-of-bounds"}, "run", "past the end"),
 ]
