@@ -184,13 +184,16 @@ def _run_child(defines: dict, args: argparse.Namespace) -> dict:
 
 def _eval(out_dir: Path, timeout: int) -> dict:
     cmd = [sys.executable, "-m", "warpgym.experiments.cli", "eval", f"ptx/gemm-{DTYPE}", str(_folder()),
-           "--device", "cuda", "--json"]
+           "--device", "cuda", "--json", "--verbose"]
     started = time.perf_counter()
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
-    except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {timeout} s", "command": " ".join(cmd)}
+    except subprocess.TimeoutExpired as exc:  # the stages it reached say where it stalled
+        stages = exc.stderr.decode() if isinstance(exc.stderr, bytes) else exc.stderr or ""
+        (out_dir / "eval.log").write_text(stages)
+        return {"error": f"timed out after {timeout} s", "command": " ".join(cmd), "stages": stages[-2000:]}
     (out_dir / "eval.json").write_text(proc.stdout)
+    (out_dir / "eval.log").write_text(proc.stderr)
     try:
         result = json.loads(proc.stdout)
     except json.JSONDecodeError:

@@ -8,6 +8,7 @@ GPU, what the attempt recorded is undone and it runs again alone; only then is r
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import statistics
 import time
@@ -43,6 +44,8 @@ NO_REPLY = m.RunReply(ok=False, error="no reply")
 class SharedOutOfMemory(Exception):
     """The GPU ran out of memory in a bench phase that shared it with another evaluation's."""
 
+
+log = logging.getLogger(__name__)
 
 def out_of_memory(reply: m.Reply) -> bool:
     return not reply.ok and "OutOfMemoryError" in str(reply.error)
@@ -124,6 +127,7 @@ def bench_cases(ev: Evaluation, alone: bool) -> None:
         # The bench case is checked once, after the timing window, on inputs it never saw: a check
         # before it too would move every output out of the worker twice (a gigabyte for the largest
         # elementwise tasks), and a wrong result is thrown away with its timing.
+        log.info("%s: timing window, bench case %s, baselines %s", task.id, case, task.baselines)
         try:
             started = time.perf_counter()
             outcome, machine, baseline_errors = paired_window(ev, case, alone)

@@ -4,6 +4,7 @@ inputs, kernels that were never launched)."""
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -31,6 +32,8 @@ LATE_SEED = 7919
 NO_REPLY = RunReply(ok=False, error="no reply")
 
 
+log = logging.getLogger(__name__)
+
 def _case(check: Check, passed: bool | None, **fields: Any) -> CaseResult:
     return CaseResult(check.shape_set, check.case, check.seed, check.distribution, passed, **fields)
 
@@ -51,6 +54,8 @@ def check_all(ev: Evaluation, checks: list[Check], probe: Check | None, probe_re
             why = NO_GPU_CUDA if task.language == "cuda" else check.fault
             result.cases.append(_case(check, None, skipped=why))
             continue
+        log.info("%s: %s check %s, seed %s, %s inputs", task.id, check.shape_set, check.case, check.seed,
+                 check.distribution)
         if check.shape_set == "bench" and check is not probe:
             reply, case_result = bench.bench_check(ev, check)
         else:

@@ -13,6 +13,7 @@ seeds derived from a root of this evaluation's own (judge/seeds.py), so no candi
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +42,8 @@ from warpgym.env.judge.static_models import check_model_source
 from warpgym.env.protocol.messages import RunReply
 from warpgym.env.protocol.violations import violation
 from warpgym.tasks import Task
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -160,6 +163,11 @@ class Evaluation:
             result.feedback = feedback_mod.render(result, self.task, self.options.reveal_shapes)
         return result
 
+    def enter(self, stage: str) -> None:
+        """Record the stage reached, and log it (``warpgym eval --verbose``): a stalled run shows where."""
+        self.result.stage = stage
+        log.info("%s: %s", self.task.id, stage)
+
     def _stages(self) -> None:
         task, options, result = self.task, self.options, self.result
         result.mode = "allow-torch" if options.allow_torch else ("strict" if task.model is not None else None)
@@ -171,7 +179,7 @@ class Evaluation:
         result.violations.extend(report.violations)
         if not report.ok:
             return
-        result.stage = "compile"
+        self.enter("compile")
         t0 = time.perf_counter()
         # A worker kept from earlier evaluations may carry damage an earlier candidate did unseen (a write
         # past every guard into the allocator's data): if it crashes here, the case runs again in a new one.
@@ -195,16 +203,16 @@ class Evaluation:
         result.seconds["compile"] = time.perf_counter() - t0
         result.compiled = True
 
-        result.stage = "correctness"
+        self.enter("correctness")
         t0 = time.perf_counter()
         correctness.check_all(self, checks, probe, probe_reply)
         result.seconds["correctness"] = time.perf_counter() - t0
         if result.correct is None and self.cuda_on_cpu and not result.violations:
-            result.stage = "instructions"  # the static half of the verdict still holds on a CPU
+            self.enter("instructions")  # the static half of the verdict still holds on a CPU
             inspection.instructions(self)
             return
         if result.correct is None and correctness.interpreter_limited(result.cases) and not result.violations:
-            result.stage = "instructions"  # what the interpreter could not run must still compile
+            self.enter("instructions")  # what the interpreter could not run must still compile
             if not kernels.compile(self):
                 result.compiled = False
                 return
@@ -213,7 +221,7 @@ class Evaluation:
         if not result.correct:
             return
 
-        result.stage = "instructions"
+        self.enter("instructions")
         t0 = time.perf_counter()
         if not kernels.compile(self):  # launches seen after the probe (other shapes) must compile too
             result.correct = False
@@ -227,10 +235,10 @@ class Evaluation:
         if options.memcheck and self.on_gpu and not inspection.memcheck(self):
             return
 
-        result.stage = "timing"
+        self.enter("timing")
         if not self.on_gpu:
             result.skipped_checks.append("timing: no GPU on this machine (timing runs on CUDA devices only)")
-            result.stage = "done"
+            self.enter("done")
             return
         if options.timing:
             t0 = time.perf_counter()
@@ -245,4 +253,4 @@ class Evaluation:
         else:
             result.skipped_checks.append("timing: turned off for this evaluation")
         if result.correct:
-            result.stage = "done"
+            self.enter("done")

@@ -3,6 +3,7 @@ executed counts Nsight Compute measures, and compute-sanitizer memcheck on one c
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import TYPE_CHECKING
 
@@ -14,6 +15,8 @@ from warpgym.env.protocol.violations import violation
 if TYPE_CHECKING:
     from warpgym.env.judge.evaluation import Evaluation
 
+
+log = logging.getLogger(__name__)
 
 def _first_checked_set(ev: Evaluation) -> str:
     return next((s for s in ev.options.shape_sets if s != "bench"), "dev")
@@ -67,6 +70,7 @@ def executed_counts(ev: Evaluation, totals: dict[str, dict[str, int | None]]) ->
     names = sorted({k.name for k in result.kernels if k.target == options.target})
     case = max(task.cases(_first_checked_set(ev)), key=task.flops)
     t0 = time.perf_counter()
+    log.info("%s: executed instructions under Nsight Compute, case %s, kernels %s", task.id, case, names)
     try:
         with ev.gpu_shared():
             prof = profile_candidate(task.id, ev.candidate.source, case, seed=ev.seeds.seed(task.seeds[0]),
@@ -95,6 +99,7 @@ def memcheck(ev: Evaluation) -> bool:
     task, options, result = ev.task, ev.options, ev.result
     case = task.cases(_first_checked_set(ev))[0]
     t0 = time.perf_counter()
+    log.info("%s: compute-sanitizer memcheck, case %s", task.id, case)
     try:
         with ev.gpu_shared():
             report = memcheck_candidate(task.id, ev.candidate.source, case,

@@ -8,7 +8,9 @@ attachments. The module reads an attachment by its bare file name: ``loader.atta
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
+import logging
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -47,6 +49,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--allow-torch", action="store_true",
                         help="allow PyTorch calls besides the candidate's kernels (KernelBench's rule; the "
                              "result names the mode and, on a GPU, the share of GPU time in its own kernels)")
+    parser.add_argument("--verbose", "-v", action="store_true",
+                        help="log each stage as it starts, with the time, and every 60 s the judge's "
+                             "Python stacks, on standard error")
     parser.set_defaults(func=run)
 
 
@@ -91,6 +96,20 @@ def json_view(result: dict) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
+    if not args.verbose:
+        return _run(args)
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(message)s")
+    try:  # where a stalled run waits: every thread's stack, every minute
+        faulthandler.dump_traceback_later(60, repeat=True, file=sys.stderr)
+    except (AttributeError, ValueError, OSError):  # a standard error without a file descriptor
+        pass
+    try:
+        return _run(args)
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+
+
+def _run(args: argparse.Namespace) -> int:
     from warpgym.env import EvalOptions, evaluate
     from warpgym.tasks import UnknownTaskError, get_task
     from warpgym.tasks.importers import use_configured
