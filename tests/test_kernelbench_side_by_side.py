@@ -68,3 +68,44 @@ def test_the_selection_puts_elementwise_problems_first(script, tmp_path: Path) -
     assert [p.stem for p in script.chosen_problems(tmp_path, 3, 0, [])] == ["1_Square_matmul", "19_ReLU",
                                                                             "30_Softsign"]
     assert [p.stem for p in script.chosen_problems(tmp_path, 20, 0, ["2_Other"])] == ["2_Other"]
+
+
+ROUNDED = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.proj = nn.Linear(n, n)
+
+    def forward(self, x):
+        y = self.proj(x)
+        return y.bfloat16().float() if y.dtype == torch.float32 else y  # {what}, like TF32: float32 only
+
+
+n = 64
+
+
+def get_inputs():
+    return [torch.randn(32, n)]
+
+
+def get_init_inputs():
+    return [n]
+'''
+
+
+def test_the_precision_probe_counts_elements_outside_the_float32_bound(script, tmp_path: Path) -> None:  # noqa: ANN001
+    exact = tmp_path / "1_Exact.py"
+    exact.write_text(ROUNDED.replace(".bfloat16().float()", "").replace("{what}", "exact"))
+    rounded = tmp_path / "2_Rounded.py"
+    rounded.write_text(ROUNDED.replace("{what}", "rounded to bf16"))
+    clean = script.precision_probe(exact, device="cpu")
+    assert clean == {"elements": 32 * 64, "outside_tf32_on": 0, "outside_tf32_off": 0}
+    lossy = script.precision_probe(rounded, device="cpu")
+    assert lossy["outside_tf32_on"] == lossy["outside_tf32_off"] > 32 * 64 // 4  # no TF32 on a CPU
+    import torch
+
+    assert torch.backends.cudnn.allow_tf32 is True  # the switch is put back
