@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 from warpgym.env import EvalOptions, Evaluator
 from warpgym.env.candidate import Candidate
 from warpgym.env.judge import triviality
@@ -113,6 +114,26 @@ def test_the_triviality_audit(suite) -> None:  # noqa: ANN001
     assert triviality.audit(tasks["kernelbench/level1/1_Scale_rows"])["trivial"] == []
     # Outputs near 1e-7: zeros are within any absolute bound, but not the norm-wise one.
     assert triviality.audit(tasks["kernelbench/level1/3_Tiny_mean_abs"])["trivial"] == []
+
+
+def test_an_answer_that_passes_one_check_flags_the_task_with_its_count(suite, monkeypatch) -> None:  # noqa: ANN001
+    """Inputs are drawn afresh for every evaluation: an answer passing one check's draw passes some
+    evaluations outright, so one check is enough to flag the task."""
+    task = suite[0]["kernelbench/level1/1_Scale_rows"]
+    real, zeros_seen = triviality.compare_outputs, []
+
+    def zeros_pass_the_first_check(outputs, expected, meta, task_):  # noqa: ANN001, ANN202
+        if all(not isinstance(o, torch.Tensor) or not o.any() for o in outputs):
+            zeros_seen.append(1)
+            if len(zeros_seen) == 1:
+                return {"passed": True}
+        return real(outputs, expected, meta, task_)
+
+    monkeypatch.setattr(triviality, "compare_outputs", zeros_pass_the_first_check)
+    result = triviality.audit(task)
+    assert result["checks"] == len(zeros_seen) > 1
+    assert result["trivial"] == ["zeros"] and result["passed"]["zeros"] == 1
+    assert triviality.describe(result) == f"TRIVIAL: passed by zeros (1 of {result['checks']} checks)"
 
 
 def test_a_correct_triton_model_is_accepted(suite, evaluator) -> None:  # noqa: ANN001

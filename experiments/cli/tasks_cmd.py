@@ -113,7 +113,7 @@ def import_tasks(args: argparse.Namespace) -> int:
     except SuiteSourceError as exc:
         raise UsageError(str(exc)) from None
     audits = {} if args.no_audit else triviality.audited(done.tasks)
-    trivial = {tid: a["trivial"] for tid, a in audits.items() if a.get("trivial")}
+    trivial = {tid: a for tid, a in audits.items() if a.get("trivial")}
     if not args.no_save:
         save_source(args.format, args.path)
     if args.json:
@@ -128,11 +128,11 @@ def import_tasks(args: argparse.Namespace) -> int:
         print(f"  not imported: {why}" if file in why else f"  not imported: {file}: {why}")
     if audits:
         print(
-            f"triviality audit: {len(trivial)} of {len(audits)} tasks are passed by an answer that computes "
-            "nothing (left out of experiments unless include_trivial = true):"
+            f"triviality audit: {len(trivial)} of {len(audits)} tasks are passed, on some check, by an "
+            "answer that computes nothing (left out of experiments unless include_trivial = true):"
         )
-        for tid, names in sorted(trivial.items()):
-            print(f"  {tid}: {', '.join(names)}")
+        for tid, result in sorted(trivial.items()):
+            print(f"  {tid}: {triviality.describe(result).removeprefix('TRIVIAL: passed by ')}")
     if not args.no_save:
         print("saved: `warpgym tasks list --suite kernelbench` and experiment files now find these tasks")
     return 0 if done.tasks else 1
