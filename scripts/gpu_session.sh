@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every GPU test and measurement of warpgym, in one device call (10 minutes at most there):
 #
-#   bash scripts/gpu_session.sh [streams|scale|all|suite|trust|refsweep|kbside|quote]   # carry .whl (gymnasium, pydantic), .kb, .sweep
+#   bash scripts/gpu_session.sh [streams|scale|all|suite|trust|refsweep|kbside|quote|followup]   # carry .whl (gymnasium, pydantic), .kb, .sweep
 #
 # streams (the default): four streams at once, one GPU each where there are four (timing holds its
 # GPU alone, so streams never disturb each other's timings): A the timing probes, `warpgym bench`,
@@ -22,6 +22,8 @@
 # worker), then GPU_TESTS (default: tests/gpu). paired: the timing-protocol probe, then the same
 # candidates' speedups from five separate processes (scripts/paired_repeat.py; PARALLEL=N at once),
 # then EXTRA (a command). SKIP=timing leaves the probe out.
+# followup: `warpgym eval --verbose` of the fp8 CUDA GEMM (where it stalls), paired_repeat.py (five processes) and
+# `warpgym bench`'s first pass under the shipped defaults, then the TF32 probe on four convolution problems (.kb).
 # quote: scripts/order_effect_probe.py, scripts/paired_repeat.py (five processes at once), then `warpgym bench`'s
 # first pass (evaluation time), then EXTRA.
 # serve: scripts/serve_throughput.py (8 clients through `warpgym serve` against in-process; .whl must
@@ -119,6 +121,22 @@ if [[ $part == quote ]]; then  # whether a speedup repeats: the order effect, fi
   timeout "$(cap 150)" warpgym bench --device cuda --cold 1 --spread 0 --no-ncu --out "$OUT/bench.json" \
     > "$OUT/C-bench.log" 2>&1
   [[ -n ${EXTRA:-} ]] && timeout "$(cap 300)" bash -c "$EXTRA" > "$OUT/D-extra.log" 2>&1
+fi
+if [[ $part == followup ]]; then  # what the 2026-12-03 run left open, in one call (.kb carried)
+  export CUDA_VISIBLE_DEVICES=$(g 0)
+  # where `warpgym eval` of the hand-written CUDA GEMM stalls (stages, checks and stacks every minute)
+  timeout "$(cap 180)" warpgym eval ptx/gemm-fp8 tasks/solutions/ptx/gemm-fp8-cuda --device cuda --json --verbose \
+    > "$OUT/A-fp8-eval.json" 2> "$OUT/A-fp8-eval.log"
+  # the five processes and the evaluation time under the calibrated between-evaluations term
+  timeout "$(cap 170)" python3 scripts/paired_repeat.py --out "$OUT/paired_repeat.json" --parallel 5 \
+    --timeout "$(cap 160)" > "$OUT/B-paired-repeat.log" 2>&1
+  timeout "$(cap 110)" warpgym bench --device cuda --cold 1 --spread 0 --no-ncu --out "$OUT/bench.json" \
+    > "$OUT/C-bench.log" 2>&1
+  # TF32 measured, not inferred: the convolutions whose Model output warpgym rejected and KernelBench took
+  CUDA_VISIBLE_DEVICES=$(g 0) timeout "$(cap 120)" python3 scripts/kernelbench_side_by_side.py --kb .kb \
+    --level1 0 --level2 0 --budget 1 --out "$OUT/kb_tf32.json" --only \
+    50_conv_standard_2D__square_input__square_kernel,58_conv_transposed_3D__asymmetric_input__asymmetric_kernel,81_conv_transposed_2D_asymmetric_input_square_kernel___dilated____padded____strided__,1_Conv2D_ReLU_BiasAdd \
+    > "$OUT/D-kb-tf32.log" 2>&1
 fi
 if [[ $part == kbside ]]; then  # both harnesses on KernelBench's own problems (.kb holds src and KernelBench)
   resume=()  # KB_RESUME=file: an earlier call's rows, kept (only the missing pairs are judged)
