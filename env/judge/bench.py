@@ -47,6 +47,7 @@ class SharedOutOfMemory(Exception):
 
 log = logging.getLogger(__name__)
 
+
 def out_of_memory(reply: m.Reply) -> bool:
     return not reply.ok and "OutOfMemoryError" in str(reply.error)
 

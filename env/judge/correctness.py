@@ -34,6 +34,7 @@ NO_REPLY = RunReply(ok=False, error="no reply")
 
 log = logging.getLogger(__name__)
 
+
 def _case(check: Check, passed: bool | None, **fields: Any) -> CaseResult:
     return CaseResult(check.shape_set, check.case, check.seed, check.distribution, passed, **fields)
 

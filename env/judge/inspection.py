@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+
 def _first_checked_set(ev: Evaluation) -> str:
     return next((s for s in ev.options.shape_sets if s != "bench"), "dev")
 
