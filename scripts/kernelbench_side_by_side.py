@@ -24,7 +24,6 @@ minute.
 from __future__ import annotations
 
 import argparse
-import copy
 import dataclasses
 import json
 import os
@@ -228,33 +227,31 @@ def kernelbench_verdict(kb_eval, problem: Path, source: str) -> dict:  # noqa: A
     return row
 
 
-def precision_probe(problem: Path, device: str = "cuda") -> dict:
-    """The problem's own ``Model`` at its own sizes, with TF32 allowed (cuDNN's default in PyTorch) and
-    not, against float64: how many elements fall outside warpgym's float32 bound each way. Run where the
-    two harnesses disagree on a candidate that returns ``Model``'s output, it measures whether TF32 is
-    the reason rather than inferring it."""
-    from warpgym.tasks.importers.model_problem import TOLERANCES
+def precision_probe(task, device: str = "cuda") -> dict:  # noqa: ANN001
+    """The imported problem's own model at its own sizes (the harness's model and inputs), with TF32 allowed
+    (cuDNN's default in PyTorch) and not, against its float64 reference: how many elements the judge's
+    comparison puts outside the float32 bound each way. Run where the two harnesses disagree on a candidate
+    that returns ``Model``'s output, it measures whether TF32 is the reason rather than inferring it."""
+    from warpgym.env.judge.compare import compare_outputs
+    from warpgym.tasks import Sampler
+    from warpgym.tasks.spec import sequence
 
-    tol = TOLERANCES["float32"]
-    namespace: dict = {"__name__": f"kb_probe_{problem.stem}"}
-    exec(compile(problem.read_text(), str(problem), "exec"), namespace)  # noqa: S102 - the user's own problem
-    torch.manual_seed(0)
-    model = namespace["Model"](*namespace["get_init_inputs"]()).to(device)
-    torch.manual_seed(1)
-    inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in namespace["get_inputs"]()]
-    wide = [x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
-    with torch.no_grad():
-        reference = copy.deepcopy(model).double()(*wide)
-        out: dict = {"elements": reference.numel()}
-        matmul, cudnn = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-        try:
-            for tf32 in (True, False):
-                torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = tf32
-                got = model(*inputs).double()
-                bad = (got - reference).abs() > tol.atol + tol.rtol * reference.abs()
-                out["outside_tf32_on" if tf32 else "outside_tf32_off"] = int(bad.sum())
-        finally:
-            torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = matmul, cudnn
+    case = task.cases("bench")[0]
+    inputs = task.make_inputs(case, Sampler(task.seeds[0], task.distributions[0], device))
+    wide = {k: v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v
+            for k, v in inputs.items()}
+    model = task.model.reference_for(case)
+    reference = sequence(model(**wide))
+    out: dict = {"elements": sum(t.numel() for t in reference if isinstance(t, torch.Tensor))}
+    matmul, cudnn = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    try:
+        for tf32 in (True, False):
+            torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = tf32
+            got = sequence(model(**inputs))
+            out["outside_tf32_on" if tf32 else "outside_tf32_off"] = compare_outputs(
+                got, reference, got, task)["mismatches"]
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = matmul, cudnn
     return out
 
 
@@ -396,7 +393,7 @@ def main() -> None:
                     ours, theirs = row["warpgym_allow-torch"]["correct"], row["kernelbench"].get("correct")
                     row["agree"] = bool(ours) == bool(theirs)
                     if label == "correct" and ours is False and theirs:
-                        row["precision_probe"] = precision_probe(path)
+                        row["precision_probe"] = precision_probe(task)
                 rows.append(row)
                 print(json.dumps(row, default=str)[:400], flush=True)
                 # after every row: a run stopped by its time limit keeps what it measured

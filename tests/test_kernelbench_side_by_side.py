@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 from warpgym.env import EvalOptions, Evaluator
 from warpgym.tasks.importers import import_suite
 
@@ -102,10 +103,13 @@ def test_the_precision_probe_counts_elements_outside_the_float32_bound(script, t
     exact.write_text(ROUNDED.replace(".bfloat16().float()", "").replace("{what}", "exact"))
     rounded = tmp_path / "2_Rounded.py"
     rounded.write_text(ROUNDED.replace("{what}", "rounded to bf16"))
-    clean = script.precision_probe(exact, device="cpu")
-    assert clean == {"elements": 32 * 64, "outside_tf32_on": 0, "outside_tf32_off": 0}
-    lossy = script.precision_probe(rounded, device="cpu")
-    assert lossy["outside_tf32_on"] == lossy["outside_tf32_off"] > 32 * 64 // 4  # no TF32 on a CPU
-    import torch
 
+    def probe(path: Path) -> dict:
+        task = import_suite("kernelbench", path, register=False).tasks[0]
+        return script.precision_probe(task, device="cpu")
+
+    clean = probe(exact)
+    assert clean == {"elements": 32 * 64, "outside_tf32_on": 0, "outside_tf32_off": 0}
+    lossy = probe(rounded)
+    assert lossy["outside_tf32_on"] == lossy["outside_tf32_off"] > 32 * 64 // 4  # no TF32 on a CPU
     assert torch.backends.cudnn.allow_tf32 is True  # the switch is put back
