@@ -145,9 +145,11 @@ def describe(result: dict[str, Any] | None) -> str:
         return f"audit failed ({result['error']})"
     if result.get("skipped"):
         return f"not audited ({result['skipped']})"
-    trivial = result.get("trivial") or []
-    if not trivial:
-        return "not trivial"
+    return f"TRIVIAL: passed by {passed_by(result)}" if result.get("trivial") else "not trivial"
+
+
+def passed_by(result: dict[str, Any]) -> str:
+    """The answers that pass a flagged task, each with how many checks it passed."""
     checks, passed = result.get("checks"), result.get("passed") or {}
-    named = [f"{n} ({passed[n]} of {checks} checks)" if n in passed and checks else n for n in trivial]
-    return "TRIVIAL: passed by " + ", ".join(named)
+    return ", ".join(f"{n} ({passed[n]} of {checks} checks)" if n in passed and checks else n
+                     for n in result.get("trivial") or [])

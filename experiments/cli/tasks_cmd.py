@@ -132,7 +132,7 @@ def import_tasks(args: argparse.Namespace) -> int:
             "answer that computes nothing (left out of experiments unless include_trivial = true):"
         )
         for tid, result in sorted(trivial.items()):
-            print(f"  {tid}: {triviality.describe(result).removeprefix('TRIVIAL: passed by ')}")
+            print(f"  {tid}: {triviality.passed_by(result)}")
     if not args.no_save:
         print("saved: `warpgym tasks list --suite kernelbench` and experiment files now find these tasks")
     return 0 if done.tasks else 1
