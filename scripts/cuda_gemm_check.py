@@ -51,10 +51,11 @@ def _solution() -> dict:
     from warpgym.env.candidate import Candidate
     from warpgym.env.toolchain import attachments
 
-    candidate = Candidate.from_path(_folder())
+    folder = _folder()
+    candidate = Candidate.from_path(folder)
     attachments.install(candidate.attachments)
     namespace: dict = {"__name__": "candidate"}
-    exec(compile(candidate.source, str(_folder() / f"gemm-{DTYPE}-cuda.py"), "exec"), namespace)  # noqa: S102
+    exec(compile(candidate.source, str(folder / f"gemm-{DTYPE}-cuda.py"), "exec"), namespace)  # noqa: S102
     return namespace
 
 

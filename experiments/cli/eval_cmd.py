@@ -8,6 +8,7 @@ attachments. The module reads an attachment by its bare file name: ``loader.atta
 from __future__ import annotations
 
 import argparse
+import contextlib
 import faulthandler
 import json
 import logging
@@ -99,10 +100,9 @@ def run(args: argparse.Namespace) -> int:
     if not args.verbose:
         return _run(args)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(message)s")
-    try:  # where a stalled run waits: every thread's stack, every minute
+    # where a stalled run waits: every stack, every minute (unless standard error has no descriptor)
+    with contextlib.suppress(AttributeError, ValueError, OSError):
         faulthandler.dump_traceback_later(60, repeat=True, file=sys.stderr)
-    except (AttributeError, ValueError, OSError):  # a standard error without a file descriptor
-        pass
     try:
         return _run(args)
     finally:
