@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every GPU test and measurement of warpgym, in one device call (10 minutes at most there):
 #
-#   bash scripts/gpu_session.sh [streams|scale|all|suite|trust|refsweep|kbside|quote|followup]   # carry .whl (gymnasium, pydantic), .kb, .sweep
+#   bash scripts/gpu_session.sh [streams|scale|all|suite|trust|refsweep|kbside|quote|followup|stall]   # carry .whl (gymnasium, pydantic), .kb, .sweep
 #
 # streams (the default): four streams at once, one GPU each where there are four (timing holds its
 # GPU alone, so streams never disturb each other's timings): A the timing probes, `warpgym bench`,
@@ -24,6 +24,8 @@
 # then EXTRA (a command). SKIP=timing leaves the probe out.
 # followup: `warpgym eval --verbose` of the fp8 CUDA GEMM (where it stalls), paired_repeat.py (five processes) and
 # `warpgym bench`'s first pass under the shipped defaults, then the TF32 probe on four convolution problems (.kb).
+# stall: scripts/paired_repeat.py on PAIRS (default the matmul against cuBLAS) in PROCESSES (10) processes, then
+# scripts/ncu_probe.py (where Nsight Compute stalls on the hand-written CUDA GEMM).
 # quote: scripts/order_effect_probe.py, scripts/paired_repeat.py (five processes at once), then `warpgym bench`'s
 # first pass (evaluation time), then EXTRA.
 # serve: scripts/serve_throughput.py (8 clients through `warpgym serve` against in-process; .whl must
@@ -137,6 +139,14 @@ if [[ $part == followup ]]; then  # what the 2026-12-03 run left open, in one ca
     --level1 0 --level2 0 --budget 1 --out "$OUT/kb_tf32.json" --only \
     50_conv_standard_2D__square_input__square_kernel,58_conv_transposed_3D__asymmetric_input__asymmetric_kernel,81_conv_transposed_2D_asymmetric_input_square_kernel___dilated____padded____strided__,1_Conv2D_ReLU_BiasAdd \
     > "$OUT/D-kb-tf32.log" 2>&1
+fi
+if [[ $part == stall ]]; then  # which side moves between processes (matmul, ten of them), then where ncu stalls
+  export CUDA_VISIBLE_DEVICES=$(g 0)
+  timeout "$(cap 230)" python3 scripts/paired_repeat.py --out "$OUT/paired_repeat.json" --parallel 5 \
+    --processes "${PROCESSES:-10}" --pairs "${PAIRS:-matmul/matmul=vendor}" --timeout "$(cap 220)" \
+    > "$OUT/A-paired-repeat.log" 2>&1
+  timeout "$(cap 330)" python3 scripts/ncu_probe.py --out "$OUT" --seconds "${NCU_SECONDS:-50}" \
+    > "$OUT/B-ncu-probe.log" 2>&1
 fi
 if [[ $part == kbside ]]; then  # both harnesses on KernelBench's own problems (.kb holds src and KernelBench)
   resume=()  # KB_RESUME=file: an earlier call's rows, kept (only the missing pairs are judged)

@@ -39,7 +39,8 @@ with Evaluator("cuda") as evaluator:
         cases = []
         for t in result.timing or []:
             r = t.ratios.get(baseline)
-            cases.append({"case": t.case, "median_ms": t.median_ms, "rounds": t.rounds,
+            cases.append({"case": t.case, "median_ms": t.median_ms,
+                          "baseline_ms": t.baselines_ms.get(baseline), "rounds": t.rounds,
                           "block_calls": t.block_calls, "ended_by": t.ended_by,
                           "ratio": None if r is None else {"median": r.median, "low": r.low, "high": r.high}})
         detail = [dict(vars(t), machine=str(t.machine)) for t in result.timing or []]
@@ -65,6 +66,8 @@ def _summary(runs: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
                 "task": task_id, "baseline": baseline, "case": per[0]["cases"][c]["case"],
                 "speedups": medians, "max_over_min": max(medians) / min(medians) if medians else None,
                 "every_interval_covers_the_others": covers,
+                "candidate_ms": [p["cases"][c]["median_ms"] for p in per if len(p["cases"]) > c],
+                "baseline_ms": [p["cases"][c].get("baseline_ms") for p in per if len(p["cases"]) > c],
                 "ended_by": [p["cases"][c]["ended_by"] for p in per if len(p["cases"]) > c],
                 "timing_seconds": [p["stage_seconds"].get("timing") for p in per],
             })
@@ -105,7 +108,9 @@ def main() -> None:
     for row in summary:
         spread = row["max_over_min"] and round(row["max_over_min"], 4)
         print(f"{row['task']} {row['case']}: {[round(s, 3) for s in row['speedups']]} max/min {spread} "
-              f"covers {row['every_interval_covers_the_others']} ended {row['ended_by']}")
+              f"covers {row['every_interval_covers_the_others']} ended {row['ended_by']}\n"
+              f"  candidate ms {[round(x, 4) for x in row['candidate_ms']]}\n"
+              f"  {row['baseline']} ms {[x and round(x, 4) for x in row['baseline_ms']]}")
     Path(args.out).write_text(json.dumps({"runs": runs, "summary": summary, "errors": errors,
                                           "seconds": time.perf_counter() - started}, indent=1, default=str))
 

@@ -222,6 +222,26 @@ def test_host_compute_under_the_profiler_is_flagged(host_compute_run):
     assert run.findings()
 
 
+HANGS = """
+import time
+
+
+def add(x, y):
+    time.sleep(3600)
+    return x + y
+"""
+
+
+def test_a_profiled_run_past_its_time_is_killed_and_says_what_the_tool_printed(monkeypatch):
+    """Where a profiled run stalls is in the tool's log (its passes, the kernel it was in): the error keeps it."""
+    monkeypatch.setattr(profile, "ncu_path", lambda: FAKE_PROFILER)
+    task = get_task("math/add")
+    with pytest.raises(profile.ProfileError) as caught:
+        profile.profile_candidate(task.id, HANGS, task.shapes["dev"][0], device="cpu", timeout=15)
+    assert "ran past 15 s" in str(caught.value)
+    assert 'Profiling "fake_kernel"' in str(caught.value), caught.value
+
+
 def test_profile_candidate_end_to_end_with_a_stand_in_for_ncu(monkeypatch):
     """The whole ncu path with the stand-in: an honest solution returns, is not flagged, and its report is
     read; the host-compute candidate fails the instruction stage's check with the policy's reason."""

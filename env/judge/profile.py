@@ -333,7 +333,9 @@ def _run_driver(
             error = str(exc)
             if isinstance(exc, WorkerError) and exc.kind == "timeout":
                 worker.stop()
-                raise ProfileError(f"{Path(tool[0]).name} ran past {timeout:g} s; it was killed") from exc
+                said = _tail(_read_bounded(log_path), 600) or "nothing"
+                raise ProfileError(f"{Path(tool[0]).name} ran past {timeout:g} s; it was killed. "
+                                   f"It had printed: {said}") from exc
         finally:
             worker.finish(timeout=min(timeout, 300.0))
         return DriverRun(log=_read_bounded(log_path), command=worker.command,

@@ -1,0 +1,107 @@
+"""Where Nsight Compute stalls on a reference (GPU only): one call of its kernel under ncu, several ways.
+
+    python3 scripts/ncu_probe.py [--out DIR] [--solutions gemm-fp8-cuda,gemm-fp8] [--seconds 60]
+
+For each ptx solution folder, the same program (the folder's module run as the worker runs it, one call at
+the dev case the judge profiles) runs: without ncu; under ncu measuring only the kernel's duration (no SASS
+patching); under ncu with the judge's per-instruction counts; and last through the judge's own
+``profile_candidate`` (the confined worker behind ncu). Each run gets ``--seconds``; printed per run: the
+exit status, the seconds, and the last lines of what it printed. Writes ncu_probe.json under --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CHILD = r"""
+import sys, time, torch
+from warpgym.env.candidate import Candidate
+from warpgym.env.toolchain import attachments
+from warpgym.tasks import Sampler, get_task
+task, folder = get_task(sys.argv[1]), sys.argv[2]
+candidate = Candidate.from_path(folder)
+attachments.install(candidate.attachments)
+namespace = {"__name__": "candidate"}
+started = time.perf_counter()
+exec(compile(candidate.source, folder, "exec"), namespace)
+print(f"loaded in {time.perf_counter() - started:.1f} s", flush=True)
+case = max(task.cases("dev"), key=task.flops)
+inputs = task.make_inputs(case, Sampler(0, task.distributions[0], "cuda"))
+namespace[task.entrypoint](**inputs)
+torch.cuda.synchronize()
+print(f"returned at {case}", flush=True)
+"""
+NCU_DURATION = ["--clock-control", "none", "--metrics", "gpu__time_duration.sum"]
+
+
+def _tail(text: str, lines: int = 12) -> str:
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def _timed(command: list[str], seconds: float) -> dict:
+    started = time.perf_counter()
+    try:
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=seconds, cwd=ROOT)
+        rc, said = proc.returncode, proc.stdout + proc.stderr
+    except subprocess.TimeoutExpired as exc:
+        rc = "timeout"
+        said = "".join(x.decode(errors="replace") if isinstance(x, bytes) else (x or "")
+                       for x in (exc.stdout, exc.stderr))
+    return {"rc": rc, "seconds": round(time.perf_counter() - started, 1), "tail": _tail(said)}
+
+
+def _judge_profile(task_id: str, folder: Path, seconds: float) -> dict:
+    from warpgym.env.candidate import Candidate
+    from warpgym.env.judge.profile import ProfileError, profile_candidate
+    from warpgym.tasks import get_task
+
+    task = get_task(task_id)
+    candidate = Candidate.from_path(folder)
+    case = max(task.cases("dev"), key=task.flops)
+    started = time.perf_counter()
+    try:
+        prof = profile_candidate(task_id, candidate.source, case, attachments=candidate.attachments,
+                                 timeout=seconds)
+        said = f"families {prof.families()}"
+        rc: int | str = 0
+    except ProfileError as exc:
+        rc, said = "error", str(exc)
+    return {"rc": rc, "seconds": round(time.perf_counter() - started, 1), "tail": said[-1500:]}
+
+
+def main() -> None:
+    from warpgym.env.judge.profile import NCU_METRICS, ncu_path
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", default=os.environ.get("OUT", "."))
+    parser.add_argument("--solutions", default="gemm-fp8-cuda,gemm-fp8")
+    parser.add_argument("--seconds", type=float, default=60)
+    args = parser.parse_args()
+    ncu = ncu_path()
+    source_counts = ["--clock-control", "none", "--metrics", NCU_METRICS, "--page", "source", "--csv",
+                     "--print-source", "sass"]
+    rows = []
+    for name in args.solutions.split(","):
+        folder = ROOT / "tasks" / "solutions" / "ptx" / name
+        task_id = "ptx/" + name.removesuffix("-cuda")
+        program = [sys.executable, "-c", CHILD, task_id, str(folder)]
+        runs = {"plain": _timed(program, args.seconds)}
+        if ncu:
+            runs["ncu duration"] = _timed([ncu, *NCU_DURATION, *program], args.seconds)
+            runs["ncu source counts"] = _timed([ncu, *source_counts, *program], args.seconds)
+            runs["judge profile_candidate"] = _judge_profile(task_id, folder, args.seconds)
+        for how, run in runs.items():
+            print(f"== {name}, {how}: rc {run['rc']}, {run['seconds']} s\n{run['tail']}\n", flush=True)
+        rows.append({"solution": name, "runs": runs})
+        Path(args.out, "ncu_probe.json").write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
