@@ -57,13 +57,13 @@ def _timed(command: list[str], seconds: float) -> dict:
     return {"rc": rc, "seconds": round(time.perf_counter() - started, 1), "tail": _tail(said)}
 
 
-def _judge_profile(task_id: str, folder: Path, seconds: float) -> dict:
+def _judge_profile(task_id: str, folder: Path | None, seconds: float) -> dict:
     from warpgym.env.candidate import Candidate
     from warpgym.env.judge.profile import ProfileError, profile_candidate
     from warpgym.tasks import get_task
 
     task = get_task(task_id)
-    candidate = Candidate.from_path(folder)
+    candidate = task.solution_candidate() if folder is None else Candidate.from_path(folder)
     case = max(task.cases("dev"), key=task.flops)
     started = time.perf_counter()
     try:
@@ -83,7 +83,12 @@ def main() -> None:
     parser.add_argument("--out", default=os.environ.get("OUT", "."))
     parser.add_argument("--solutions", default="gemm-fp8-cuda,gemm-fp8")
     parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument("--layers", action="store_true",
+                        help="instead: the judge's profile of math/add, then of ptx/gemm-fp8 with one "
+                             "sandbox layer off at a time (which layer ncu cannot work under)")
     args = parser.parse_args()
+    if args.layers:
+        return _layers(args)
     ncu = ncu_path()
     source_counts = ["--clock-control", "none", "--metrics", NCU_METRICS, "--page", "source", "--csv",
                      "--print-source", "sass"]
@@ -101,6 +106,33 @@ def main() -> None:
             print(f"== {name}, {how}: rc {run['rc']}, {run['seconds']} s\n{run['tail']}\n", flush=True)
         rows.append({"solution": name, "runs": runs})
         Path(args.out, "ncu_probe.json").write_text(json.dumps(rows, indent=1))
+
+
+LAYERS = ({"sandbox": "off"}, {"network": False}, {"mount": False}, {"drop_uid": False}, {"cgroup": False},
+          {"audit": False})
+
+
+def _layers(args: argparse.Namespace) -> None:
+    from warpgym.env.judge import profile
+
+    rows = [{"task": "math/add", "overrides": "defaults",
+             **_judge_profile("math/add", None, args.seconds)}]
+    print(f"== math/add defaults: rc {rows[0]['rc']}, {rows[0]['seconds']} s\n{rows[0]['tail']}\n",
+          flush=True)
+    for overrides in LAYERS:
+        if overrides == {"sandbox": "off"}:
+            os.environ["WARPGYM_NO_SANDBOX"] = "1"
+        else:
+            os.environ.pop("WARPGYM_NO_SANDBOX", None)
+            profile.PROFILER_SANDBOX = overrides
+        rows.append({"task": "ptx/gemm-fp8", "overrides": overrides,
+                     **_judge_profile("ptx/gemm-fp8", ROOT / "tasks" / "solutions" / "ptx" / "gemm-fp8",
+                                      args.seconds)})
+        profile.PROFILER_SANDBOX = None
+        row = rows[-1]
+        print(f"== {row['task']} {row['overrides']}: rc {row['rc']}, {row['seconds']} s\n{row['tail']}\n",
+              flush=True)
+        Path(args.out, "ncu_layers.json").write_text(json.dumps(rows, indent=1))
 
 
 if __name__ == "__main__":
