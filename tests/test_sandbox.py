@@ -10,6 +10,7 @@ report's reason, never silently passed.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -157,6 +158,52 @@ def test_no_network(bare):
     assert any(w in reply["error"] for w in ("unreachable", "Permission denied", "not permitted")), reply[
         "error"
     ]
+
+
+PORT_PROBE = """
+import socket
+
+def tries(what, port):
+    s = socket.socket()
+    try:
+        s.bind(('127.0.0.1', port)) if what == 'bind' else s.connect(('127.0.0.1', port))
+        return 'ok'
+    except OSError as exc:
+        return type(exc).__name__
+    finally:
+        s.close()
+
+said = [tries('bind', ALLOWED), tries('bind', ALLOWED + 1), tries('connect', LISTENING)]
+raise RuntimeError("RESULT " + " ".join(said))
+"""
+
+
+def test_under_a_profiler_tcp_is_open_on_its_ports_only():
+    """A profiler (ncu) reaches its target over loopback TCP, which a network namespace cuts off: the worker
+    then gets Landlock's port rules, and may bind only there, and connect to nothing else on the host."""
+    import socket
+
+    listening = socket.socket()
+    listening.bind(("127.0.0.1", 0))
+    listening.listen()
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        allowed = probe.getsockname()[1]
+    worker = Worker("cpu", "run", sandbox={"audit": False, "tcp_ports": [allowed, allowed]})
+    try:
+        worker.request({"op": "ping"}, timeout=120)
+        applied = (worker.sandbox_report or {}).get("applied", {})
+        abi = re.search(r"Landlock ABI (\d+)", applied.get("filesystem", ""))
+        if abi is None or int(abi.group(1)) < 4:
+            pytest.skip(f"no Landlock TCP rules here (ABI 4): {worker.sandbox_report}")
+        assert f"only on ports {allowed}-{allowed}" in applied["network"], applied
+        listening_port = str(listening.getsockname()[1])
+        source = PORT_PROBE.replace("ALLOWED", str(allowed)).replace("LISTENING", listening_port)
+        reply = run_module(worker, source)
+    finally:
+        worker.stop()
+        listening.close()
+    assert "RESULT ok PermissionError PermissionError" in reply["error"], reply
 
 
 def test_writes_only_in_the_private_directory(bare):

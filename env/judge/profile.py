@@ -17,6 +17,7 @@ import io
 import os
 import re
 import shutil
+import socket
 import tempfile
 import time
 from collections.abc import Iterable, Mapping
@@ -296,6 +297,7 @@ def _run_driver(
     model: Any = None,
     role: int | None = None,
     salt: int = 0,
+    tcp_ports: tuple[int, int] | None = None,
 ) -> DriverRun:
     """Start a worker behind ``tool`` (its confinement, audit hook and policy apply to itself inside the
     tool), import the candidate for the target, call it once on inputs the judge drew, and let it exit so
@@ -310,7 +312,7 @@ def _run_driver(
     task = get_task(task_id)
     with tempfile.TemporaryDirectory(prefix="warpgym-profile-") as tmp:
         log_path = Path(tmp) / "tool.log"
-        worker = Worker(device, "run", sandbox=None if PROFILER_SANDBOX is None else dict(PROFILER_SANDBOX),
+        worker = Worker(device, "run", sandbox=_sandbox(tcp_ports),
                         wrapper=[*tool, "--log-file", str(log_path)], extra_env=extra_env)
         started = time.perf_counter()
         returned, error = False, ""
@@ -346,6 +348,27 @@ def _run_driver(
 
 PROFILER_SANDBOX: dict[str, Any] | None = None
 """Overrides of the worker's sandbox settings under a profiler (None: the defaults, as for any worker)."""
+NCU_CONNECTIONS = 4
+"""Ports from ncu's ``--port`` on that its target may use: it listens there for the profiler."""
+
+
+def _sandbox(tcp_ports: tuple[int, int] | None) -> dict[str, Any] | None:
+    """The worker's sandbox overrides: ``PROFILER_SANDBOX`` and the TCP ports the tool reaches its target
+    on (the worker then has no network namespace, and Landlock allows TCP on those ports only)."""
+    if os.environ.get("WARPGYM_NO_SANDBOX", "") in ("1", "true", "yes"):
+        return None
+    overrides = dict(PROFILER_SANDBOX or {})
+    if tcp_ports is not None:
+        overrides["tcp_ports"] = list(tcp_ports)
+    return overrides or None
+
+
+def _free_port() -> int:
+    """A TCP port nothing listens on now, with ``NCU_CONNECTIONS - 1`` after it below 65536."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return min(port, 65536 - NCU_CONNECTIONS)
 MAX_TOOL_LOG_BYTES = 64 << 20
 
 
@@ -406,8 +429,11 @@ def profile_candidate(
     flt = kernel_filter(kernels)
     if flt:
         tool[1:1] = ["--kernel-name", flt]
+    port = _free_port()
+    tool[1:1] = ["--port", str(port), "--max-connections", str(NCU_CONNECTIONS)]
     run = _run_driver(tool, task_id, source, case, seed, distribution, target, timeout, device=device,
-                      attachments=attachments, model=model, role=role, salt=salt)
+                      attachments=attachments, model=model, role=role, salt=salt,
+                      tcp_ports=(port, port + NCU_CONNECTIONS - 1))
     dump = os.environ.get("WARPGYM_NCU_DUMP")
     if dump:  # a folder: keep ncu's raw output (parser fixtures, debugging)
         Path(dump).mkdir(parents=True, exist_ok=True)

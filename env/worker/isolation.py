@@ -33,7 +33,12 @@ class IsolationLayer:
     def namespaces(self) -> None:
         """A network namespace, and a mount namespace for the disk quota (root, or a user namespace)."""
         want_net, want_mount = self.config.get("network", True), self.config.get("mount", True)
-        if not want_net:
+        if want_net and self.config.get("tcp_ports"):
+            # A profiler's target talks to the profiler over loopback TCP: a namespace of its own would cut
+            # it off (ncu then waits for ever). Landlock keeps TCP to the profiler's ports instead.
+            self._no("network", "no network namespace under a profiler, which talks to its target over TCP")
+            want_net = False
+        elif not want_net:
             self._no("network", self.config.get("off_reason", "turned off by the caller"))
         if not want_mount:
             self._no("disk", "turned off by the caller; only RLIMIT_FSIZE per file")

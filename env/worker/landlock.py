@@ -25,6 +25,7 @@ _FS_MAKE_REG, _FS_MAKE_SOCK, _FS_MAKE_FIFO = 1 << 8, 1 << 9, 1 << 10
 _FS_MAKE_BLOCK, _FS_MAKE_SYM = 1 << 11, 1 << 12
 _FS_REFER, _FS_TRUNCATE = 1 << 13, 1 << 14
 _NET_BIND_TCP, _NET_CONNECT_TCP = 1 << 0, 1 << 1
+_RULE_NET_PORT = 2
 _SCOPE_ABSTRACT_UNIX, _SCOPE_SIGNAL = 1 << 0, 1 << 1
 _FILE_RIGHTS = _FS_EXECUTE | _FS_WRITE_FILE | _FS_READ_FILE | _FS_TRUNCATE
 _READ = _FS_READ_FILE | _FS_READ_DIR
@@ -75,6 +76,9 @@ class LandlockLayer:
             self._rule(ruleset, "/dev", _READ | _FS_WRITE_FILE | (_FS_TRUNCATE if abi >= 3 else 0), failed)
             for path in self.readable():
                 self._rule(ruleset, path, _READ, failed)
+            ports = self.config.get("tcp_ports") or []
+            if net and ports:
+                self._tcp_ports(ruleset, range(int(ports[0]), int(ports[1]) + 1), failed)
             if self.config.get("own_proc_writes"):
                 # CUDA's initialisation writes in the process's own /proc entry (the H200 probe:
                 # scripts/landlock_cuda_probe.py); the audit layer still refuses /proc/<pid>/mem.
@@ -93,7 +97,12 @@ class LandlockLayer:
             f"{' and in its own /proc entry' if self.config.get('own_proc_writes') else ''}; no "
             f"reads in {', '.join(self.protected())} or other processes' /proc entries{note}",
         )
-        if net and "network" in self.applied:
+        ports = self.config.get("tcp_ports")
+        if net and ports:
+            self._ok("network", f"Landlock: TCP bind and connect only on ports {ports[0]}-{ports[1]} (the "
+                                "profiler's; no network namespace, since the profiler talks to its target "
+                                "over TCP; UDP is not covered)")
+        elif net and "network" in self.applied:
             self.applied["network"] += "; and Landlock: no TCP bind or connect"
         elif net:
             why = self.skipped.get("network", "")
@@ -109,6 +118,14 @@ class LandlockLayer:
                 "signals",
                 f"Landlock ABI {abi} has no signal scoping (needs 6); the audit layer refuses os.kill",
             )
+
+    def _tcp_ports(self, ruleset: int, ports: range, failed: list[str]) -> None:
+        """Bind and connect allowed on ``ports`` only (Landlock's net-port rules, ABI 4)."""
+        attr = (self.ctypes.c_uint64 * 2)()
+        for port in ports:
+            attr[0], attr[1] = _NET_BIND_TCP | _NET_CONNECT_TCP, port
+            if self.libc.syscall(_LL_ADD_RULE, ruleset, _RULE_NET_PORT, self.ctypes.byref(attr), 0) != 0:
+                failed.append(f"tcp:{port}")
 
     def _rule(self, ruleset: int, path: str, access: int, failed: list[str]) -> None:
         try:
