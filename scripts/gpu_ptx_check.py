@@ -1,10 +1,13 @@
 """Run every `ptx` reference through the evaluator on a GPU and print PTXBench's three answers.
 
     python scripts/gpu_ptx_check.py [--tasks ptx/gemm-bf16 ...] [--reps 20] [--memcheck] [--no-profile]
+                                    [--no-extra]
 
-For each task: correct (dev + heldout shapes), arch-verified (required features present in the
-SASS AND executed, by Nsight Compute's counts), the executed count of each feature family, and
-the bench shape's time, TFLOP/s and ratio to the vendor library (cuBLAS / cuDNN through PyTorch).
+For each task, and each of its extra reference solutions (the hand-written CUDA ones) unless
+--no-extra: correct (dev + heldout shapes), arch-verified (required features present in the SASS
+AND executed, by Nsight Compute's counts), the executed count of each feature family, and the bench
+shape's time, TFLOP/s and speedup over the vendor library (cuBLAS / cuDNN through PyTorch) with its
+paired-timing interval.
 Writes ``ptx_check.json`` (every EvalResult) under $OUT when that is set, else under the cwd.
 """
 
@@ -31,6 +34,7 @@ def main() -> int:
     parser.add_argument("--memcheck", action="store_true", help="compute-sanitizer memcheck before timing")
     parser.add_argument("--no-profile", action="store_true", help="skip Nsight Compute executed counts")
     parser.add_argument("--no-timing", action="store_true")
+    parser.add_argument("--no-extra", action="store_true", help="the tasks' default references only")
     args = parser.parse_args()
 
     import torch
@@ -62,15 +66,17 @@ def main() -> int:
     )
     records = []
     with Evaluator("cuda") as evaluator:
-        for task in tasks:
+        work = [(t, extra) for t in tasks for extra in (None, *(() if args.no_extra else t.extra_solutions))]
+        for task, extra in work:
+            label = task.id if extra is None else f"{task.id} ({extra})"
             started = time.perf_counter()
             try:
-                result = evaluator.evaluate(task, task.solution_candidate(), options)
+                result = evaluator.evaluate(task, task.solution_candidate(extra), options)
             except Exception as exc:  # noqa: BLE001 - one task's failure must not hide the others
-                print(f"{task.id}: evaluator raised {type(exc).__name__}: {exc}", flush=True)
-                records.append({"task": task.id, "error": f"{type(exc).__name__}: {exc}"})
+                print(f"{label}: evaluator raised {type(exc).__name__}: {exc}", flush=True)
+                records.append({"task": label, "error": f"{type(exc).__name__}: {exc}"})
                 continue
-            row = _row(task, result, time.perf_counter() - started)
+            row = _row(task, result, time.perf_counter() - started, label)
             records.append({"summary": row, "result": result.to_dict()})
             print(json.dumps(row), flush=True)
             if not result.correct or not result.arch_verified:
@@ -85,12 +91,12 @@ def main() -> int:
     )
 
 
-def _row(task, result, seconds: float) -> dict:
+def _row(task, result, seconds: float, label: str) -> dict:
     timing = (result.timing or [None])[0]
     vendor_ms = timing.baselines_ms.get("vendor") if timing else None
     executed = {f: result.instructions.get(f, {}).get("executed") for f in FAMILIES_SHOWN}
     return {
-        "task": task.id,
+        "task": label,
         "stage": result.stage,
         "correct": result.correct,
         "arch_verified": result.arch_verified,
@@ -105,6 +111,8 @@ def _row(task, result, seconds: float) -> dict:
         "vendor_ms": vendor_ms,
         "vendor_tflops": task.flops(timing.case) / (vendor_ms * 1e9) if timing and vendor_ms else None,
         "ratio": vendor_ms / timing.median_ms if timing and vendor_ms else None,
+        "speedup": [(result.speedup or {}).get("vendor"), (result.speedup_low or {}).get("vendor"),
+                    (result.speedup_high or {}).get("vendor")],
         "registers": {k.name: k.registers for k in result.kernels},
         "skipped": result.skipped_checks,
         "suspicious": result.suspicious,
@@ -120,17 +128,22 @@ def _fmt(value, spec: str) -> str:
 def _table(rows: list[dict]) -> None:
     print()
     print(
-        f"{'task':27} {'correct':7} {'arch':5} {'wgmma exec':>11} {'tma exec':>9} {'mbar exec':>10} "
-        f"{'tcgen05':>8} {'ms':>8} {'TFLOP/s':>8} {'vendor':>8} {'ratio':>6}"
+        f"{'task':55} {'correct':7} {'arch':5} {'wgmma exec':>11} {'tma exec':>9} {'mbar exec':>10} "
+        f"{'tcgen05':>8} {'ms':>8} {'TFLOP/s':>8} {'vendor':>8} {'speedup [low, high]':>20}"
     )
     for r in rows:
         e = r["executed"]
         print(
-            f"{r['task']:27} {str(r['correct']):7} {str(r['arch_verified']):5} {_fmt(e['wgmma'], 'd'):>11} "
+            f"{r['task']:55} {str(r['correct']):7} {str(r['arch_verified']):5} {_fmt(e['wgmma'], 'd'):>11} "
             f"{_fmt(e['tma'], 'd'):>9} {_fmt(e['mbarrier'], 'd'):>10} {_fmt(e['tcgen05'], 'd'):>8} "
             f"{_fmt(r['ms'], '.3f'):>8} {_fmt(r['tflops'], '.1f'):>8} {_fmt(r['vendor_tflops'], '.1f'):>8} "
-            f"{_fmt(r['ratio'], '.2f'):>6}"
+            f"{_speedup(r['speedup']):>20}"
         )
+
+
+def _speedup(interval: list) -> str:
+    median, low, high = interval
+    return "-" if median is None else f"{median:.3f} [{_fmt(low, '.3f')}, {_fmt(high, '.3f')}]"
 
 
 if __name__ == "__main__":

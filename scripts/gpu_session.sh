@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every GPU test and measurement of warpgym, in one device call (10 minutes at most there):
 #
-#   bash scripts/gpu_session.sh [streams|scale|all|suite|trust|refsweep|kbside|quote|followup|stall]   # carry .whl (gymnasium, pydantic), .kb, .sweep
+#   bash scripts/gpu_session.sh [streams|scale|all|suite|trust|refsweep|kbside|quote|followup|stall|verify]   # carry .whl (gymnasium, pydantic), .kb, .sweep
 #
 # streams (the default): four streams at once, one GPU each where there are four (timing holds its
 # GPU alone, so streams never disturb each other's timings): A the timing probes, `warpgym bench`,
@@ -24,6 +24,8 @@
 # then EXTRA (a command). SKIP=timing leaves the probe out.
 # followup: `warpgym eval --verbose` of the fp8 CUDA GEMM (where it stalls), paired_repeat.py (five processes) and
 # `warpgym bench`'s first pass under the shipped defaults, then the TF32 probe on four convolution problems (.kb).
+# verify: tests/gpu/test_profile_confined_gpu.py (ncu and compute-sanitizer behind the confined worker), then
+# scripts/gpu_ptx_check.py (every ptx reference and its hand-written CUDA ones through the evaluator).
 # stall: scripts/paired_repeat.py on PAIRS (default the matmul against cuBLAS) in PROCESSES (10) processes, then
 # scripts/ncu_probe.py (where Nsight Compute stalls on the hand-written CUDA GEMM).
 # quote: scripts/order_effect_probe.py, scripts/paired_repeat.py (five processes at once), then `warpgym bench`'s
@@ -128,17 +130,23 @@ if [[ $part == followup ]]; then  # what the 2026-12-03 run left open, in one ca
   export CUDA_VISIBLE_DEVICES=$(g 0)
   # where `warpgym eval` of the hand-written CUDA GEMM stalls (stages, checks and stacks every minute)
   timeout "$(cap 180)" warpgym eval ptx/gemm-fp8 tasks/solutions/ptx/gemm-fp8-cuda --device cuda --json --verbose \
-    > "$OUT/A-fp8-eval.json" 2> "$OUT/A-fp8-eval.log"
+    > $J/fp8_eval.json 2> "$OUT/A-fp8-eval.log"
   # the five processes and the evaluation time under the calibrated between-evaluations term
   timeout "$(cap 170)" python3 scripts/paired_repeat.py --out "$OUT/paired_repeat.json" --parallel 5 \
     --timeout "$(cap 160)" > "$OUT/B-paired-repeat.log" 2>&1
-  timeout "$(cap 110)" warpgym bench --device cuda --cold 1 --spread 0 --no-ncu --out "$OUT/bench.json" \
+  timeout "$(cap 110)" warpgym bench --device cuda --cold 1 --spread 0 --no-ncu --out $J/bench.json \
     > "$OUT/C-bench.log" 2>&1
   # TF32 measured, not inferred: the convolutions whose Model output warpgym rejected and KernelBench took
   CUDA_VISIBLE_DEVICES=$(g 0) timeout "$(cap 120)" python3 scripts/kernelbench_side_by_side.py --kb .kb \
     --level1 0 --level2 0 --budget 1 --out "$OUT/kb_tf32.json" --only \
     50_conv_standard_2D__square_input__square_kernel,58_conv_transposed_3D__asymmetric_input__asymmetric_kernel,81_conv_transposed_2D_asymmetric_input_square_kernel___dilated____padded____strided__,1_Conv2D_ReLU_BiasAdd \
     > "$OUT/D-kb-tf32.log" 2>&1
+fi
+if [[ $part == verify ]]; then  # the profilers in the confined worker, then every ptx reference and its CUDA ones
+  export CUDA_VISIBLE_DEVICES=$(g 0)
+  timeout "$(cap 150)" python3 -m pytest -q tests/gpu/test_profile_confined_gpu.py -p no:cacheprovider -rA \
+    --timeout 140 > "$OUT/A-profilers.log" 2>&1
+  OUT=$J timeout "$(cap 420)" python3 scripts/gpu_ptx_check.py --reps 30 > "$OUT/B-ptx-check.log" 2>&1
 fi
 if [[ $part == stall ]]; then  # which side moves between processes (matmul, ten of them), then where ncu stalls
   export CUDA_VISIBLE_DEVICES=$(g 0)
