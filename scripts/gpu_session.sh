@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every GPU test and measurement of warpgym, in one device call (10 minutes at most there):
 #
-#   bash scripts/gpu_session.sh [streams|scale|all|suite|trust|refsweep|kbside|quote|followup|stall|verify]   # carry .whl (gymnasium, pydantic), .kb, .sweep
+#   bash scripts/gpu_session.sh [streams|scale|all|suite|trust|refsweep|kbside|quote|followup|stall|verify|bwdsweep]   # carry .whl (gymnasium, pydantic), .kb, .sweep
 #
 # streams (the default): four streams at once, one GPU each where there are four (timing holds its
 # GPU alone, so streams never disturb each other's timings): A the timing probes, `warpgym bench`,
@@ -24,6 +24,7 @@
 # then EXTRA (a command). SKIP=timing leaves the probe out.
 # followup: `warpgym eval --verbose` of the fp8 CUDA GEMM (where it stalls), paired_repeat.py (five processes) and
 # `warpgym bench`'s first pass under the shipped defaults, then the TF32 probe on four convolution problems (.kb).
+# bwdsweep: scripts/attention_bwd_sweep.py run .sweep-bwd (made here first by its emit; carry .sweep-bwd).
 # verify: tests/gpu/test_profile_confined_gpu.py (ncu and compute-sanitizer behind the confined worker), then
 # scripts/gpu_ptx_check.py (every ptx reference and its hand-written CUDA ones through the evaluator).
 # stall: scripts/paired_repeat.py on PAIRS (default the matmul against cuBLAS) in PROCESSES (10) processes, then
@@ -147,6 +148,12 @@ if [[ $part == verify ]]; then  # the profilers in the confined worker, then eve
   timeout "$(cap 150)" python3 -m pytest -q tests/gpu/test_profile_confined_gpu.py -p no:cacheprovider -rA \
     --timeout 140 > "$OUT/A-profilers.log" 2>&1
   OUT=$J timeout "$(cap 420)" python3 scripts/gpu_ptx_check.py --reps 30 > "$OUT/B-ptx-check.log" 2>&1
+fi
+if [[ $part == bwdsweep ]]; then  # attention backward variants (.sweep-bwd: scripts/attention_bwd_sweep.py emit)
+  export CUDA_VISIBLE_DEVICES=$(g 0)
+  timeout "$(cap 400)" python3 scripts/attention_bwd_sweep.py run .sweep-bwd --reps "${REPS:-20}" \
+    > "$OUT/A-bwd-sweep.log" 2>&1
+  cp .sweep-bwd/results.out.json "$OUT/bwd_sweep.json" 2>/dev/null
 fi
 if [[ $part == stall ]]; then  # which side moves between processes (matmul, ten of them), then where ncu stalls
   export CUDA_VISIBLE_DEVICES=$(g 0)

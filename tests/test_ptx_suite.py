@@ -269,6 +269,17 @@ INTERPRETED = textwrap.dedent('''
         for got, leaf in zip((dq, dk, dv), leaves):
             err = (got.double() - leaf.grad).norm() / leaf.grad.norm()
             assert err < 2e-3, (causal, float(err))
+        for bm, bn in ((32, 64), (64, 32)):  # dQ summed over key blocks by atomics, query blocks either size
+            acc, dk, dv = torch.zeros(B * H * S, D), torch.empty_like(q), torch.empty_like(q)
+            tk.attn_bwd_atomic[(S // bn, B * H)](flat(q, bm), flat(do, bm), flat(k, bn), flat(v, bn),
+                                                 TD.from_tensor(acc, [bm, D]), acc, flat(dk, bn), flat(dv, bn),
+                                                 lse, delta, S, scale, scale * 1.4426950408889634, D=D, BM=bm,
+                                                 BN=bn, CAUSAL=causal, TMA_REDUCE=False)
+            dq = torch.empty_like(q)
+            tk.attn_bwd_dq[(B * H * S // 32,)](acc, dq, scale, D=D, BM=32)
+            for got, leaf in zip((dq, dk, dv), leaves):
+                err = (got.double() - leaf.grad).norm() / leaf.grad.norm()
+                assert err < 2e-3, (causal, bm, bn, float(err))
     print("ok")
 ''')
 

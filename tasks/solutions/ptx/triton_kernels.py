@@ -205,3 +205,52 @@ def attn_bwd(q_small, do_small, k_small, v_small, q_big, do_big, k_big, v_big, d
         dq = _attn_bwd_q_block(dq, q, do, lse2, delta, k_small, v_small, row0, offs_m, 0, S, qk_scale, SMALL,
                                False)
     dq_desc.store([row0 + start, 0], (dq * sm_scale).to(dq_desc.dtype))
+
+
+@triton.jit
+def attn_bwd_atomic(q_desc, do_desc, k_desc, v_desc, dq_acc_desc, dq_acc_ptr, dk_desc, dv_desc, lse_ptr,
+                    delta_ptr, S, sm_scale, qk_scale, D: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+                    CAUSAL: tl.constexpr, TMA_REDUCE: tl.constexpr):
+    """Program i computes dK, dV for key block i (BN keys, looping over BM-query blocks) and adds each
+    query block's share of dQ = dS K to an fp32 buffer: five tile products per pair of blocks, where
+    ``attn_bwd`` recomputes P and dP for dQ and takes seven. The sum is a TMA reduction (TMA_REDUCE) or
+    per-element atomics (which Triton's interpreter can run); ``attn_bwd_dq`` scales it into dQ."""
+    pid = tl.program_id(0)
+    bh = tl.program_id(1)
+    row0 = bh * S
+    start_n = pid * BN
+    offs_n = start_n + tl.arange(0, BN)
+    k = k_desc.load([row0 + start_n, 0])
+    v = v_desc.load([row0 + start_n, 0])
+    dk = tl.zeros((BN, D), tl.float32)
+    dv = tl.zeros((BN, D), tl.float32)
+    # causal: no query before the block's first key sees it; query blocks stay aligned to BM
+    lo = (start_n // BM) * BM if CAUSAL else 0
+    for start_m in range(lo, S, BM):
+        offs_m = start_m + tl.arange(0, BM)
+        q = q_desc.load([row0 + start_m, 0])
+        lse2 = tl.load(lse_ptr + row0 + offs_m) * 1.4426950408889634
+        p_t = tl.math.exp2(tl.dot(k, q.T) * qk_scale - lse2[None, :])
+        if CAUSAL:
+            p_t = tl.where(offs_m[None, :] >= offs_n[:, None], p_t, 0.0)
+        do = do_desc.load([row0 + start_m, 0])
+        dv = tl.dot(p_t.to(do.dtype), do, dv)
+        delta = tl.load(delta_ptr + row0 + offs_m)
+        ds_t = p_t * (tl.dot(v, do.T) - delta[None, :])
+        dk = tl.dot(ds_t.to(q.dtype), q, dk)
+        dq = tl.dot(ds_t.T.to(k.dtype), k)
+        if TMA_REDUCE:
+            dq_acc_desc.atomic_add([row0 + start_m, 0], dq)
+        else:
+            rows = (row0 + offs_m).to(tl.int64)
+            tl.atomic_add(dq_acc_ptr + rows[:, None] * D + tl.arange(0, D)[None, :], dq, sem="relaxed")
+    dk_desc.store([row0 + start_n, 0], (dk * sm_scale).to(dk_desc.dtype))
+    dv_desc.store([row0 + start_n, 0], dv.to(dv_desc.dtype))
+
+
+@triton.jit
+def attn_bwd_dq(acc_ptr, dq_ptr, sm_scale, D: tl.constexpr, BM: tl.constexpr):
+    """dQ = sm_scale * the fp32 sum ``attn_bwd_atomic`` reduced, in dQ's type, over the flattened rows."""
+    rows = tl.program_id(0) * BM + tl.arange(0, BM)
+    offs = rows[:, None].to(tl.int64) * D + tl.arange(0, D)[None, :]
+    tl.store(dq_ptr + offs, (tl.load(acc_ptr + offs) * sm_scale).to(dq_ptr.dtype.element_ty))
