@@ -31,7 +31,7 @@ LOG2E = 1.4426950408889634
 TWO_PASS = ((64, 128, 8, 3),)
 """(SMALL, BIG, warps, stages) of ``attn_bwd``: the shipped one."""
 ATOMIC = ((64, 128, 8, 2, True), (64, 128, 8, 3, True), (64, 128, 8, 2, False), (64, 128, 4, 2, True),
-          (128, 64, 8, 2, True), (64, 64, 4, 3, True))
+          (32, 128, 4, 3, True), (64, 64, 4, 3, True))
 """(BM, BN, warps, stages, TMA_REDUCE) of ``attn_bwd_atomic``."""
 REL_L2 = 1e-2
 
