@@ -62,7 +62,7 @@ def test_markdown_table_geomeans_per_category():
     table = markdown_table(rows)
     assert "| math | 2 | 2 | 0.89x | 0.50x | 1 |" in table
     assert "| loss | 1 | 0 | - | - | 0 |" in table
-    assert "| math/b **<0.5x eager** | yes | 0.40x | 0.25x | - | - |" in table
+    assert "| math/b **<0.5x eager** **below 0.8x, no note** | yes | 0.40x | 0.25x | - | 0.25x | - |" in table
     assert geomean([None, 0.0]) is None
 
 
