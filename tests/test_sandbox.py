@@ -206,6 +206,19 @@ def test_under_a_profiler_tcp_is_open_on_its_ports_only():
     assert "RESULT ok PermissionError PermissionError" in reply["error"], reply
 
 
+def test_under_a_profiler_without_landlock_the_report_says_the_network_is_open():
+    """No namespace (the profiler needs loopback) and no Landlock: the network layer is reported as not
+    applied, with the reason, never as applied."""
+    worker = Worker("cpu", "run", sandbox={"audit": False, "landlock": False, "tcp_ports": [40000, 40003]})
+    try:
+        worker.request({"op": "ping"}, timeout=120)
+        report = worker.sandbox_report or {}
+    finally:
+        worker.stop()
+    assert "network" not in report.get("applied", {}), report
+    assert "under a profiler" in report.get("not_applied", {}).get("network", ""), report
+
+
 def test_writes_only_in_the_private_directory(bare):
     require(bare, "filesystem")
     outside = Path("/tmp") / f"warpgym-sandbox-probe-{os.getpid()}"
