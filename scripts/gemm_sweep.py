@@ -56,22 +56,9 @@ def specs() -> dict[str, dict]:
 
 
 def emit(folder: Path) -> None:
-    import os
+    from generate import emit_sweep
 
-    from generate import compile_variant
-
-    os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
-    os.environ["TRITON_DISABLE_LINE_INFO"] = "1"
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, spec in specs().items():
-        try:
-            entry = compile_variant(name, spec, "sm_90a")
-        except Exception as exc:  # noqa: BLE001 - a variant that does not compile is reported and skipped
-            print(f"{name}: does not compile: {exc}"[:300])
-            continue
-        entry["meta"]["persistent"] = spec["persistent"]
-        (folder / f"{name}.json").write_text(json.dumps(entry))
-        print(f"{name}: {entry['meta']['shared']} B shared, {entry['meta']['threads']} threads")
+    emit_sweep(folder, specs(), keep=("persistent",))
 
 
 def run(folder: Path, reps: int) -> None:

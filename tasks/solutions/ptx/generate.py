@@ -16,6 +16,7 @@ which descriptors must be built with exactly). The PTX is pinned to ISA 8.7 so t
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import sys
@@ -130,6 +131,24 @@ def compile_variant(name: str, spec: dict, target: str) -> dict:
                  "triton": triton.__version__},
         "ptx": ptx,
     }
+
+
+def emit_sweep(folder: Path, specs: dict[str, dict], keep: tuple[str, ...] = (),
+               target: str = "sm_90a") -> None:
+    """A sweep's variants as ``<name>.json`` (PTX and launch metadata, plus the spec's ``keep`` keys) in
+    ``folder``, for a script that times them on a GPU; a variant that does not compile is reported."""
+    os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
+    os.environ["TRITON_DISABLE_LINE_INFO"] = "1"
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, spec in specs.items():
+        try:
+            entry = compile_variant(name, spec, target)
+        except Exception as exc:  # noqa: BLE001 - a variant that does not compile is reported and skipped
+            print(f"{name}: does not compile: {exc}"[:400])
+            continue
+        entry["meta"].update({key: spec.get(key) for key in keep})
+        (folder / f"{name}.json").write_text(json.dumps(entry))
+        print(f"{name}: {entry['meta']['shared']} B shared, {entry['meta']['threads']} threads")
 
 
 def ptx_name(kernel: str, target: str) -> str:
