@@ -26,8 +26,27 @@ if "--pairs" in sys.argv:  # e.g. --pairs math/add=eager,normalization/softmax=e
 
 CHILD = r"""
 import json, sys, time
+import torch
 from warpgym.env import EvalOptions, Evaluator
-from warpgym.tasks import get_task
+from warpgym.env.judge.baselines import callables
+from warpgym.tasks import Sampler, get_task
+
+
+def baseline_kernels(task, name, case):
+    # the kernels one call of the baseline ran in this process (does a library choose per process?)
+    try:
+        fn = callables(task, case)[name]
+        inputs = task.make_inputs(case, Sampler(0, task.distributions[0], "cuda"))
+        fn(**inputs)
+        torch.cuda.synchronize()
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+            fn(**inputs)
+            torch.cuda.synchronize()
+        return sorted({e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA})
+    except Exception as exc:
+        return [f"not traced: {type(exc).__name__}: {exc}"[:200]]
+
+
 pairs = json.loads(sys.argv[1])
 out = []
 with Evaluator("cuda") as evaluator:
@@ -42,6 +61,7 @@ with Evaluator("cuda") as evaluator:
             cases.append({"case": t.case, "median_ms": t.median_ms,
                           "baseline_ms": t.baselines_ms.get(baseline), "rounds": t.rounds,
                           "block_calls": t.block_calls, "ended_by": t.ended_by,
+                          "baseline_kernels": baseline_kernels(task, baseline, t.case),
                           "ratio": None if r is None else {"median": r.median, "low": r.low, "high": r.high}})
         detail = [dict(vars(t), machine=str(t.machine)) for t in result.timing or []]
         out.append({"task": task_id, "baseline": baseline, "correct": result.correct,
@@ -68,6 +88,8 @@ def _summary(runs: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
                 "every_interval_covers_the_others": covers,
                 "candidate_ms": [p["cases"][c]["median_ms"] for p in per if len(p["cases"]) > c],
                 "baseline_ms": [p["cases"][c].get("baseline_ms") for p in per if len(p["cases"]) > c],
+                "baseline_kernels": sorted({" + ".join(p["cases"][c].get("baseline_kernels") or [])
+                                            for p in per if len(p["cases"]) > c}),
                 "ended_by": [p["cases"][c]["ended_by"] for p in per if len(p["cases"]) > c],
                 "timing_seconds": [p["stage_seconds"].get("timing") for p in per],
             })
@@ -110,7 +132,8 @@ def main() -> None:
         print(f"{row['task']} {row['case']}: {[round(s, 3) for s in row['speedups']]} max/min {spread} "
               f"covers {row['every_interval_covers_the_others']} ended {row['ended_by']}\n"
               f"  candidate ms {[round(x, 4) for x in row['candidate_ms']]}\n"
-              f"  {row['baseline']} ms {[x and round(x, 4) for x in row['baseline_ms']]}")
+              f"  {row['baseline']} ms {[x and round(x, 4) for x in row['baseline_ms']]}\n"
+              f"  {row['baseline']} kernels (each distinct set): {row['baseline_kernels']}")
     Path(args.out).write_text(json.dumps({"runs": runs, "summary": summary, "errors": errors,
                                           "seconds": time.perf_counter() - started}, indent=1, default=str))
 
