@@ -208,30 +208,15 @@ def attn_bwd(q_small, do_small, k_small, v_small, q_big, do_big, k_big, v_big, d
 
 
 @triton.jit
-def attn_bwd_atomic(q_desc, do_desc, k_desc, v_desc, dq_acc_desc, dq_acc_ptr, dk_desc, dv_desc, lse_ptr,
-                    delta_ptr, S, sm_scale, qk_scale, D: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
-                    CAUSAL: tl.constexpr, TMA_REDUCE: tl.constexpr):
-    """Program i computes dK, dV for key block i (BN keys, looping over BM-query blocks) and adds each
-    query block's share of dQ = dS K to an fp32 buffer: five tile products per pair of blocks, where
-    ``attn_bwd`` recomputes P and dP for dQ and takes seven. The sum is a TMA reduction (TMA_REDUCE) or
-    per-element atomics (which Triton's interpreter can run); ``attn_bwd_dq`` scales it into dQ."""
-    pid = tl.program_id(0)
-    bh = tl.program_id(1)
-    row0 = bh * S
-    start_n = pid * BN
-    offs_n = start_n + tl.arange(0, BN)
-    k = k_desc.load([row0 + start_n, 0])
-    v = v_desc.load([row0 + start_n, 0])
-    dk = tl.zeros((BN, D), tl.float32)
-    dv = tl.zeros((BN, D), tl.float32)
-    # causal: no query before the block's first key sees it; query blocks stay aligned to BM
-    lo = (start_n // BM) * BM if CAUSAL else 0
-    for start_m in range(lo, S, BM):
+def _attn_bwd_atomic_block(dk, dv, k, v, q_desc, do_desc, dq_acc_desc, dq_acc_ptr, lse_ptr, delta_ptr, row0,
+                           offs_n, lo, hi, qk_scale, D: tl.constexpr, BM: tl.constexpr, MASK: tl.constexpr,
+                           TMA_REDUCE: tl.constexpr):
+    for start_m in range(lo, hi, BM):
         offs_m = start_m + tl.arange(0, BM)
         q = q_desc.load([row0 + start_m, 0])
         lse2 = tl.load(lse_ptr + row0 + offs_m) * 1.4426950408889634
         p_t = tl.math.exp2(tl.dot(k, q.T) * qk_scale - lse2[None, :])
-        if CAUSAL:
+        if MASK:
             p_t = tl.where(offs_m[None, :] >= offs_n[:, None], p_t, 0.0)
         do = do_desc.load([row0 + start_m, 0])
         dv = tl.dot(p_t.to(do.dtype), do, dv)
@@ -244,6 +229,38 @@ def attn_bwd_atomic(q_desc, do_desc, k_desc, v_desc, dq_acc_desc, dq_acc_ptr, dk
         else:
             rows = (row0 + offs_m).to(tl.int64)
             tl.atomic_add(dq_acc_ptr + rows[:, None] * D + tl.arange(0, D)[None, :], dq, sem="relaxed")
+    return dk, dv
+
+
+@triton.jit
+def attn_bwd_atomic(q_desc, do_desc, k_desc, v_desc, dq_acc_desc, dq_acc_ptr, dk_desc, dv_desc, lse_ptr,
+                    delta_ptr, S, sm_scale, qk_scale, D: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+                    CAUSAL: tl.constexpr, TMA_REDUCE: tl.constexpr):
+    """Program i computes dK, dV for key block i (BN keys, looping over BM-query blocks) and adds each
+    query block's share of dQ = dS K to an fp32 buffer: five tile products per pair of blocks, where
+    ``attn_bwd`` recomputes P and dP for dQ and takes seven. The sum is a TMA reduction (TMA_REDUCE) or
+    per-element atomics (which Triton's interpreter can run); ``attn_bwd_dq`` scales it into dQ. Causal:
+    only the query blocks that straddle the key block's diagonal are masked."""
+    pid = tl.program_id(0)
+    bh = tl.program_id(1)
+    row0 = bh * S
+    start_n = pid * BN
+    offs_n = start_n + tl.arange(0, BN)
+    k = k_desc.load([row0 + start_n, 0])
+    v = v_desc.load([row0 + start_n, 0])
+    dk = tl.zeros((BN, D), tl.float32)
+    dv = tl.zeros((BN, D), tl.float32)
+    if CAUSAL:
+        # no query before the block's first key sees it; query blocks stay aligned to BM
+        lo = (start_n // BM) * BM
+        past = ((start_n + BN + BM - 1) // BM) * BM  # from here on every query sees every key of the block
+        dk, dv = _attn_bwd_atomic_block(dk, dv, k, v, q_desc, do_desc, dq_acc_desc, dq_acc_ptr, lse_ptr,
+                                        delta_ptr, row0, offs_n, lo, past, qk_scale, D, BM, True, TMA_REDUCE)
+        dk, dv = _attn_bwd_atomic_block(dk, dv, k, v, q_desc, do_desc, dq_acc_desc, dq_acc_ptr, lse_ptr,
+                                        delta_ptr, row0, offs_n, past, S, qk_scale, D, BM, False, TMA_REDUCE)
+    else:
+        dk, dv = _attn_bwd_atomic_block(dk, dv, k, v, q_desc, do_desc, dq_acc_desc, dq_acc_ptr, lse_ptr,
+                                        delta_ptr, row0, offs_n, 0, S, qk_scale, D, BM, False, TMA_REDUCE)
     dk_desc.store([row0 + start_n, 0], (dk * sm_scale).to(dk_desc.dtype))
     dv_desc.store([row0 + start_n, 0], dv.to(dv_desc.dtype))
 
