@@ -518,7 +518,7 @@ dtype. Accumulate in float32; inputs include a large mean (about 50).
     shapes={
         "dev": [_nchw(2, 8, 5, 7, "float32", g=4), _nchw(1, 32, 16, 16, "float16", g=8),
                 _nchw(2, 6, 9, 9, "float32", g=1)],
-        "heldout": [_nchw(3, 6, 1, 1, "float32", g=3), _nchw(2, 64, 9, 13, "float16", g=32),
+        "heldout": [_nchw(3, 6, 1, 2, "float32", g=3), _nchw(2, 64, 9, 13, "float16", g=32),
                     _nchw(1, 12, 33, 17, "float32", g=12),
                     # 3 channels a group (45 elements): a group tile padded to a power of two must be masked
                     _nchw(2, 15, 3, 5, "float32", g=5), _nchw(1, 6, 4, 5, "float16", g=3, offset=1200.0),
