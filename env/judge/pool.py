@@ -51,6 +51,12 @@ CREDENTIALS_IN_URL = re.compile(r"[a-z][a-z0-9+.-]*://[^/\s:@]*:[^/\s@]*@", re.I
 LOG_TAIL_BYTES = 4000
 
 
+def sandbox_turned_off() -> bool:
+    """WARPGYM_NO_SANDBOX=1: workers start without the sandbox, for a machine where it misbehaves (the
+    results say so)."""
+    return os.environ.get("WARPGYM_NO_SANDBOX", "") in ("1", "true", "yes")
+
+
 class WorkerError(Exception):
     """The worker died or overran; ``kind`` is ``timeout``, ``crash`` or ``protocol`` (a reply that was not
     the worker's answer to this request: the candidate wrote to the channel)."""
@@ -120,8 +126,8 @@ class Worker:
         """A tool that runs the worker's command (a profiler: ``ncu ... python confine.py FD``), outside the
         confinement, which the worker applies to itself."""
         self.extra_env = dict(extra_env or {})
-        if sandbox is None:  # WARPGYM_NO_SANDBOX=1: off, for a machine where it misbehaves (results say so)
-            sandbox = os.environ.get("WARPGYM_NO_SANDBOX", "") not in ("1", "true", "yes")
+        if sandbox is None:
+            sandbox = not sandbox_turned_off()
         self.sandbox = sandbox
         """False: no sandbox; True: the defaults (``sandbox.defaults``); a dict: overrides of them."""
         self.sandbox_report: dict[str, Any] | None = None

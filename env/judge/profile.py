@@ -355,7 +355,9 @@ NCU_CONNECTIONS = 4
 def _sandbox(tcp_ports: tuple[int, int] | None) -> dict[str, Any] | None:
     """The worker's sandbox overrides: ``PROFILER_SANDBOX`` and the TCP ports the tool reaches its target
     on (the worker then has no network namespace, and Landlock allows TCP on those ports only)."""
-    if os.environ.get("WARPGYM_NO_SANDBOX", "") in ("1", "true", "yes"):
+    from warpgym.env.judge.pool import sandbox_turned_off
+
+    if sandbox_turned_off():
         return None
     overrides = dict(PROFILER_SANDBOX or {})
     if tcp_ports is not None:
@@ -369,6 +371,8 @@ def _free_port() -> int:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     return min(port, 65536 - NCU_CONNECTIONS)
+
+
 MAX_TOOL_LOG_BYTES = 64 << 20
 
 
