@@ -30,7 +30,7 @@
 # stall: scripts/paired_repeat.py on PAIRS (default the matmul against cuBLAS) in PROCESSES (10) processes, then
 # scripts/ncu_probe.py (where Nsight Compute stalls on the hand-written CUDA GEMM).
 # quote: scripts/order_effect_probe.py, scripts/paired_repeat.py (five processes at once), then `warpgym bench`'s
-# first pass (evaluation time), then EXTRA.
+# first pass (evaluation time), then EXTRA (SKIP="timing bench" leaves the probe or the bench out).
 # serve: scripts/serve_throughput.py (8 clients through `warpgym serve` against in-process; .whl must
 # hold fastapi, uvicorn, starlette, httpx and their dependencies). kbside: scripts/kernelbench_side_by_side.py
 # (KB_LEVEL1, KB_LEVEL2 problems, KB_ARGS more options, KB_RESUME an earlier call's JSON to go on from;
@@ -119,12 +119,12 @@ if [[ $part == paired ]]; then  # which timing protocol repeats, and whether a s
 fi
 if [[ $part == quote ]]; then  # whether a speedup repeats: the order effect, five processes, evaluation time
   export CUDA_VISIBLE_DEVICES=$(g 0)
-  timeout "$(cap 150)" python3 scripts/order_effect_probe.py --out "$OUT/order_effect.json" \
+  on timing && timeout "$(cap 150)" python3 scripts/order_effect_probe.py --out "$OUT/order_effect.json" \
     > "$OUT/A-order-effect.log" 2>&1
   timeout "$(cap 320)" python3 scripts/paired_repeat.py --out "$OUT/paired_repeat.json" --parallel 5 \
     --timeout "$(cap 310)" > "$OUT/B-paired-repeat.log" 2>&1
-  timeout "$(cap 150)" warpgym bench --device cuda --cold 1 --spread 0 --no-ncu --out "$OUT/bench.json" \
-    > "$OUT/C-bench.log" 2>&1
+  on bench && timeout "$(cap 150)" warpgym bench --device cuda --cold 1 --spread 0 --no-ncu \
+    --out "$OUT/bench.json" > "$OUT/C-bench.log" 2>&1
   [[ -n ${EXTRA:-} ]] && timeout "$(cap 300)" bash -c "$EXTRA" > "$OUT/D-extra.log" 2>&1
 fi
 if [[ $part == followup ]]; then  # what the 2026-12-03 run left open, in one call (.kb carried)
