@@ -5,9 +5,10 @@
 
 For each task, and each of its extra reference solutions (the hand-written CUDA ones) unless
 --no-extra: correct (dev + heldout shapes), arch-verified (required features present in the SASS
-AND executed, by Nsight Compute's counts), the executed count of each feature family, and the bench
-shape's time, TFLOP/s and speedup over the vendor library (cuBLAS / cuDNN through PyTorch) with its
-paired-timing interval.
+AND executed, by Nsight Compute's counts), the executed count of each feature family, and the share
+of the task's flops its tensor-core instructions did (and of other arithmetic, and the bytes of ordinary
+loads), and the bench shape's time, TFLOP/s and speedup over the vendor library (cuBLAS / cuDNN through
+PyTorch) with its paired-timing interval.
 Writes ``ptx_check.json`` (every EvalResult) under $OUT when that is set, else under the cwd.
 """
 
@@ -103,6 +104,7 @@ def _row(task, result, seconds: float, label: str) -> dict:
         "missing": result.missing_features,
         "executed": executed,
         "sass": {f: result.instructions.get(f, {}).get("sass") for f in FAMILIES_SHOWN},
+        "work": _work(result.executed_work),
         "checks": sum(1 for c in result.cases if c.passed),
         "failed": sum(1 for c in result.cases if c.passed is False),
         "ms": timing.median_ms if timing else None,
@@ -119,6 +121,16 @@ def _row(task, result, seconds: float, label: str) -> dict:
         "seconds": round(seconds, 1),
         "phase_seconds": {k: round(v, 1) for k, v in result.seconds.items()},
     }
+
+
+def _work(work: dict | None) -> dict | None:
+    """The profiled call's work as shares of the task's: tensor-core flops per family, other arithmetic,
+    ordinary global-load bytes (judge/work.py)."""
+    if not work or not work.get("task_flops"):
+        return None
+    flops, nbytes = work["task_flops"], work["task_bytes"] or 1
+    return {"tensor": {f: round(v / flops, 4) for f, v in work["tensor_flops"].items() if v},
+            "other": round(work["other_flops"] / flops, 4), "loads": round(work["load_bytes"] / nbytes, 4)}
 
 
 def _fmt(value, spec: str) -> str:

@@ -25,8 +25,9 @@
 # followup: `warpgym eval --verbose` of the fp8 CUDA GEMM (where it stalls), paired_repeat.py (five processes) and
 # `warpgym bench`'s first pass under the shipped defaults, then the TF32 probe on four convolution problems (.kb).
 # bwdsweep: scripts/attention_bwd_sweep.py run .sweep-bwd (made here first by its emit; carry .sweep-bwd).
-# verify: tests/gpu/test_profile_confined_gpu.py (ncu and compute-sanitizer behind the confined worker), then
-# scripts/gpu_ptx_check.py (every ptx reference and its hand-written CUDA ones through the evaluator).
+# verify: tests/gpu/test_profile_confined_gpu.py (ncu and compute-sanitizer behind the confined worker) and
+# tests/gpu/test_executed_work_gpu.py (required instructions beside an FFMA product), then scripts/gpu_ptx_check.py
+# (every ptx reference and its hand-written CUDA ones through the evaluator; PTX_TASKS picks tasks).
 # stall: scripts/paired_repeat.py on PAIRS (default the matmul against cuBLAS) in PROCESSES (10) processes, then
 # scripts/ncu_probe.py (where Nsight Compute stalls on the hand-written CUDA GEMM).
 # quote: scripts/order_effect_probe.py, scripts/paired_repeat.py (five processes at once), then `warpgym bench`'s
@@ -145,9 +146,13 @@ if [[ $part == followup ]]; then  # what the 2026-12-03 run left open, in one ca
 fi
 if [[ $part == verify ]]; then  # the profilers in the confined worker, then every ptx reference and its CUDA ones
   export CUDA_VISIBLE_DEVICES=$(g 0)
-  timeout "$(cap 150)" python3 -m pytest -q tests/gpu/test_profile_confined_gpu.py -p no:cacheprovider -rA \
-    --timeout 140 > "$OUT/A-profilers.log" 2>&1
-  OUT=$J timeout "$(cap 420)" python3 scripts/gpu_ptx_check.py --reps 30 > "$OUT/B-ptx-check.log" 2>&1
+  timeout "$(cap 300)" python3 -m pytest -q tests/gpu/test_profile_confined_gpu.py tests/gpu/test_executed_work_gpu.py \
+    -p no:cacheprovider -rA -s --timeout 140 > "$OUT/A-profilers.log" 2>&1
+  # PTX_TASKS="ptx/gemm-bf16 ...": those tasks only (default: the whole suite)
+  # shellcheck disable=SC2086
+  OUT=$J timeout "$(cap 420)" python3 scripts/gpu_ptx_check.py --reps 30 ${PTX_TASKS:+--tasks $PTX_TASKS} \
+    > "$OUT/B-ptx-check.log" 2>&1
+  cp $J/ptx_check.json "$OUT/" 2>/dev/null
 fi
 if [[ $part == bwdsweep ]]; then  # attention backward variants (.sweep-bwd: scripts/attention_bwd_sweep.py emit)
   export CUDA_VISIBLE_DEVICES=$(g 0)

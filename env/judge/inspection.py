@@ -5,15 +5,22 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from warpgym.env.judge import shipped
+from warpgym.env.judge.device_evidence import base_name, demangled_base
 from warpgym.env.judge.findings import profiled_findings
 from warpgym.env.judge.instructions import FAMILIES, FEATURES
+from warpgym.env.judge.plan import Check
+from warpgym.env.judge.work import executed_work
+from warpgym.env.judge.work import shortfalls as work_shortfalls
 from warpgym.env.protocol.violations import violation
+from warpgym.tasks import case_label
 
 if TYPE_CHECKING:
     from warpgym.env.judge.evaluation import Evaluation
+    from warpgym.env.judge.profile import DriverRun, Profile
 
 
 log = logging.getLogger(__name__)
@@ -51,12 +58,27 @@ def instructions(ev: Evaluation) -> None:
                 f"{'/'.join(families)} instructions are compiled in (sass "
                 f"{sum(totals[f]['sass'] or 0 for f in families)}) but none was executed: they are dead code "
                 "on this path (a branch never taken, or a size that picks another kernel)")
+        elif measured and measured.unproven:
+            result.missing_features[feature] = measured.unproven
+        elif measured and feature in measured.shortfalls:
+            result.missing_features[feature] = measured.shortfalls[feature]
     result.required_features_met = not result.missing_features
     result.arch_verified = result.required_features_met
 
 
-def executed_counts(ev: Evaluation, totals: dict[str, dict[str, int | None]]) -> bool:
-    """On a GPU, fill ``totals[family]["executed"]`` from Nsight Compute; False when not measured."""
+@dataclass
+class Measured:
+    """What Nsight Compute showed of the profiled call, beyond the executed counts."""
+
+    shortfalls: dict[str, str] = field(default_factory=dict)
+    """Required features whose instructions did not do the task's work (judge/work.py), with why."""
+    unproven: str = ""
+    """Why the profile cannot stand for the whole call (launches it did not see, a call that failed)."""
+
+
+def executed_counts(ev: Evaluation, totals: dict[str, dict[str, int | None]]) -> Measured | None:
+    """On a GPU, fill ``totals[family]["executed"]`` from Nsight Compute and weigh the work the
+    instructions did against the task's; None when not measured."""
     task, options, result = ev.task, ev.options, ev.result
     required = bool(task.required_features.get(options.target))
     wanted = options.profile if options.profile is not None else required
@@ -65,7 +87,7 @@ def executed_counts(ev: Evaluation, totals: dict[str, dict[str, int | None]]) ->
             why = "profiling was turned off" if ev.on_gpu else "they need a GPU"
             result.skipped_checks.append(f"executed instruction counts: {why}; required features were "
                                          "checked in the compiled code only")
-        return False
+        return None
     from warpgym.env.judge.profile import ProfileError, profile_candidate
 
     names = sorted({k.name for k in result.kernels if k.target == options.target})
@@ -82,15 +104,74 @@ def executed_counts(ev: Evaluation, totals: dict[str, dict[str, int | None]]) ->
                                      model=shipped.model_call(ev, case, fresh=True))
     except ProfileError as exc:
         result.skipped_checks.append(f"executed instruction counts: {exc}")
-        return False
+        return None
     finally:
         result.seconds["profile"] = time.perf_counter() - t0
-    if not profiled_findings(ev, prof.run):
-        return False
+    if not profiled_findings(ev, prof.run) or not profiled_answer(ev, prof.run, case):
+        return None
     for fam, n in prof.families().items():
         if fam in totals:
             totals[fam]["executed"] = n
-    return True
+    work = executed_work(k.rows for k in prof.kernels)
+    flops, nbytes = task.flops(case), task.bytes(case)
+    result.executed_work = work.as_dict(flops, nbytes)
+    shortfalls, unmeasured = work_shortfalls(task.required_features.get(options.target, ()), FEATURES, work,
+                                             flops, nbytes)
+    result.skipped_checks.extend(unmeasured)
+    return Measured(shortfalls, unproven(ev, prof, case))
+
+
+def unproven(ev: Evaluation, prof: Profile, case: dict[str, Any]) -> str:
+    """Why the profiled launches cannot stand for the call: a call that did not return, launches Nsight
+    Compute did not profile (past its launch count, or kernels named in no compiled code) whose
+    instructions nobody counted, or other kernels than the checked calls of the same case ran on the GPU."""
+    from warpgym.env.judge.profile import MAX_PROFILED_LAUNCHES
+
+    run = prof.run
+    if run is None:
+        return ""
+    if not run.returned:
+        return (f"the call under Nsight Compute did not return normally ({run.error[:200] or 'no reply'}): "
+                "what it executed is no evidence of a finished call")
+    made, seen = run.launches, len(prof.kernels)
+    if made is not None and made > seen:
+        return (f"the call launched {made} kernels and Nsight Compute profiled {seen} of them (the first "
+                f"{MAX_PROFILED_LAUNCHES} of the kernels named in the compiled code): what the others ran "
+                "is not known, so the work done by the required instructions cannot be shown")
+    checked = checked_kernels(ev, case)
+    profiled = {base_name(demangled_base(k.name)) for k in prof.kernels}
+    if checked is not None and checked != profiled:
+        return (f"the profiled call ran the kernels {sorted(profiled)}, the checked calls of the same case "
+                f"{sorted(checked)}: the profile is not of the code that computed the checked answers")
+    return ""
+
+
+def checked_kernels(ev: Evaluation, case: dict[str, Any]) -> set[str] | None:
+    """The candidate's own kernels that the GPU ran in the checked calls of ``case`` (device traces), by
+    base name; None where no such call was traced."""
+    label = case_label(case)
+    own = {base_name(demangled_base(k.name)) for k in ev.result.kernels}
+    traces = [t for c, t in ev.device_traces if c == label and not t.get("error")]
+    if not traces:
+        return None
+    return {name for t in traces for a in t.get("activities", []) if a.get("kind") == "kernel"
+            and (name := base_name(str(a.get("name", "")))) in own}
+
+
+def profiled_answer(ev: Evaluation, run: DriverRun | None, case: dict[str, Any]) -> bool:
+    """The profiled call's outputs, judged like a checked call's (its inputs are the checked call's of
+    ``case`` with the task's first seed): a candidate that computes another way under the profiler is
+    caught by its answer. False, with the verdict failed, when it is wrong."""
+    reply = run.reply if run is not None else None
+    if reply is None or not reply.ok:
+        return True
+    check = Check(_first_checked_set(ev), case, ev.task.seeds[0], ev.task.distributions[0])
+    verdict = ev.judge(check, reply)
+    if verdict.passed:
+        return True
+    ev.flag("profiled-call-wrong", case=case, detail=(verdict.message or "outputs differ")[:300])
+    ev.result.correct = False
+    return False
 
 
 def memcheck(ev: Evaluation) -> bool:

@@ -276,6 +276,15 @@ class DriverRun:
     incidents: list[list[str]] = field(default_factory=list)
     """[code, message] pairs the sandbox refused (env/worker/audit.py)."""
     sandbox: dict[str, Any] | None = None
+    reply: Any = None
+    """The worker's ``RunReply`` to the profiled call (its outputs and launch counts); None without one."""
+
+    @property
+    def launches(self) -> int | None:
+        """Kernel launches the candidate made in the call (Triton's and the loader's); None without one."""
+        if self.reply is None or not self.reply.ok:
+            return None
+        return self.reply.launches + self.reply.loader_launches
 
     def findings(self) -> bool:
         """The policy or the sandbox caught something: that is the verdict, whatever the tool printed."""
@@ -315,7 +324,7 @@ def _run_driver(
         worker = Worker(device, "run", sandbox=_sandbox(tcp_ports),
                         wrapper=[*tool, "--log-file", str(log_path)], extra_env=extra_env)
         started = time.perf_counter()
-        returned, error = False, ""
+        returned, error, reply = False, "", None
         forbidden: dict[str, int] = {}
         tampered: list[str] = []
         try:
@@ -343,7 +352,7 @@ def _run_driver(
         return DriverRun(log=_read_bounded(log_path), command=worker.command,
                          seconds=time.perf_counter() - started, returned=returned, error=error,
                          forbidden_ops=forbidden, tampered=tampered, incidents=worker.take_incidents(),
-                         sandbox=worker.sandbox_report)
+                         sandbox=worker.sandbox_report, reply=reply)
 
 
 PROFILER_SANDBOX: dict[str, Any] | None = None

@@ -149,6 +149,10 @@ class EvalResult:
     required_features: list[str] = field(default_factory=list)
     required_features_met: bool | None = None
     missing_features: dict[str, str] = field(default_factory=dict)
+    executed_work: dict[str, Any] | None = None
+    """On a GPU, what the profiled call's instructions did (judge/work.py): flops per tensor-core family,
+    other floating-point flops and ordinary global-load bytes, beside the task's flops and bytes for the
+    profiled case."""
     timing: list[Timing] | None = None
     speedup: dict[str, float] | None = None
     """Per baseline: the geometric mean over bench cases of each case's median ratio (the point estimate)."""

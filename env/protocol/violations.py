@@ -86,6 +86,10 @@ CODES: dict[str, Code] = {
                       "the candidate's to change"),
     "data-race": Code("a kernel's programs, or the elements of one program, share memory in no fixed order",
                       "{detail}"),
+    "profiled-call-wrong": Code("the call run under Nsight Compute returned a wrong answer",
+                                "the call Nsight Compute profiled (case {case}) returned a wrong answer: "
+                                "{detail}. Its executed instructions are the evidence for the required "
+                                "features, so that call must compute the task as every other does"),
     "memcheck": Code("compute-sanitizer found memory errors",
                      "compute-sanitizer memcheck found {errors} error(s) on {case}:\n{report}"),
     # the channel and the confinement (judge/pool.py, worker/sandbox.py)

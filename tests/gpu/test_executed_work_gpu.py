@@ -1,0 +1,93 @@
+"""Candidates that run the required instructions without doing the task with them, on a GPU.
+
+Each computes C = A @ B^T right, with a plain FFMA kernel, and beside it launches the reference's own
+warp-specialised wgmma kernel (TMA, mbarrier, setmaxnreg: every required feature, executed) on data the
+answer never uses. By executed counts alone all of them are arch-verified; by the work the instructions
+did (judge/work.py) none is. Skipped without CUDA (conftest)."""
+
+from __future__ import annotations
+
+import pytest
+from warpgym.env import EvalOptions, Evaluator
+from warpgym.env.candidate import Candidate
+from warpgym.tasks import get_task
+
+pytestmark = pytest.mark.gpu
+
+DECOY = r'''
+import torch
+
+from warpgym import loader
+
+NAIVE = """
+extern "C" __global__ void naive_gemm(const unsigned short* a, const unsigned short* b, unsigned short* c,
+                                      int m, int n, int k) {
+  int col = blockIdx.x * blockDim.x + threadIdx.x, row = blockIdx.y;
+  if (col >= n) return;
+  float acc = 0.f;
+  for (int i = 0; i < k; ++i) {
+    float x = __uint_as_float((unsigned)a[row * k + i] << 16);
+    float y = __uint_as_float((unsigned)b[col * k + i] << 16);
+    acc = fmaf(x, y, acc);
+  }
+  unsigned bits = __float_as_uint(acc);
+  c[row * n + col] = (unsigned short)((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+}
+"""
+TARGET = loader.default_target()
+DEFINES = {"BN": 256, "STAGES": 4, "INFLIGHT": 1, "GROUP_M": 16}
+WGMMA = loader.load_cuda(loader.attachment("gemm_wgmma.cu"), name="gemm_bf16_wgmma", target=TARGET,
+                         defines=DEFINES).kernel("gemm_bf16_wgmma")
+SHARED = 4 * (128 + 256) * 64 * 2 + 1024 + 8 * 8 + 16
+PLAIN = loader.load_cuda(NAIVE, name="naive_gemm", target=TARGET).kernel("naive_gemm")
+MODE = "{mode}"
+
+
+def _wgmma(a, b):
+    m, k = a.shape
+    n = b.shape[0]
+    c = torch.empty((m, n), dtype=torch.bfloat16, device=a.device)
+    a_map, b_map = loader.tensor_map(a, (128, 64), swizzle=128), loader.tensor_map(b, (256, 64), swizzle=128)
+    WGMMA(a_map, b_map, c, m, n, k, grid=min(-(-m // 128) * -(-n // 256), 132), block=384, shared_mem=SHARED)
+    return c
+
+
+def gemm(a, b):
+    m, k = a.shape
+    n = b.shape[0]
+    if MODE == "full":
+        _wgmma(torch.empty_like(a), torch.empty_like(b))
+    else:
+        s = torch.empty((128, 64), dtype=torch.bfloat16, device=a.device)
+        t = torch.empty((256, 64), dtype=torch.bfloat16, device=a.device)
+        for _ in range(16 if MODE == "many" else 1):
+            _wgmma(s, t)
+    c = torch.empty((m, n), dtype=torch.bfloat16, device=a.device)
+    PLAIN(a, b, c, m, n, k, grid=(-(-n // 128), m), block=128)
+    return c
+'''
+
+
+def _evaluate(mode: str):
+    task = get_task("ptx/gemm-bf16")
+    reference = task.solution_candidate("ptx/gemm-bf16-cuda")
+    source = reference.attachments["gemm_wgmma.cu"]
+    candidate = Candidate(DECOY.replace("{mode}", mode), {"gemm_wgmma.cu": source})
+    with Evaluator("cuda") as evaluator:
+        return evaluator.evaluate(task, candidate, EvalOptions(timing=False))
+
+
+@pytest.mark.parametrize(("mode", "wgmma_says", "tma_says"), [
+    ("token", "of the task's", "ordinary global loads"),
+    ("full", "other floating-point arithmetic", "ordinary global loads"),
+    ("many", "Nsight Compute profiled 16 of them", "Nsight Compute profiled 16 of them"),
+])
+def test_required_instructions_beside_the_real_computation_are_not_arch_verified(mode, wgmma_says, tma_says):
+    result = _evaluate(mode)
+    assert result.correct, result.feedback
+    for feature in ("wgmma", "tma", "mbarrier", "setmaxnreg"):  # what the executed-count rule alone accepted
+        assert result.instructions[feature]["executed"], (feature, result.instructions[feature])
+    assert result.arch_verified is False, result.executed_work
+    assert wgmma_says in result.missing_features["wgmma"], result.missing_features
+    assert tma_says in result.missing_features["tma"], result.missing_features
+    print(mode, result.missing_features, result.executed_work)
