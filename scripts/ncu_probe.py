@@ -1,6 +1,7 @@
 """Where Nsight Compute stalls on a reference (GPU only): one call of its kernel under ncu, several ways.
 
     python3 scripts/ncu_probe.py [--out DIR] [--solutions gemm-fp8-cuda,gemm-fp8] [--seconds 60]
+    python3 scripts/ncu_probe.py --layers | --memcheck [--seconds 60]   # the layer a tool stalls under
 
 For each ptx solution folder, the same program (the folder's module run as the worker runs it, one call at
 the dev case the judge profiles) runs: without ncu; under ncu measuring only the kernel's duration (no SASS
@@ -86,7 +87,12 @@ def main() -> None:
     parser.add_argument("--layers", action="store_true",
                         help="instead: the judge's profile of math/add, then of ptx/gemm-fp8 with one "
                              "sandbox layer off at a time (which layer ncu cannot work under)")
+    parser.add_argument("--memcheck", action="store_true",
+                        help="instead: the judge's compute-sanitizer memcheck of math/add with the defaults, "
+                             "without the network namespace, and without the sandbox")
     args = parser.parse_args()
+    if args.memcheck:
+        return _memcheck(args)
     if args.layers:
         return _layers(args)
     ncu = ncu_path()
@@ -133,6 +139,34 @@ def _layers(args: argparse.Namespace) -> None:
         print(f"== {row['task']} {row['overrides']}: rc {row['rc']}, {row['seconds']} s\n{row['tail']}\n",
               flush=True)
         Path(args.out, "ncu_layers.json").write_text(json.dumps(rows, indent=1))
+
+
+def _memcheck(args: argparse.Namespace) -> None:
+    """Whether compute-sanitizer, like ncu, cannot reach its target through one of the sandbox's layers."""
+    from warpgym.env.judge import profile
+    from warpgym.tasks import get_task
+
+    task = get_task("math/add")
+    case = task.cases("dev")[0]
+    rows = []
+    for overrides in ({}, {"network": False}, {"sandbox": "off"}):
+        if overrides == {"sandbox": "off"}:
+            os.environ["WARPGYM_NO_SANDBOX"] = "1"
+        profile.PROFILER_SANDBOX = overrides or None
+        started = time.perf_counter()
+        try:
+            report = profile.memcheck_candidate(task.id, task.solution_source(), case, timeout=args.seconds)
+            rc: int | str = 0 if report.ok else report.errors
+            said = report.text or report.run.log[-1500:]
+        except profile.ProfileError as exc:
+            rc, said = "error", str(exc)
+        profile.PROFILER_SANDBOX = None
+        os.environ.pop("WARPGYM_NO_SANDBOX", None)
+        rows.append({"overrides": overrides or "defaults", "rc": rc,
+                     "seconds": round(time.perf_counter() - started, 1), "tail": said[-1500:]})
+        row = rows[-1]
+        print(f"== memcheck {row['overrides']}: rc {rc}, {row['seconds']} s\n{said[-600:]}\n", flush=True)
+        Path(args.out, "memcheck_layers.json").write_text(json.dumps(rows, indent=1))
 
 
 if __name__ == "__main__":
