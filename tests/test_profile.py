@@ -259,3 +259,18 @@ def test_profile_candidate_end_to_end_with_a_stand_in_for_ncu(monkeypatch):
     assert evaluation.result.correct is False
     said = [v.message for v in evaluation.result.violations if v.code == "torch-op"]
     assert said and "under the profiler" in said[0], evaluation.result.violations
+
+
+def test_memcheck_runs_without_the_network_layer_and_says_why(monkeypatch):
+    """compute-sanitizer reaches its target over loopback TCP on a port it picks (memcheck never finished in
+    the worker's network namespace on the H200): that worker has none, and its report says so."""
+    monkeypatch.setattr(profile, "sanitizer_path", lambda: FAKE_PROFILER)
+    task = get_task("math/add")
+    report = profile.memcheck_candidate(task.id, task.solution_source(), task.shapes["dev"][0], device="cpu",
+                                        timeout=300)
+    assert report.ok and report.run is not None and report.run.returned, report.run
+    sandbox = report.run.sandbox
+    if sandbox is None:
+        pytest.skip("the sandbox is turned off here")
+    assert sandbox["not_applied"].get("network") == profile.SANITIZER_NETWORK, sandbox
+    assert "network" not in sandbox["applied"] and "audit" in sandbox["applied"]

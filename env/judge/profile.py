@@ -307,6 +307,7 @@ def _run_driver(
     role: int | None = None,
     salt: int = 0,
     tcp_ports: tuple[int, int] | None = None,
+    network_off: str | None = None,
 ) -> DriverRun:
     """Start a worker behind ``tool`` (its confinement, audit hook and policy apply to itself inside the
     tool), import the candidate for the target, call it once on inputs the judge drew, and let it exit so
@@ -321,7 +322,7 @@ def _run_driver(
     task = get_task(task_id)
     with tempfile.TemporaryDirectory(prefix="warpgym-profile-") as tmp:
         log_path = Path(tmp) / "tool.log"
-        worker = Worker(device, "run", sandbox=_sandbox(tcp_ports),
+        worker = Worker(device, "run", sandbox=_sandbox(tcp_ports, network_off),
                         wrapper=[*tool, "--log-file", str(log_path)], extra_env=extra_env)
         started = time.perf_counter()
         returned, error, reply = False, "", None
@@ -361,9 +362,16 @@ NCU_CONNECTIONS = 4
 """Ports from ncu's ``--port`` on that its target may use: it listens there for the profiler."""
 
 
-def _sandbox(tcp_ports: tuple[int, int] | None) -> dict[str, Any] | None:
-    """The worker's sandbox overrides: ``PROFILER_SANDBOX`` and the TCP ports the tool reaches its target
-    on (the worker then has no network namespace, and Landlock allows TCP on those ports only)."""
+SANITIZER_NETWORK = ("no network namespace under compute-sanitizer, which reaches its target over loopback "
+                     "TCP on a port of its own choosing; the audit hook still refuses sockets")
+"""Why the worker behind compute-sanitizer has no network layer (on the H200 memcheck never finishes in a
+network namespace, and finishes without one: scripts/ncu_probe.py --memcheck)."""
+
+
+def _sandbox(tcp_ports: tuple[int, int] | None, network_off: str | None = None) -> dict[str, Any] | None:
+    """The worker's sandbox overrides: ``PROFILER_SANDBOX``, and the TCP ports the tool reaches its target
+    on (the worker then has no network namespace, and Landlock allows TCP on those ports only), or, with
+    ``network_off`` (the reason), no network layer at all."""
     from warpgym.env.judge.pool import sandbox_turned_off
 
     if sandbox_turned_off():
@@ -371,6 +379,9 @@ def _sandbox(tcp_ports: tuple[int, int] | None) -> dict[str, Any] | None:
     overrides = dict(PROFILER_SANDBOX or {})
     if tcp_ports is not None:
         overrides["tcp_ports"] = list(tcp_ports)
+    if network_off is not None:
+        overrides.setdefault("network", False)
+        overrides.setdefault("off_reason", network_off)
     return overrides or None
 
 
@@ -507,6 +518,7 @@ def memcheck_candidate(
         model=model,
         role=role,
         salt=salt,
+        network_off=SANITIZER_NETWORK,
     )
     report = parse_memcheck(run.log)
     report.run = run

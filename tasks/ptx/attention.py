@@ -106,11 +106,16 @@ def attention_backward(
 
 
 def _fwd_inputs(case, s):
+    """Under ``outliers`` only q and k carry them (scores of hundreds: a missing max-subtraction shows).
+    Outliers in v would test bf16 P against cancellation: two keys with close weights and opposite 100x
+    values in one column leave a small O whose error is 2^-9 of their sum, past any element-wise bound.
+    An emulation of that rounding alone missed the bound in 1 of 150 draws of a heldout case, and so did
+    the causal reference once on the H200 (tests/test_attention_inputs.py)."""
     shape = (case["b"], case["h"], case["s"], case["d"])
     return {
         "q": s.tensor(shape, "bfloat16"),
         "k": s.tensor(shape, "bfloat16"),
-        "v": s.tensor(shape, "bfloat16"),
+        "v": s.normal(shape, "bfloat16") if s.dist == "outliers" else s.tensor(shape, "bfloat16"),
     }
 
 
@@ -173,7 +178,8 @@ def _cudnn_backward(q, k, v, o, lse, do, causal: bool) -> tuple[torch.Tensor, ..
 _NOTES = """
 S is a multiple of 128 and D is 128 in every shape. Build kernels with warpgym.loader
 (load_cuda / load_ptx; loader.tensor_map makes TMA descriptors). Required instructions count only
-when the GPU executes them (Nsight Compute's executed-instruction counts).
+when the GPU executes them (Nsight Compute's executed-instruction counts) and they do the task's work:
+the tensor-core instructions at least 90% of the flops, the operands through TMA.
 """
 
 _ATTN_TOLERANCES = {
