@@ -25,8 +25,8 @@
 # followup: `warpgym eval --verbose` of the fp8 CUDA GEMM (where it stalls), paired_repeat.py (five processes) and
 # `warpgym bench`'s first pass under the shipped defaults, then the TF32 probe on four convolution problems (.kb).
 # bwdsweep: scripts/attention_bwd_sweep.py run .sweep-bwd (made here first by its emit; carry .sweep-bwd).
-# verify: tests/gpu/test_profile_confined_gpu.py (ncu and compute-sanitizer behind the confined worker) and
-# tests/gpu/test_executed_work_gpu.py (required instructions beside an FFMA product), then scripts/gpu_ptx_check.py
+# verify: tests/gpu/test_executed_work_gpu.py (required instructions beside an FFMA product) and
+# tests/gpu/test_profile_confined_gpu.py (ncu and compute-sanitizer behind the confined worker), then scripts/gpu_ptx_check.py
 # (every ptx reference and its hand-written CUDA ones through the evaluator; PTX_TASKS picks tasks).
 # stall: scripts/paired_repeat.py on PAIRS (default the matmul against cuBLAS) in PROCESSES (10) processes, then
 # scripts/ncu_probe.py (where Nsight Compute stalls on the hand-written CUDA GEMM).
@@ -146,7 +146,7 @@ if [[ $part == followup ]]; then  # what the 2026-12-03 run left open, in one ca
 fi
 if [[ $part == verify ]]; then  # the profilers in the confined worker, then every ptx reference and its CUDA ones
   export CUDA_VISIBLE_DEVICES=$(g 0)
-  timeout "$(cap 300)" python3 -m pytest -q tests/gpu/test_profile_confined_gpu.py tests/gpu/test_executed_work_gpu.py \
+  timeout "$(cap 300)" python3 -m pytest -q tests/gpu/test_executed_work_gpu.py tests/gpu/test_profile_confined_gpu.py \
     -p no:cacheprovider -rA -s --timeout 140 > "$OUT/A-profilers.log" 2>&1
   # PTX_TASKS="ptx/gemm-bf16 ...": those tasks only (default: the whole suite)
   # shellcheck disable=SC2086
