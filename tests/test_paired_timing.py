@@ -116,10 +116,32 @@ def test_each_round_is_a_block_of_one_then_the_other_and_the_order_alternates():
     gpu = FakeGPU(drift=0.0, noise=0.0)
     sides = {"eager": gpu.side("eager", 1.0), "vendor": gpu.side("vendor", 0.8)}
     outcome = run_rounds(gpu.side("C", 2.0), sides, SETTINGS, warmup_calls=2, clock=gpu.clock)
-    assert gpu.log[:6] == ["C", "eager", "vendor", "vendor", "eager", "C"]
+    assert outcome.settled and gpu.log[:3] == ["C", "eager", "vendor"]  # the settling round, thrown away
+    assert gpu.log[3:9] == ["C", "eager", "vendor", "vendor", "eager", "C"]
     assert outcome.rounds == SETTINGS.min_rounds and outcome.ended_by == "precision"  # no noise: 6 rounds
     assert all(len(block.event_ms) == 5 for block in outcome.candidate)
     assert outcome.speedup("vendor").median == pytest.approx(0.4)
+
+
+def test_a_slow_first_block_after_the_warm_up_is_thrown_away_not_counted():
+    """As on the H200: the candidate's first block after the baselines' warm-up reads 13% slow."""
+    gpu = FakeGPU(drift=0.0, noise=0.0)
+    side = gpu.side("C", 2.0)
+    first = [True]
+
+    def transient(calls, warmup_calls, warmup_seconds, start):
+        taken = side(calls, warmup_calls, warmup_seconds, start)
+        if calls and first[0]:
+            first[0] = False
+            return Calls([t * 1.13 for t in taken[0].event_ms], taken[0].wall_ms, taken[0].issue_ms), taken[1]
+        return taken
+
+    outcome = run_rounds(transient, {"eager": gpu.side("eager", 1.0)}, SETTINGS, warmup_calls=2,
+                         clock=gpu.clock)
+    assert outcome.settled and min(outcome.round_ratios("eager")) == pytest.approx(0.5)  # not 0.5 / 1.13
+    slow = run_rounds(gpu.side("C", 900.0), {"eager": gpu.side("eager", 900.0)}, SETTINGS, warmup_calls=1,
+                      clock=gpu.clock)
+    assert slow.block_calls < SETTINGS.block_calls and not slow.settled  # long calls: no extra round
 
 
 def test_noise_that_never_narrows_the_interval_ends_by_budget_within_the_budget():

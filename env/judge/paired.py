@@ -52,6 +52,8 @@ class PairedOutcome:
     """The candidate's blocks run under CUDA activity tracing (judge/timed_trace.py): not in ``candidate``."""
     between_evaluations: float = 0.0
     """Relative uncertainty added to every interval (options.PairedTiming.between_evaluations)."""
+    settled: bool = False
+    """A settling round ran before the first counted one, and was thrown away (``_settle``)."""
 
     @property
     def rounds(self) -> int:
@@ -113,8 +115,9 @@ def run_rounds(candidate: TimeBlock, baselines: Mapping[str, TimeBlock], setting
     """Warm every side up, then time rounds until the stop rule ends them.
 
     The candidate warms up first, for a time (the GPU's clocks settle), then each baseline for
-    ``warmup_calls``. A baseline whose block raises ``BaselineFailed`` is left out from then on, with its
-    reason; any other exception, and any from the candidate, ends the window (the caller's verdict).
+    ``warmup_calls``, then one settling round is timed and thrown away (``_settle``). A baseline whose
+    block raises ``BaselineFailed`` is left out from then on, with its reason; any other exception, and
+    any from the candidate, ends the window (the caller's verdict).
     ``after_block`` runs after every block (the machine's state is sampled there). With ``trace``, rounds
     drawn by ``TraceSample`` (settings.traced_blocks, settings.trace_seed) also run a traced block of the
     candidate on the round's inputs; its seconds are left out of the budget.
@@ -132,6 +135,8 @@ def run_rounds(candidate: TimeBlock, baselines: Mapping[str, TimeBlock], setting
         except BaselineFailed as exc:
             _drop(outcome, sides, name, exc)
     outcome.block_calls = block = block_length(settings, call_ms)
+    if block == settings.block_calls:
+        outcome.settled = _settle(candidate, sides, outcome, block)
 
     def traced(index: int) -> float:
         assert trace is not None
@@ -170,6 +175,22 @@ def run_rounds(candidate: TimeBlock, baselines: Mapping[str, TimeBlock], setting
     for extra in range(sample.missing(len(outcome.traced))):
         traced(outcome.rounds + extra)
     return outcome
+
+
+def _settle(candidate: TimeBlock, sides: dict[str, TimeBlock], outcome: PairedOutcome, block: int) -> bool:
+    """One round timed and thrown away before the first that counts, in its order (candidate first).
+
+    On the H200 the candidate's first block after the baselines' warm-up read 10-15% slow in every window
+    of an 8192-size GEMM (five processes, and both ptx GEMMs: docs/benchmarks.md, 2026-12-03 17:24), while
+    the baseline's block right after it did not; with few rounds that one round set the interval's low end.
+    Run only when blocks are full length: a call too slow for them has warmed up long enough."""
+    candidate(block, 0, 0.0, 0)
+    for name in list(sides):
+        try:
+            sides[name](block, 0, 0.0, 0)
+        except BaselineFailed as exc:
+            _drop(outcome, sides, name, exc)
+    return True
 
 
 def _drop(outcome: PairedOutcome, sides: dict[str, TimeBlock], name: str, exc: BaselineFailed) -> None:

@@ -117,6 +117,8 @@ class Timing:
     (judge/paired.py ``PairedOutcome.order_effect``): near zero when neither side slows the other."""
     ended_by: str | None = None
     """"precision" (every interval narrow enough) or "budget" (rounds or seconds spent)."""
+    settled: bool = False
+    """A settling round ran before the counted ones and was thrown away (judge/paired.py ``_settle``)."""
     baseline_errors: dict[str, str] = field(default_factory=dict)
     """Baselines that could not be timed here, and why."""
     machine: MachineState | None = None
