@@ -1,6 +1,6 @@
 """Run every `ptx` reference through the evaluator on a GPU and print PTXBench's three answers.
 
-    python scripts/gpu_ptx_check.py [--tasks ptx/gemm-bf16 ...] [--reps 20] [--memcheck] [--no-profile]
+    python scripts/gpu_ptx_check.py [--tasks ptx/gemm-bf16 ...] [--reps N] [--memcheck] [--no-profile]
                                     [--no-extra]
 
 For each task, and each of its extra reference solutions (the hand-written CUDA ones) unless
@@ -31,7 +31,9 @@ def main() -> int:
     parser.add_argument("--target", default="sm_90a")
     parser.add_argument("--shape-sets", nargs="*", default=["dev", "heldout"])
     parser.add_argument("--warmup", type=int, default=5)
-    parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--reps", type=int, default=None,
+                        help="at most this many timed calls of each side (reps // 5 rounds, at least 6); "
+                             "default: the paired timing's own stop rule, up to 60 rounds")
     parser.add_argument("--memcheck", action="store_true", help="compute-sanitizer memcheck before timing")
     parser.add_argument("--no-profile", action="store_true", help="skip Nsight Compute executed counts")
     parser.add_argument("--no-timing", action="store_true")

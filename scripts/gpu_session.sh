@@ -150,7 +150,7 @@ if [[ $part == verify ]]; then  # the profilers in the confined worker, then eve
     -p no:cacheprovider -rA -s --timeout 140 > "$OUT/A-profilers.log" 2>&1
   # PTX_TASKS="ptx/gemm-bf16 ...": those tasks only (default: the whole suite)
   # shellcheck disable=SC2086
-  OUT=$J timeout "$(cap 420)" python3 scripts/gpu_ptx_check.py --reps 30 ${PTX_TASKS:+--tasks $PTX_TASKS} \
+  OUT=$J timeout "$(cap 420)" python3 scripts/gpu_ptx_check.py ${PTX_TASKS:+--tasks $PTX_TASKS} \
     > "$OUT/B-ptx-check.log" 2>&1
   cp $J/ptx_check.json "$OUT/" 2>/dev/null
 fi
