@@ -32,7 +32,7 @@ def _first_checked_set(ev: Evaluation) -> str:
 
 def instructions(ev: Evaluation) -> None:
     """Totals per instruction family, and whether the task's required features are compiled in and,
-    where it can be measured, executed."""
+    where it can be measured, executed and doing the task's work (judge/work.py)."""
     task, options, result = ev.task, ev.options, ev.result
     totals: dict[str, dict[str, int | None]] = {fam: {"ptx": 0, "sass": 0, "executed": None}
                                                 for fam in FAMILIES}
