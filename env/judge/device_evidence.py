@@ -86,6 +86,12 @@ def demangled_base(symbol: str) -> str:
     return "::".join(parts) if parts else symbol
 
 
+def base_names(symbols: Iterable[str]) -> set[str]:
+    """The base names (``base_name``) of kernel symbols, mangled or not: what a trace's names are matched
+    against."""
+    return {base_name(demangled_base(s)) for s in symbols}
+
+
 def reserved(names: Iterable[str]) -> list[str]:
     """The candidate's kernel names that take a library's name."""
     return sorted({n for n in names if RESERVED_NAMES.match(base_name(demangled_base(n)))})
@@ -101,7 +107,7 @@ def device_violations(traces: Iterable[tuple[str, Mapping[str, Any]]], own_kerne
     every kernel it built. A foreign kernel is named once, with the first case it ran in and how often it
     ran over all of them (none is, with ``allow_library``: KernelBench's rule, PyTorch allowed); a large
     host copy by the first call that made one."""
-    own = {base_name(demangled_base(k)) for k in own_kernels}
+    own = base_names(own_kernels)
     foreign: Counter[str] = Counter()
     first_case: dict[str, str] = {}
     violations = []
@@ -162,7 +168,7 @@ def idle_calls(traces: Iterable[tuple[str, Mapping[str, Any]]],
                own_kernels: Iterable[str]) -> list[Violation]:
     """A traced call that ran none of the candidate's kernels (for a CUDA extension, whose launches only the
     device sees): the first such case, as a violation."""
-    own = {base_name(demangled_base(k)) for k in own_kernels}
+    own = base_names(own_kernels)
     for case, trace in traces:
         if trace.get("error"):
             continue
@@ -194,7 +200,7 @@ def own_kernels(ev: Evaluation) -> tuple[list[str], list[Violation]]:
 
 def own_share(traces: Iterable[tuple[str, Mapping[str, Any]]], own_kernels: Iterable[str]) -> float | None:
     """The share of kernel time on the device spent in the candidate's own kernels; None without times."""
-    own = {base_name(demangled_base(k)) for k in own_kernels}
+    own = base_names(own_kernels)
     mine = total = 0.0
     for _, trace in traces:
         for activity in trace.get("activities", []):

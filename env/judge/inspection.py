@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from warpgym.env.judge import shipped
-from warpgym.env.judge.device_evidence import base_name, demangled_base
+from warpgym.env.judge.device_evidence import base_name, base_names
 from warpgym.env.judge.findings import profiled_findings
 from warpgym.env.judge.instructions import FAMILIES, FEATURES
 from warpgym.env.judge.plan import Check
@@ -91,14 +91,16 @@ def executed_counts(ev: Evaluation, totals: dict[str, dict[str, int | None]]) ->
     from warpgym.env.judge.profile import ProfileError, profile_candidate
 
     names = sorted({k.name for k in result.kernels if k.target == options.target})
-    case = max(task.cases(_first_checked_set(ev)), key=task.flops)
+    first = _first_checked_set(ev)
+    case = max(task.cases(first), key=task.flops)
+    profiled = Check(first, case, task.seeds[0], task.distributions[0])  # its answer is judged as this call's
     t0 = time.perf_counter()
     log.info("%s: executed instructions under Nsight Compute, case %s, kernels %s", task.id, case, names)
     try:
         with ev.gpu_shared():
-            prof = profile_candidate(task.id, ev.candidate.source, case, seed=ev.seeds.seed(task.seeds[0]),
-                                     role=task.seeds[0], salt=ev.seeds.salt,
-                                     distribution=task.distributions[0], target=options.target,
+            prof = profile_candidate(task.id, ev.candidate.source, case, seed=ev.seeds.seed(profiled.seed),
+                                     role=profiled.seed, salt=ev.seeds.salt,
+                                     distribution=profiled.distribution, target=options.target,
                                      kernels=names, timeout=options.limits.timing, device=ev.device,
                                      attachments=ev.candidate.attachments,
                                      model=shipped.model_call(ev, case, fresh=True))
@@ -107,7 +109,7 @@ def executed_counts(ev: Evaluation, totals: dict[str, dict[str, int | None]]) ->
         return None
     finally:
         result.seconds["profile"] = time.perf_counter() - t0
-    if not profiled_findings(ev, prof.run) or not profiled_answer(ev, prof.run, case):
+    if not profiled_findings(ev, prof.run) or not profiled_answer(ev, prof.run, profiled):
         return None
     for fam, n in prof.families().items():
         if fam in totals:
@@ -139,7 +141,7 @@ def unproven(ev: Evaluation, prof: Profile, case: dict[str, Any]) -> str:
                 f"{MAX_PROFILED_LAUNCHES} of the kernels named in the compiled code): what the others ran "
                 "is not known, so the work done by the required instructions cannot be shown")
     checked = checked_kernels(ev, case)
-    profiled = {base_name(demangled_base(k.name)) for k in prof.kernels}
+    profiled = base_names(k.name for k in prof.kernels)
     if checked is not None and checked != profiled:
         return (f"the profiled call ran the kernels {sorted(profiled)}, the checked calls of the same case "
                 f"{sorted(checked)}: the profile is not of the code that computed the checked answers")
@@ -150,7 +152,7 @@ def checked_kernels(ev: Evaluation, case: dict[str, Any]) -> set[str] | None:
     """The candidate's own kernels that the GPU ran in the checked calls of ``case`` (device traces), by
     base name; None where no such call was traced."""
     label = case_label(case)
-    own = {base_name(demangled_base(k.name)) for k in ev.result.kernels}
+    own = base_names(k.name for k in ev.result.kernels)
     traces = [t for c, t in ev.device_traces if c == label and not t.get("error")]
     if not traces:
         return None
@@ -158,18 +160,17 @@ def checked_kernels(ev: Evaluation, case: dict[str, Any]) -> set[str] | None:
             and (name := base_name(str(a.get("name", "")))) in own}
 
 
-def profiled_answer(ev: Evaluation, run: DriverRun | None, case: dict[str, Any]) -> bool:
-    """The profiled call's outputs, judged like a checked call's (its inputs are the checked call's of
-    ``case`` with the task's first seed): a candidate that computes another way under the profiler is
-    caught by its answer. False, with the verdict failed, when it is wrong."""
+def profiled_answer(ev: Evaluation, run: DriverRun | None, check: Check) -> bool:
+    """The profiled call's outputs, judged as ``check``'s (the call whose inputs it was given): a candidate
+    that computes another way under the profiler is caught by its answer. False, with the verdict failed,
+    when it is wrong."""
     reply = run.reply if run is not None else None
     if reply is None or not reply.ok:
         return True
-    check = Check(_first_checked_set(ev), case, ev.task.seeds[0], ev.task.distributions[0])
     verdict = ev.judge(check, reply)
     if verdict.passed:
         return True
-    ev.flag("profiled-call-wrong", case=case, detail=(verdict.message or "outputs differ")[:300])
+    ev.flag("profiled-call-wrong", case=check.case, detail=(verdict.message or "outputs differ")[:300])
     ev.result.correct = False
     return False
 

@@ -130,13 +130,11 @@ def run_rounds(candidate: TimeBlock, baselines: Mapping[str, TimeBlock], setting
     call_ms: dict[str, float | None] = {}
     _, call_ms[""] = candidate(0, warmup_calls, WARMUP_SECONDS, 0)
     for name in list(sides):
-        try:
-            _, call_ms[name] = sides[name](0, warmup_calls, 0.0, 0)
-        except BaselineFailed as exc:
-            _drop(outcome, sides, name, exc)
+        if (warmed := _baseline_block(outcome, sides, name, 0, warmup_calls, 0.0, 0)) is not None:
+            call_ms[name] = warmed[1]
     outcome.block_calls = block = block_length(settings, call_ms)
     if block == settings.block_calls:
-        outcome.settled = _settle(candidate, sides, outcome, block)
+        _settle(candidate, sides, outcome, block)
 
     def traced(index: int) -> float:
         assert trace is not None
@@ -158,10 +156,8 @@ def run_rounds(candidate: TimeBlock, baselines: Mapping[str, TimeBlock], setting
                 if side_of_trace == "after":
                     round_traced += traced(index)
             elif name in sides:
-                try:
-                    outcome.baselines[name].append(sides[name](block, 0, 0.0, index * block)[0])
-                except BaselineFailed as exc:
-                    _drop(outcome, sides, name, exc)
+                if (timed := _baseline_block(outcome, sides, name, block, 0, 0.0, index * block)) is not None:
+                    outcome.baselines[name].append(timed[0])
             after_block()
         now = clock()
         traced_seconds += round_traced
@@ -177,7 +173,7 @@ def run_rounds(candidate: TimeBlock, baselines: Mapping[str, TimeBlock], setting
     return outcome
 
 
-def _settle(candidate: TimeBlock, sides: dict[str, TimeBlock], outcome: PairedOutcome, block: int) -> bool:
+def _settle(candidate: TimeBlock, sides: dict[str, TimeBlock], outcome: PairedOutcome, block: int) -> None:
     """One round timed and thrown away before the first that counts, in its order (candidate first).
 
     On the H200 the candidate's first block after the baselines' warm-up read 10-15% slow in every window
@@ -186,11 +182,19 @@ def _settle(candidate: TimeBlock, sides: dict[str, TimeBlock], outcome: PairedOu
     Run only when blocks are full length: a call too slow for them has warmed up long enough."""
     candidate(block, 0, 0.0, 0)
     for name in list(sides):
-        try:
-            sides[name](block, 0, 0.0, 0)
-        except BaselineFailed as exc:
-            _drop(outcome, sides, name, exc)
-    return True
+        _baseline_block(outcome, sides, name, block, 0, 0.0, 0)
+    outcome.settled = True
+
+
+def _baseline_block(outcome: PairedOutcome, sides: dict[str, TimeBlock], name: str, calls: int,
+                    warmup_calls: int, warmup_seconds: float, start: int
+                    ) -> tuple[Calls, float | None] | None:
+    """A baseline's block, or None when it raised ``BaselineFailed``: it is then left out, with its reason."""
+    try:
+        return sides[name](calls, warmup_calls, warmup_seconds, start)
+    except BaselineFailed as exc:
+        _drop(outcome, sides, name, exc)
+        return None
 
 
 def _drop(outcome: PairedOutcome, sides: dict[str, TimeBlock], name: str, exc: BaselineFailed) -> None:

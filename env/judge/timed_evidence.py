@@ -22,7 +22,7 @@ from warpgym.env.judge.device_evidence import (
     HARNESS_KERNELS,
     allowed_library,
     base_name,
-    demangled_base,
+    base_names,
     device_violations,
     kernels_seen,
     own_kernels,
@@ -40,7 +40,7 @@ def timed_violations(timed: Traces, checked: Traces, own: Iterable[str], entrypo
     """Violations in traced timed blocks (label, trace with its ``calls``), against the kernels the
     checked calls ran and the candidate's own kernels. With ``allow_torch`` (KernelBench's rule) library
     kernels are the candidate's work too: none is a violation, and each counts as a timed call's launch."""
-    timed, own_names = list(timed), {base_name(demangled_base(k)) for k in own}
+    timed, own_names = list(timed), base_names(own)
     found = device_violations(timed, [*own, *HARNESS_KERNELS], entrypoint, allow_torch)
     if any(v.code == "device-trace" for v in found):
         return found  # an untrusted trace says nothing more

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Protocol
 
 TENSOR_SHARE = 0.9
@@ -64,8 +64,7 @@ class ExecutedWork:
 
     def as_dict(self, flops: float, nbytes: float) -> dict[str, object]:
         """For the result: the totals and their shares of the task's flops and bytes on the case."""
-        return {"tensor_flops": self.tensor_flops, "unsized": self.unsized, "other_flops": self.other_flops,
-                "load_bytes": self.load_bytes, "task_flops": flops, "task_bytes": nbytes}
+        return {**asdict(self), "task_flops": flops, "task_bytes": nbytes}
 
 
 def _threads(row: Row) -> int:
