@@ -38,6 +38,19 @@ LAYOUT_COPIES = frozenset({"clone", "copy_", "_to_copy", "to", "_copy_from", "_c
                            "lift_fresh_copy"})
 """Allowed ops that move tensor data on the host's behalf: a layout task's whole answer (a transpose is a
 ``contiguous()`` of a transposed view), so there they count as computing."""
+RELAYOUTS = frozenset({"clone", "copy_", "_to_copy"})
+RELAYOUT_NOTE = "(a layout-changing copy: on a GPU, a PyTorch kernel)"
+
+
+def _relayout(name: str, args: Any, kwargs: dict[str, Any]) -> bool:
+    """Whether a copy reads or writes a tensor that is not contiguous, or asks for another memory format:
+    on a GPU that is ATen's copy kernel computing inside the entrypoint (a contiguous-to-contiguous copy
+    is a plain memcpy), which the device trace refuses in every task, so the CPU's verdict refuses it too."""
+    tensors = [a for a in args[:2 if name == "copy_" else 1] if isinstance(a, torch.Tensor)]
+    if any(t.numel() > 1 and not t.is_contiguous() for t in tensors):
+        return True
+    fmt = kwargs.get("memory_format")
+    return fmt is not None and fmt not in (torch.preserve_format, torch.contiguous_format)
 
 
 HOST_ELEMENT_LIMIT = 1024
@@ -143,6 +156,8 @@ class PolicyMode(TorchDispatchMode):
         self.casts: Counter[str] = Counter()
         self.host: Counter[str] = Counter()
         """Elements moved between tensors and host Python, by route (see HOST_ELEMENT_LIMIT)."""
+        self.relayouts: Counter[str] = Counter()
+        """Copies that change a tensor's layout (``_relayout``), refused in every task."""
 
     def recorders(self) -> tuple[PolicyMode, ...]:
         """The modes an op seen here is counted in."""
@@ -176,6 +191,8 @@ class PolicyMode(TorchDispatchMode):
         elif name == "copy_" and len(args) > 1 and isinstance(args[1], torch.Tensor):
             if args[0].device.type == "cpu" and args[1].device.type != "cpu":
                 self.host["device-to-host copy"] += args[1].numel()
+        if name in RELAYOUTS and _relayout(name, args, kwargs):
+            self.relayouts[f"{name} {RELAYOUT_NOTE}"] += 1
         elif name == "_local_scalar_dense":
             self.host["scalar reads (item(), float(x[i]))"] += 1
         elif name in ("lift_fresh", "lift_fresh_copy") and args and isinstance(args[0], torch.Tensor):
@@ -191,6 +208,7 @@ class PolicyMode(TorchDispatchMode):
         refused = LAYOUT_COPIES if layout else frozenset()
         found = {op: n for op, n in self.ops.items() if op not in ALLOWED_OPS or op in refused}
         found.update({f"cast {c}": n for c, n in self.casts.items()})
+        found.update(self.relayouts)
         limit = HOST_ELEMENT_LIMIT * max(1, calls)
         found.update({f"host: {route}": n for route, n in self.host.items() if n > limit})
         return found

@@ -24,6 +24,28 @@ SMALL: Tiles = (64, 32, 32, 4, 2)
 
 
 @triton.jit
+def transpose_kernel(src_ptr, dst_ptr, R, S, BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr):
+    """dst[b, s, r] = src[b, r, s]: a tile read along s and written along r (Triton stages it through
+    shared memory), so both sides are coalesced."""
+    base = tl.program_id(2).to(tl.int64) * R * S
+    r = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    s = tl.program_id(1) * BLOCK_S + tl.arange(0, BLOCK_S)
+    mask = (r[:, None] < R) & (s[None, :] < S)
+    tile = tl.load(src_ptr + base + r[:, None].to(tl.int64) * S + s[None, :], mask=mask)
+    tl.store(dst_ptr + base + s[None, :].to(tl.int64) * R + r[:, None], tile, mask=mask)
+
+
+def transposed(src: torch.Tensor, b: int, r: int, s: int) -> torch.Tensor:
+    """The contiguous ``src`` read as (b, r, s), returned as a new contiguous (b, s, r): the repacking is a
+    kernel of ours (a PyTorch copy would be a library kernel computing inside the entrypoint)."""
+    src = src.contiguous()
+    dst = torch.empty((b, s, r), dtype=src.dtype, device=src.device)
+    grid = (triton.cdiv(r, 64), triton.cdiv(s, 64), b)
+    transpose_kernel[grid](src, dst, r, s, BLOCK_R=64, BLOCK_S=64, num_warps=4)
+    return dst
+
+
+@triton.jit
 def conv_t2d_kernel(x_ptr, w_ptr, b_ptr, out_ptr, C, H, W, CO, OH, OW, K, S, P, QH, QW, MQ,
                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                     FLAT: tl.constexpr):
@@ -100,8 +122,8 @@ def conv_transpose2d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, 
     _, co, k, _ = weight.shape
     oh = (h - 1) * stride - 2 * padding + k
     ow = (w - 1) * stride - 2 * padding + k
-    x_nhwc = x.permute(0, 2, 3, 1).contiguous()
-    w_kkcn = weight.permute(2, 3, 0, 1).contiguous()
+    x_nhwc = transposed(x, n, c, h * w)
+    w_kkcn = transposed(weight, 1, c * co, k * k)
     out = torch.empty((n, co, oh, ow), dtype=x.dtype, device=x.device)
     qh, qw = triton.cdiv(oh + padding, stride), triton.cdiv(ow + padding, stride)
     mq = n * qh * qw
