@@ -109,6 +109,7 @@ buffer: read it in place. M, N and K are often not multiples of 16 (or of your t
             _mm_case(129, 200, 100, "float16"),
             _mm_case(1, 130, 77, "float16"),
             _mm_case(150, 96, 250, "bfloat16"),
+            _mm_case(128, 128, 96, "float16"),  # whole tiles: a kernel's unmasked path runs here too
         ],
         "bench": [
             _mm_case(8192, 8192, 8192, "bfloat16"),
@@ -279,6 +280,7 @@ return a new contiguous (M, N) tensor of that dtype. M, N and K are often not mu
             _mm_case(129, 200, 100, "float16"),
             _mm_case(3, 77, 130, "float16"),
             _mm_case(150, 96, 64, "bfloat16"),
+            _mm_case(128, 128, 96, "float16"),  # whole tiles: a kernel's unmasked path runs here too
         ],
         "bench": [
             _mm_case(8192, 8192, 8192, "bfloat16"),

@@ -2,18 +2,25 @@
 
 The weight (N, K) is read in place as K-contiguous tiles of weight^T; the bias is loaded once per
 output tile and added to the float32 accumulator before the single rounding to the output dtype.
-Bench-size tiles are 128x256x64, 8 warps, 3 stages (wgmma on sm_90a).
+Bench-size tiles are LARGE (wgmma on sm_90a). When the tiles divide M, N and K (EVEN) the loads carry
+no masks, so the pipeliner issues plain 16-byte asynchronous copies.
 """
 
 import torch
 import triton
 import triton.language as tl
 
+Tiles = tuple[int, int, int, int, int]
+"""(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages)."""
+LARGE: Tiles = (128, 256, 64, 8, 4)
+"""M * N >= 2048^2: matmul/matmul's tiles (scripts/triton_ref_sweep.py)."""
+SMALL: Tiles = (64, 64, 32, 4, 3)
+
 
 @triton.jit
 def linear_kernel(x_ptr, w_ptr, bias_ptr, out_ptr, M, N, K, stride_xm, stride_xk, stride_wn, stride_wk,
                   stride_om, stride_on, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                  GROUP_M: tl.constexpr):
+                  GROUP_M: tl.constexpr, EVEN: tl.constexpr):
     pid = tl.program_id(0)
     tiles_m = tl.cdiv(M, BLOCK_M)
     tiles_n = tl.cdiv(N, BLOCK_N)
@@ -30,9 +37,13 @@ def linear_kernel(x_ptr, w_ptr, bias_ptr, out_ptr, M, N, K, stride_xm, stride_xk
     w_tile = w_ptr + offs_k[:, None] * stride_wk + offs_n[None, :].to(tl.int64) * stride_wn
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k in range(0, K, BLOCK_K):
-        k_left = K - k
-        x = tl.load(x_tile, mask=(offs_m[:, None] < M) & (offs_k[None, :] < k_left), other=0.0)
-        w = tl.load(w_tile, mask=(offs_k[:, None] < k_left) & (offs_n[None, :] < N), other=0.0)
+        if EVEN:
+            x = tl.load(x_tile)
+            w = tl.load(w_tile)
+        else:
+            k_left = K - k
+            x = tl.load(x_tile, mask=(offs_m[:, None] < M) & (offs_k[None, :] < k_left), other=0.0)
+            w = tl.load(w_tile, mask=(offs_k[:, None] < k_left) & (offs_n[None, :] < N), other=0.0)
         acc = tl.dot(x, w, acc)
         x_tile += BLOCK_K * stride_xk
         w_tile += BLOCK_K * stride_wk
@@ -46,12 +57,10 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.T
     m, k = x.shape
     n = weight.shape[0]
     out = torch.empty((m, n), dtype=x.dtype, device=x.device)
-    if m * n >= 2048 * 2048:
-        bm, bn, bk, warps, stages = 128, 256, 64, 8, 3
-    else:
-        bm, bn, bk, warps, stages = 64, 64, 32, 4, 3
+    bm, bn, bk, warps, stages = LARGE if m * n >= 2048 * 2048 else SMALL
+    even = m % bm == 0 and n % bn == 0 and k % bk == 0
     grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn),)
     linear_kernel[grid](x, weight, bias, out, m, n, k, x.stride(0), x.stride(1), weight.stride(0),
                         weight.stride(1), out.stride(0), out.stride(1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
-                        GROUP_M=8, num_warps=warps, num_stages=stages)
+                        GROUP_M=8, EVEN=even, num_warps=warps, num_stages=stages)
     return out
