@@ -92,8 +92,11 @@ if [[ $part == suite ]]; then  # the triton suite alone, on every GPU, SUITE_JOB
     > "$OUT/D-suite.log" 2>&1
 fi
 if [[ $part == refsweep ]]; then  # Triton references old and new, a few tile configs, against their baselines
+  # REFSWEEP_ARGS: more options of the script (--task T ..., --old-rev REV)
+  # shellcheck disable=SC2086
   CUDA_VISIBLE_DEVICES=$(g 0) timeout "$(cap 420)" python3 scripts/triton_ref_sweep.py \
-    --out $J/triton_ref_sweep.json > "$OUT/A-refsweep.log" 2>&1
+    --out $J/triton_ref_sweep.json ${REFSWEEP_ARGS:-} > "$OUT/A-refsweep.log" 2>&1
+  cp $J/triton_ref_sweep.json "$OUT/" 2>/dev/null
 fi
 if [[ $part == trust ]]; then  # the device evidence: probes, then every GPU test of the trust layers
   export CUDA_VISIBLE_DEVICES=$(g 0)

@@ -51,6 +51,8 @@ SWEEP: dict[str, list[dict[str, Any]]] = {
     "index/gather": [{}, {"TILES": (1, 1024, 4)}, {"TILES": (4, 512, 4)}, {"TILES": (8, 512, 8)}],
     "index/index-select": [{}, {"TILES": (1, 2048, 8)}, {"TILES": (8, 512, 4)}, {"TILES": (16, 256, 4)}],
     "matmul/matmul": [{}, *_GEMM_ALT],
+    "matmul/matmul-nt": [{}, *_GEMM_ALT],
+    "matmul/linear": [{}, *_GEMM_ALT],
     "fusion/layer-norm-linear": [{}, *_GEMM_ALT],
 }
 """Config overrides of each reference's module constants; {} is the reference as committed."""
