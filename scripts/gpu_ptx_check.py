@@ -127,12 +127,14 @@ def _row(task, result, seconds: float, label: str) -> dict:
 
 def _work(work: dict | None) -> dict | None:
     """The profiled call's work as shares of the task's: tensor-core flops per family, other arithmetic,
-    ordinary global-load bytes (judge/work.py)."""
+    every other instruction per flop, ordinary global-load bytes (judge/work.py)."""
     if not work or not work.get("task_flops"):
         return None
     flops, nbytes = work["task_flops"], work["task_bytes"] or 1
     return {"tensor": {f: round(v / flops, 4) for f, v in work["tensor_flops"].items() if v},
-            "other": round(work["other_flops"] / flops, 4), "loads": round(work["load_bytes"] / nbytes, 4)}
+            "other": round(work["other_flops"] / flops, 4),
+            "instructions": round(work.get("other_instructions", 0.0) / flops, 4),
+            "loads": round(work["load_bytes"] / nbytes, 4)}
 
 
 def _fmt(value, spec: str) -> str:

@@ -94,6 +94,40 @@ def test_a_full_size_wgmma_on_scratch_beside_an_ffma_product_is_caught_by_the_ot
     assert "other tensor-core" in missing["wgmma"]
 
 
+def test_a_full_size_wgmma_on_scratch_beside_an_integer_emulated_product_is_caught_by_its_instructions():
+    """No floating-point instruction computes this product: each multiply-add is done on the operands'
+    bits (IMAD on the mantissas, IADD3 on the exponents, SHF and LOP3 to align and pack), four
+    instructions at the least. Only the count of every other instruction sees it."""
+    task = get_task("ptx/gemm-bf16")
+    flops = task.flops(_case(task.id))
+    macs = flops // 2
+    emulated = KernelProfile("emulated", [_row("IMAD", macs), _row("IADD3", macs), _row("SHF.R.U32", macs),
+                                          _row("LOP3.LUT", macs)])
+    missing, _, work = _judge_work(task.id, [*_report("gemm-bf16"), emulated])
+    assert work.other_flops == 0 and "wgmma" in missing, missing
+    assert "instructions other than tensor-core ones" in missing["wgmma"]
+    assert "ran 2.0" in missing["wgmma"], missing
+
+
+def test_heavy_address_arithmetic_of_an_honest_kernel_passes():
+    """Small tiles and index math recomputed every step: a tenth of an instruction per flop, four times
+    what the references run, is still far under the bound."""
+    task = get_task("ptx/gemm-bf16")
+    flops = task.flops(_case(task.id))
+    index_math = KernelProfile("index", [_row("IMAD.WIDE", flops // 20), _row("ISETP.GE.AND", flops // 20)])
+    missing, unmeasured, _ = _judge_work(task.id, [*_report("gemm-bf16"), index_math])
+    assert missing == {} and unmeasured == []
+
+
+@pytest.mark.parametrize("name", list(REFERENCES))
+def test_the_references_run_few_instructions_beside_their_tensor_cores(name):
+    """Measured on the H200: 0.009 (GEMMs) to 0.023 (attention's softmax) other instructions per flop."""
+    task_id = REFERENCES[name]
+    work = executed_work(k.rows for k in _report(name))
+    per_flop = work.other_instructions / get_task(task_id).flops(_case(task_id))
+    assert 0.005 < per_flop < 0.03
+
+
 def test_plain_loads_of_every_operand_fail_tma_even_when_a_tma_load_ran():
     task = get_task("ptx/gemm-bf16")
     nbytes = task.bytes(_case(task.id))

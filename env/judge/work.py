@@ -12,12 +12,17 @@ asks, on the profiled case, that
 - the required tensor-core instructions did at least ``TENSOR_SHARE`` of the task's flops,
 - all other floating-point arithmetic (scalar and packed FMA/MUL/ADD, other tensor-core families) did at
   most ``OTHER_SHARE`` of them: a product computed another way shows there, whatever ran beside it,
+- every other instruction together (integer, floating-point, conversion, memory, control: thread
+  executions of all but the tensor-core opcodes) ran at most ``OTHER_INSTRUCTIONS`` per task flop. A
+  product done without tensor cores takes at least one instruction per four flops (HFMA2) and far more
+  when emulated in integers on the operands' bits, which the floating-point bound alone does not see,
 - ordinary global loads (LDG, generic LD, cp.async's LDGSTS) moved at most ``LOAD_SHARE`` times the
   task's bytes: without TMA, a GEMM's or attention's operands are read once per output tile.
 
 The references leave wide margins (measured on the H200 at the largest dev case: tensor-core flops 1.0x
-to 1.4x of the task's, tiles padded or products recomputed; other arithmetic under 1.3%; ordinary loads
-at most 0.27x of the bytes, attention backward's delta pass reading O and dO).
+to 1.4x of the task's, tiles padded or products recomputed; other arithmetic under 1.3%; all other
+instructions 0.009 to 0.023 per flop; ordinary loads at most 0.27x of the bytes, attention backward's delta
+pass reading O and dO).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from typing import Protocol
 
 TENSOR_SHARE = 0.9
 OTHER_SHARE = 0.25
+OTHER_INSTRUCTIONS = 0.25
 LOAD_SHARE = 1.0
 MMA_FEATURES = frozenset({"wgmma", "mma", "tcgen05"})
 """Required features whose instructions do a task's multiply-adds."""
@@ -59,6 +65,8 @@ class ExecutedWork:
     """Thread executions of tensor-core opcodes that name no tile (tcgen05's take it from a descriptor)."""
     other_flops: float = 0.0
     """Scalar and packed floating-point arithmetic."""
+    other_instructions: float = 0.0
+    """Thread executions of every opcode that is not a tensor-core one."""
     load_bytes: float = 0.0
     """Moved by ordinary global loads."""
 
@@ -116,7 +124,9 @@ def executed_work(rows_of_launches: Iterable[Sequence[Row]]) -> ExecutedWork:
                     work.unsized[family] = work.unsized.get(family, 0) + threads
                 else:
                     work.tensor_flops[family] += per_thread * threads
-            elif head in ARITHMETIC_FLOPS:
+                continue
+            work.other_instructions += threads
+            if head in ARITHMETIC_FLOPS:
                 work.other_flops += ARITHMETIC_FLOPS[head] * threads
             elif head in LOADS:
                 work.load_bytes += load_width(row.opcode) * threads
@@ -149,6 +159,12 @@ def shortfalls(required: Iterable[str], features: dict[str, tuple[str, ...]], wo
                     f"did {other / flops:.1%} of the task's {flops:.3g} flops on the profiled case, at most "
                     f"{OTHER_SHARE:.0%} may: the product was computed another way than with "
                     f"{'/'.join(families)}")
+            elif work.other_instructions > OTHER_INSTRUCTIONS * flops:
+                missing[feature] = (
+                    "instructions other than tensor-core ones (integer, floating-point, memory and control "
+                    f"together) ran {work.other_instructions / flops:.2f} times per flop of the task's "
+                    f"{flops:.3g} on the profiled case, at most {OTHER_INSTRUCTIONS:g} may: the product was "
+                    f"computed another way than with {'/'.join(families)} (the references run under 0.03)")
         elif feature == "tma" and nbytes > 0 and work.load_bytes > LOAD_SHARE * nbytes:
             missing[feature] = (
                 f"ordinary global loads (LDG, LD, LDGSTS) moved {work.load_bytes / nbytes:.2f}x the task's "

@@ -179,7 +179,8 @@ _NOTES = """
 S is a multiple of 128 and D is 128 in every shape. Build kernels with warpgym.loader
 (load_cuda / load_ptx; loader.tensor_map makes TMA descriptors). Required instructions count only
 when the GPU executes them (Nsight Compute's executed-instruction counts) and they do the task's work:
-the tensor-core instructions at least 90% of the flops, the operands through TMA.
+the tensor-core instructions at least 90% of the flops, all other instructions together at most one
+per four flops, the operands through TMA.
 """
 
 _ATTN_TOLERANCES = {

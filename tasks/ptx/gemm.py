@@ -22,7 +22,8 @@ tiles (the heldout sizes are not). Build kernels with warpgym.loader (load_cuda 
 with inline PTX, load_ptx for PTX); loader.tensor_map(tensor, box, swizzle=128) makes TMA
 descriptors to pass by value. The instruction check counts what the GPU executed, not only what
 was compiled: a wgmma or TMA path that never runs does not count, nor one that runs beside the real
-computation (the tensor-core instructions must do at least 90% of the flops, the operands come through TMA).
+computation (the tensor-core instructions must do at least 90% of the flops, all other instructions
+together run at most one per four flops, the operands come through TMA).
 """
 
 
