@@ -1,5 +1,5 @@
-"""The attention tasks' ``outliers`` inputs: outliers in q and k, none in v, so an honest bf16 kernel meets
-the element-wise bound.
+"""The attention tasks' ``outliers`` inputs: outliers in q and k, none in v, so an honest kernel meets the
+element-wise bound.
 
 The emulation rounds as the references (and cuDNN) do: scores in fp32, an online softmax over 128-key
 blocks, P rounded to bf16 before P @ V, O to bf16. With outliers in v as well, draw 33 of the heldout case
@@ -60,3 +60,37 @@ def test_outliers_in_v_defeat_an_honest_kernel_and_the_inputs_do_not_draw_them()
 def test_an_honest_kernel_meets_the_bound_on_the_outliers_inputs(seed):
     inputs = TASK.make_inputs(CASE, Sampler(seed, "outliers", "cpu"))
     assert _passes(inputs["q"], inputs["k"], inputs["v"])
+
+
+TRITON_ATTENTION = ["fusion/attention", "fusion/attention-alibi", "fusion/attention-gqa", "fusion/attention-mqa",
+                    "fusion/attention-mask", "fusion/cross-attention", "fusion/attention-key-padding",
+                    "fusion/attention-softcap", "fusion/decode-attention", "fusion/attention-sliding-window",
+                    "fusion/softmax-matmul"]
+
+
+def _with_p_rounded(task, inputs: dict, monkeypatch) -> torch.Tensor:
+    """The task's reference as an honest fp16 kernel computes it: fp32 scores and softmax, P rounded to fp16
+    before P @ V (fp32 accumulation), the output rounded once."""
+    exact = torch.softmax
+    monkeypatch.setattr(torch, "softmax", lambda x, dim=-1: exact(x.float(), dim=dim).half().float())
+    wide = {n: x.float() if isinstance(x, torch.Tensor) and x.dtype == torch.float16 else x
+            for n, x in inputs.items()}
+    out = task.reference(**wide)
+    monkeypatch.setattr(torch, "softmax", exact)
+    return out.half()
+
+
+@pytest.mark.parametrize("task_id", TRITON_ATTENTION)
+def test_triton_attention_inputs_keep_outliers_out_of_v_and_an_honest_kernel_passes(task_id, monkeypatch):
+    task = get_task(task_id)
+    assert "outliers" in task.distributions
+    cases = [c for c in task.shapes["dev"] + task.shapes["heldout"] if c["dtype"] == "float16"]
+    for seed in range(40):
+        for case in cases:
+            inputs = task.make_inputs(case, Sampler(seed, "outliers", "cpu"))
+            value = inputs.get("v", inputs.get("v_cache"))
+            assert value.float().abs().max() < 10
+            expected = task.reference(**{n: x.double() if isinstance(x, torch.Tensor) and x.is_floating_point()
+                                         else x for n, x in inputs.items()})
+            honest = _with_p_rounded(task, inputs, monkeypatch)
+            assert _compare_tensor(honest, expected, task.tolerance("float16"))["passed"], (case, seed)
