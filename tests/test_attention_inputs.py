@@ -62,10 +62,12 @@ def test_an_honest_kernel_meets_the_bound_on_the_outliers_inputs(seed):
     assert _passes(inputs["q"], inputs["k"], inputs["v"])
 
 
-TRITON_ATTENTION = ["fusion/attention", "fusion/attention-alibi", "fusion/attention-gqa", "fusion/attention-mqa",
-                    "fusion/attention-mask", "fusion/cross-attention", "fusion/attention-key-padding",
-                    "fusion/attention-softcap", "fusion/decode-attention", "fusion/attention-sliding-window",
-                    "fusion/softmax-matmul"]
+TRITON_ATTENTION = [
+    "fusion/attention", "fusion/attention-alibi", "fusion/attention-gqa", "fusion/attention-mqa",
+    "fusion/attention-mask", "fusion/cross-attention", "fusion/attention-key-padding",
+    "fusion/attention-softcap",
+    "fusion/decode-attention", "fusion/attention-sliding-window", "fusion/softmax-matmul",
+]
 
 
 def _with_p_rounded(task, inputs: dict, monkeypatch) -> torch.Tensor:
@@ -90,7 +92,7 @@ def test_triton_attention_inputs_keep_outliers_out_of_v_and_an_honest_kernel_pas
             inputs = task.make_inputs(case, Sampler(seed, "outliers", "cpu"))
             value = inputs.get("v", inputs.get("v_cache"))
             assert value.float().abs().max() < 10
-            expected = task.reference(**{n: x.double() if isinstance(x, torch.Tensor) and x.is_floating_point()
-                                         else x for n, x in inputs.items()})
+            expected = task.reference(**{n: x.double() if isinstance(x, torch.Tensor)
+                                         and x.is_floating_point() else x for n, x in inputs.items()})
             honest = _with_p_rounded(task, inputs, monkeypatch)
             assert _compare_tensor(honest, expected, task.tolerance("float16"))["passed"], (case, seed)

@@ -159,7 +159,7 @@ def report(code: str, what: str) -> None:
         _report(code, what)
 
 
-def _package_homes(names: tuple[str, ...]) -> list[str]:
+def package_homes(names: tuple[str, ...]) -> list[str]:
     """The folders the installed packages ``names`` were found in (their site-packages), without importing
     them."""
     import importlib.util
@@ -185,7 +185,7 @@ def install_audit(workdir: str, protected: list[str], includes: list[str]) -> No
     # Where Triton and PyTorch are installed, too: a virtual environment may take them from the system's
     # site-packages, which sysconfig does not name (and which lies beneath the standard library's folder).
     site = tuple({os.path.realpath(sysconfig.get_paths()[k]) + "/" for k in ("purelib", "platlib")}
-                 | set(_package_homes(("triton", "torch"))))
+                 | set(package_homes(("triton", "torch"))))
     closed = tuple(p.rstrip("/") + "/" for p in protected)
     reopened = tuple(p.rstrip("/") + "/" for p in includes)
     me = str(os.getpid())
