@@ -36,7 +36,8 @@
 # hold fastapi, uvicorn, starlette, httpx and their dependencies). kbside: scripts/kernelbench_side_by_side.py
 # (KB_LEVEL1, KB_LEVEL2 problems, KB_ARGS more options, KB_RESUME an earlier call's JSON to go on from;
 # .kb carries KernelBench's src and KernelBench folders). refsweep: scripts/triton_ref_sweep.py (the rewritten
-# Triton references, old and new and a few tile configs, against their baselines; < 5 minutes).
+# Triton references, old and new and a few tile configs, against their baselines; < 5 minutes; SWEEP_SECONDS
+# caps it), then SUITE_TASKS through `warpgym suite check`.
 # Logs land in $OUT (8 files at most come back); every JSON report is merged into $OUT/results.json.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -94,9 +95,15 @@ fi
 if [[ $part == refsweep ]]; then  # Triton references old and new, a few tile configs, against their baselines
   # REFSWEEP_ARGS: more options of the script (--task T ..., --old-rev REV)
   # shellcheck disable=SC2086
-  CUDA_VISIBLE_DEVICES=$(g 0) timeout "$(cap 420)" python3 scripts/triton_ref_sweep.py \
+  # SUITE_TASKS="task ...": then those references through `warpgym suite check` (checked and timed)
+  CUDA_VISIBLE_DEVICES=$(g 0) timeout "$(cap ${SWEEP_SECONDS:-420})" python3 scripts/triton_ref_sweep.py \
     --out $J/triton_ref_sweep.json ${REFSWEEP_ARGS:-} > "$OUT/A-refsweep.log" 2>&1
   cp $J/triton_ref_sweep.json "$OUT/" 2>/dev/null
+  if [[ -n ${SUITE_TASKS:-} ]]; then
+    # shellcheck disable=SC2046
+    CUDA_VISIBLE_DEVICES=$(g 0) timeout "$(cap 400)" warpgym suite check --device cuda --suite triton --jobs 4 \
+      --jsonl "$OUT/suite.jsonl" $(printf -- '--task %s ' $SUITE_TASKS) > "$OUT/B-suite.log" 2>&1
+  fi
 fi
 if [[ $part == trust ]]; then  # the device evidence: probes, then every GPU test of the trust layers
   export CUDA_VISIBLE_DEVICES=$(g 0)

@@ -54,6 +54,8 @@ SWEEP: dict[str, list[dict[str, Any]]] = {
     "matmul/matmul-nt": [{}, *_GEMM_ALT],
     "matmul/linear": [{}, *_GEMM_ALT],
     "fusion/layer-norm-linear": [{}, *_GEMM_ALT],
+    **{f"fusion/linear-bias-{act}": [{}, {"LARGE": (128, 256, 64, 8, 3)}]
+       for act in ("relu", "gelu", "silu", "residual")},
 }
 """Config overrides of each reference's module constants; {} is the reference as committed."""
 

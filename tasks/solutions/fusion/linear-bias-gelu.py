@@ -1,19 +1,27 @@
 """Reference solution for fusion/linear-bias-gelu: a tl.dot GEMM with the epilogue fused.
 
 The bias and gelu (tanh approximation) are applied to the float32 accumulator before the single
-rounding to the output dtype, so the epilogue costs no extra pass over memory. Tiles are
-128x256x64 with 8 warps and 3 stages at bench sizes (wgmma on sm_90a); programs are ordered in groups
-of rows so neighbours share weight tiles in L2.
+rounding to the output dtype, so the epilogue costs no extra pass over memory. Bench-size tiles
+are LARGE (wgmma on sm_90a); programs are ordered in groups of rows so neighbours share weight tiles in
+L2. When the tiles divide M, N and K (EVEN) the loads carry no masks, so the pipeliner issues plain
+16-byte asynchronous copies.
 """
 
 import torch
 import triton
 import triton.language as tl
 
+Tiles = tuple[int, int, int, int, int]
+"""(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages)."""
+LARGE: Tiles = (128, 256, 64, 8, 4)
+"""M * N >= 2048^2: matmul/matmul's tiles (scripts/triton_ref_sweep.py)."""
+SMALL: Tiles = (64, 64, 32, 4, 3)
+
 
 @triton.jit
 def linear_bias_gelu_kernel(x_ptr, w_ptr, b_ptr, out_ptr, M, N, K, stride_xm, stride_wn,
-        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+        EVEN: tl.constexpr):
     pid = tl.program_id(0)
     tiles_m = tl.cdiv(M, BLOCK_M)
     tiles_n = tl.cdiv(N, BLOCK_N)
@@ -30,9 +38,13 @@ def linear_bias_gelu_kernel(x_ptr, w_ptr, b_ptr, out_ptr, M, N, K, stride_xm, st
     w_tile = w_ptr + offs_n[None, :].to(tl.int64) * stride_wn + offs_k[:, None]
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k in range(0, K, BLOCK_K):
-        k_left = K - k
-        a = tl.load(x_tile, mask=(offs_m[:, None] < M) & (offs_k[None, :] < k_left), other=0.0)
-        b = tl.load(w_tile, mask=(offs_k[:, None] < k_left) & (offs_n[None, :] < N), other=0.0)
+        if EVEN:
+            a = tl.load(x_tile)
+            b = tl.load(w_tile)
+        else:
+            k_left = K - k
+            a = tl.load(x_tile, mask=(offs_m[:, None] < M) & (offs_k[None, :] < k_left), other=0.0)
+            b = tl.load(w_tile, mask=(offs_k[:, None] < k_left) & (offs_n[None, :] < N), other=0.0)
         acc = tl.dot(a, b, acc)
         x_tile += BLOCK_K
         w_tile += BLOCK_K
@@ -53,12 +65,11 @@ def linear_bias_gelu(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor
     x = x.contiguous()
     weight = weight.contiguous()
     out = torch.empty((m, n), dtype=x.dtype, device=x.device)
-    if m * n >= 2048 * 2048:
-        bm, bn, bk, warps, stages = 128, 256, 64, 8, 3
-    else:
-        bm, bn, bk, warps, stages = 64, 64, 32, 4, 3
+    bm, bn, bk, warps, stages = LARGE if m * n >= 2048 * 2048 else SMALL
+    even = m % bm == 0 and n % bn == 0 and k % bk == 0
     grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn),)
     linear_bias_gelu_kernel[grid](
         x, weight, bias, out, m, n, k, x.stride(0), weight.stride(0),
-        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, num_warps=warps, num_stages=stages)
+        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, EVEN=even, num_warps=warps,
+        num_stages=stages)
     return out
