@@ -56,6 +56,10 @@ SWEEP: dict[str, list[dict[str, Any]]] = {
     "fusion/layer-norm-linear": [{}, *_GEMM_ALT],
     **{f"fusion/linear-bias-{act}": [{}, {"LARGE": (128, 256, 64, 8, 3)}]
        for act in ("relu", "gelu", "silu", "residual")},
+    "fusion/mlp-gelu": [{}, {"LARGE": (128, 256, 64, 8, 3)}],
+    "fusion/rms-norm-linear": [{}, {"LARGE": (128, 256, 64, 8, 4)}],
+    "matmul/bmm": [{}, {"LARGE": (128, 256, 64, 8, 4)}, {"MEDIUM": (128, 128, 64, 4, 4)}],
+    "linalg/bmm-broadcast": [{}, {"LARGE": (128, 256, 64, 8, 4)}, {"MEDIUM": (128, 128, 64, 4, 4)}],
 }
 """Config overrides of each reference's module constants; {} is the reference as committed."""
 

@@ -134,7 +134,7 @@ _GEMM_SHAPES = {
             _gemm_case(33, 65, 17, "bfloat16")],
     "heldout": [_gemm_case(129, 257, 100, "float16"), _gemm_case(1, 200, 77, "float16"),
                 _gemm_case(200, 96, 250, "bfloat16"),
-                _gemm_case(128, 128, 96, "float16")],  # whole tiles: the unmasked path runs on the CPU too
+                _gemm_case(128, 128, 96, "float16")],  # whole tiles: a kernel's unmasked path runs here too
     "bench": [_gemm_case(8192, 8192, 8192, "bfloat16"), _gemm_case(4096, 11008, 4096, "float16")],
 }
 
@@ -224,7 +224,8 @@ _MLP_SHAPES = {
     "dev": [_mlp_case(64, 48, 80, "float16"), _mlp_case(33, 72, 100, "float16"),
             _mlp_case(17, 33, 40, "bfloat16")],
     "heldout": [_mlp_case(129, 104, 200, "float16"), _mlp_case(1, 77, 130, "float16"),
-                _mlp_case(100, 120, 96, "bfloat16")],
+                _mlp_case(100, 120, 96, "bfloat16"),
+                _mlp_case(128, 128, 192, "float16")],  # whole tiles: a kernel's unmasked path runs here too
     "bench": [_mlp_case(8192, 4096, 14336, "bfloat16"), _mlp_case(4096, 4096, 11008, "float16")],
 }
 

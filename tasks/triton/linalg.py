@@ -83,6 +83,7 @@ M, N and K are often not multiples of 16.
             _bcast_case(2, 3, 65, 33, 100, "float16"),
             _bcast_case(1, 4, 1, 64, 80, "float16"),
             _bcast_case(2, 2, 40, 48, 33, "bfloat16"),
+            _bcast_case(1, 2, 128, 128, 96, "float16"),  # whole tiles: a kernel's unmasked path runs here too
         ],
         "bench": [
             _bcast_case(4, 32, 2048, 2048, 128, "bfloat16"),

@@ -233,6 +233,7 @@ large; M, N and K are often not multiples of 16.
             _mm_case(1, 100, 64, "float16", b=5),
             _mm_case(129, 65, 100, "float16", b=2),
             _mm_case(40, 48, 33, "bfloat16", b=3),
+            _mm_case(128, 128, 96, "float16", b=2),  # whole tiles: a kernel's unmasked path runs here too
         ],
         "bench": [
             _mm_case(4096, 4096, 4096, "bfloat16", b=8),

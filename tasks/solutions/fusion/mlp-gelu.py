@@ -1,18 +1,25 @@
 """Reference solution for fusion/mlp-gelu: two tl.dot GEMMs with fused bias (+ gelu) epilogues.
 
 The hidden activation gelu(x @ w1.T + b1) is computed on the float32 accumulator and stored once in the
-input dtype; the second GEMM adds b2 in its epilogue. Bench tiles (128x256x64, 8 warps, 3 stages) lower to
-wgmma on sm_90a.
+input dtype; the second GEMM adds b2 in its epilogue. Bench tiles (LARGE) lower to wgmma on sm_90a;
+when the tiles divide the problem (EVEN) the loads carry no masks, so the pipeliner issues plain 16-byte
+asynchronous copies.
 """
 
 import torch
 import triton
 import triton.language as tl
 
+Tiles = tuple[int, int, int, int, int]
+"""(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages)."""
+LARGE: Tiles = (128, 256, 64, 8, 4)
+"""M * N >= 2048^2: matmul/matmul's tiles (scripts/triton_ref_sweep.py)."""
+SMALL: Tiles = (64, 64, 32, 4, 3)
+
 
 @triton.jit
 def linear_kernel(x_ptr, w_ptr, b_ptr, out_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                  BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, GELU: tl.constexpr):
+                  BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, GELU: tl.constexpr, EVEN: tl.constexpr):
     pid = tl.program_id(0)
     tiles_m = tl.cdiv(M, BLOCK_M)
     tiles_n = tl.cdiv(N, BLOCK_N)
@@ -29,9 +36,13 @@ def linear_kernel(x_ptr, w_ptr, b_ptr, out_ptr, M, N, K, BLOCK_M: tl.constexpr, 
     w_offs = offs_n[None, :].to(tl.int64) * K + offs_k[:, None]
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k in range(0, K, BLOCK_K):
-        k_left = K - k
-        a = tl.load(x_ptr + x_offs, mask=(offs_m[:, None] < M) & (offs_k[None, :] < k_left), other=0.0)
-        b = tl.load(w_ptr + w_offs, mask=(offs_k[:, None] < k_left) & (offs_n[None, :] < N), other=0.0)
+        if EVEN:
+            a = tl.load(x_ptr + x_offs)
+            b = tl.load(w_ptr + w_offs)
+        else:
+            k_left = K - k
+            a = tl.load(x_ptr + x_offs, mask=(offs_m[:, None] < M) & (offs_k[None, :] < k_left), other=0.0)
+            b = tl.load(w_ptr + w_offs, mask=(offs_k[:, None] < k_left) & (offs_n[None, :] < N), other=0.0)
         acc = tl.dot(a, b, acc)
         x_offs += BLOCK_K
         w_offs += BLOCK_K
@@ -47,13 +58,11 @@ def _linear(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, gelu: bool) -> to
     m, k = x.shape
     n = w.shape[0]
     out = torch.empty((m, n), dtype=x.dtype, device=x.device)
-    if m * n >= 2048 * 2048:
-        bm, bn, bk, warps = 128, 256, 64, 8
-    else:
-        bm, bn, bk, warps = 64, 64, 32, 4
+    bm, bn, bk, warps, stages = LARGE if m * n >= 2048 * 2048 else SMALL
+    even = m % bm == 0 and n % bn == 0 and k % bk == 0
     grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn),)
     linear_kernel[grid](x, w, b, out, m, n, k, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, GELU=gelu,
-                        num_warps=warps, num_stages=3)
+                        EVEN=even, num_warps=warps, num_stages=stages)
     return out
 
 

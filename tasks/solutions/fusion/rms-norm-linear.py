@@ -2,12 +2,19 @@
 
 A small kernel computes each row's 1/sqrt(mean(x^2) + eps) in float32; the GEMM scales every A tile by it
 and by the norm weight as the tile is loaded and feeds the rounded tile to tl.dot, so the normalised
-activations never go to memory. Bench tiles (128x256x64, 8 warps) lower to wgmma on sm_90a.
+activations never go to memory. Bench tiles (LARGE) lower to wgmma on sm_90a; when the tiles divide the
+problem (EVEN) the loads carry no masks.
 """
 
 import torch
 import triton
 import triton.language as tl
+
+Tiles = tuple[int, int, int, int, int]
+"""(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages)."""
+LARGE: Tiles = (128, 256, 64, 8, 3)
+"""M * N >= 2048^2 (scripts/triton_ref_sweep.py times the alternatives)."""
+SMALL: Tiles = (64, 64, 32, 4, 3)
 
 
 @triton.jit
@@ -25,7 +32,8 @@ def row_rstd_kernel(x_ptr, rstd_ptr, M, K, eps, ROWS: tl.constexpr, BLOCK: tl.co
 
 @triton.jit
 def rms_linear_kernel(x_ptr, rstd_ptr, g_ptr, w_ptr, out_ptr, M, N, K, BLOCK_M: tl.constexpr,
-                      BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+                      BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+                      EVEN: tl.constexpr):
     pid = tl.program_id(0)
     tiles_m = tl.cdiv(M, BLOCK_M)
     tiles_n = tl.cdiv(N, BLOCK_N)
@@ -43,11 +51,16 @@ def rms_linear_kernel(x_ptr, rstd_ptr, g_ptr, w_ptr, out_ptr, M, N, K, BLOCK_M: 
     w_offs = offs_n[None, :].to(tl.int64) * K + offs_k[:, None]
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k in range(0, K, BLOCK_K):
-        k_ok = offs_k < K - k
-        x = tl.load(x_ptr + x_offs, mask=(offs_m[:, None] < M) & k_ok[None, :], other=0.0)
-        g = tl.load(g_ptr + k + offs_k, mask=k_ok, other=0.0).to(tl.float32)
+        if EVEN:
+            x = tl.load(x_ptr + x_offs)
+            g = tl.load(g_ptr + k + offs_k).to(tl.float32)
+            b = tl.load(w_ptr + w_offs)
+        else:
+            k_ok = offs_k < K - k
+            x = tl.load(x_ptr + x_offs, mask=(offs_m[:, None] < M) & k_ok[None, :], other=0.0)
+            g = tl.load(g_ptr + k + offs_k, mask=k_ok, other=0.0).to(tl.float32)
+            b = tl.load(w_ptr + w_offs, mask=k_ok[:, None] & (offs_n[None, :] < N), other=0.0)
         a = x.to(tl.float32) * rstd[:, None] * g[None, :]
-        b = tl.load(w_ptr + w_offs, mask=k_ok[:, None] & (offs_n[None, :] < N), other=0.0)
         acc = tl.dot(a.to(b.dtype), b, acc)
         x_offs += BLOCK_K
         w_offs += BLOCK_K
@@ -63,11 +76,9 @@ def rms_norm_linear(x: torch.Tensor, norm_weight: torch.Tensor, weight: torch.Te
     rstd = torch.empty((m,), dtype=torch.float32, device=x.device)
     row_rstd_kernel[(triton.cdiv(m, 16),)](x, rstd, m, k, eps, ROWS=16, BLOCK=256, num_warps=4)
     out = torch.empty((m, n), dtype=x.dtype, device=x.device)
-    if m * n >= 2048 * 2048:
-        bm, bn, bk, warps = 128, 256, 64, 8
-    else:
-        bm, bn, bk, warps = 64, 64, 32, 4
+    bm, bn, bk, warps, stages = LARGE if m * n >= 2048 * 2048 else SMALL
+    even = m % bm == 0 and n % bn == 0 and k % bk == 0
     grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn),)
     rms_linear_kernel[grid](x, rstd, norm_weight, weight, out, m, n, k, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
-                            GROUP_M=8, num_warps=warps, num_stages=3)
+                            GROUP_M=8, EVEN=even, num_warps=warps, num_stages=stages)
     return out

@@ -1,19 +1,28 @@
 """Reference solution for matmul/bmm: one 2-D grid of output tiles per batch entry.
 
 The batch index is the second grid axis, so every program does a plain tiled GEMM on its slice;
-bench-size tiles are 128x256x64 with 8 warps and 3 stages (wgmma on sm_90a), smaller problems use
-64x64 tiles so that many small batches still fill the machine.
+bench-size tiles are LARGE or MEDIUM (wgmma on sm_90a), small problems use 64x64 tiles so that many
+small batches still fill the machine. When the tiles divide M, N and K (EVEN) the loads carry no masks,
+so the pipeliner issues plain 16-byte asynchronous copies.
 """
 
 import torch
 import triton
 import triton.language as tl
 
+Tiles = tuple[int, int, int, int, int]
+"""(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages)."""
+LARGE: Tiles = (128, 256, 64, 8, 3)
+"""M * N >= 2048^2 (scripts/triton_ref_sweep.py times the alternatives)."""
+MEDIUM: Tiles = (128, 128, 64, 8, 3)
+"""M * N >= 256^2."""
+SMALL: Tiles = (64, 64, 32, 4, 3)
+
 
 @triton.jit
 def bmm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_ab, stride_am, stride_ak, stride_bb, stride_bk,
                stride_bn, stride_cb, stride_cm, stride_cn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-               BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+               BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, EVEN: tl.constexpr):
     pid = tl.program_id(0)
     batch = tl.program_id(1).to(tl.int64)
     tiles_m = tl.cdiv(M, BLOCK_M)
@@ -31,9 +40,13 @@ def bmm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_ab, stride_am, stride_ak, st
     b_tile = b_ptr + batch * stride_bb + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k in range(0, K, BLOCK_K):
-        k_left = K - k
-        a = tl.load(a_tile, mask=(offs_m[:, None] < M) & (offs_k[None, :] < k_left), other=0.0)
-        b = tl.load(b_tile, mask=(offs_k[:, None] < k_left) & (offs_n[None, :] < N), other=0.0)
+        if EVEN:
+            a = tl.load(a_tile)
+            b = tl.load(b_tile)
+        else:
+            k_left = K - k
+            a = tl.load(a_tile, mask=(offs_m[:, None] < M) & (offs_k[None, :] < k_left), other=0.0)
+            b = tl.load(b_tile, mask=(offs_k[:, None] < k_left) & (offs_n[None, :] < N), other=0.0)
         acc = tl.dot(a, b, acc)
         a_tile += BLOCK_K * stride_ak
         b_tile += BLOCK_K * stride_bk
@@ -45,14 +58,11 @@ def bmm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     batch, m, k = a.shape
     n = b.shape[2]
     c = torch.empty((batch, m, n), dtype=a.dtype, device=a.device)
-    if m * n >= 2048 * 2048:
-        bm, bn, bk, warps, stages = 128, 256, 64, 8, 3
-    elif m * n >= 256 * 256:
-        bm, bn, bk, warps, stages = 128, 128, 64, 8, 3
-    else:
-        bm, bn, bk, warps, stages = 64, 64, 32, 4, 3
+    tiles = LARGE if m * n >= 2048 * 2048 else MEDIUM if m * n >= 256 * 256 else SMALL
+    bm, bn, bk, warps, stages = tiles
+    even = m % bm == 0 and n % bn == 0 and k % bk == 0
     grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn), batch)
     bmm_kernel[grid](a, b, c, m, n, k, a.stride(0), a.stride(1), a.stride(2), b.stride(0), b.stride(1),
                      b.stride(2), c.stride(0), c.stride(1), c.stride(2), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
-                     GROUP_M=8, num_warps=warps, num_stages=stages)
+                     GROUP_M=8, EVEN=even, num_warps=warps, num_stages=stages)
     return c
