@@ -1,0 +1,34 @@
+"""scripts/tolerance_audit.py: a float32 answer rounded once passes a sound tolerance on every draw, and a
+tolerance tighter than that rounding fails it."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+from pathlib import Path
+
+from warpgym.tasks import Tolerance, get_task
+
+_SPEC = importlib.util.spec_from_file_location(
+    "tolerance_audit", Path(__file__).resolve().parents[1] / "scripts" / "tolerance_audit.py")
+audit = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(audit)
+
+
+def test_a_sound_tolerance_passes_every_draw():
+    row = audit.audit_task(get_task("normalization/softmax"), seeds=3)
+    assert row["draws"] > 0 and row["failed"] == 0, row["failures"]
+
+
+def test_a_tolerance_tighter_than_one_rounding_fails_and_says_where():
+    task = get_task("math/add")
+    tight = dataclasses.replace(task, tolerances={d: Tolerance(1e-7, 1e-7, 1e-9) for d in task.dtypes})
+    row = audit.audit_task(tight, seeds=1)
+    assert row["failed"] > 0
+    first = row["failures"][0]
+    assert first["case"] in task.cases("dev") + task.cases("heldout")
+    assert "outside" in first["message"] or "relative L2 error" in first["message"]
+
+
+def test_tasks_judged_by_properties_are_skipped():
+    assert audit.audit_task(get_task("random/dropout"), seeds=1)["skipped"] == "judged by properties"
