@@ -735,7 +735,10 @@ dtype. C is a multiple of num_groups. Inputs include groups whose variance is be
         "bench": [_gn_case(16, 512, 64, 64, 32, "bfloat16"), _gn_case(8, 256, 128, 128, 32, "float16")],
     },
     dtypes=_ALL,
-    tolerances=_NORM_TOL,
+    tolerances={**_NORM_TOL, "float32": Tolerance(
+        1e-4, 1e-4, 3e-5, "outputs O(1); with a mean of 100 and x100 outliers a group's variance is held to "
+        "fp32 ulps of ~1e4: a two-pass kernel reached a relative L2 error of 8.9e-6, PyTorch's 1.2e-5 "
+        "(300 draws)")},
     flops=lambda c: 12 * c["b"] * c["c"] * c["h"] * c["w"],
     bytes=lambda c: (2 * c["b"] * c["c"] * c["h"] * c["w"] + 2 * c["c"]) * elem_size(c["dtype"]),
     distributions=("normal", "large", "outliers"),

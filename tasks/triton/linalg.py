@@ -374,7 +374,9 @@ must also be split across programs to fill the GPU. Memory-bound: stream a once.
     tolerances=BLAS2_TOLERANCES,
     flops=lambda c: 2 * c["m"] * c["n"],
     bytes=lambda c: (c["m"] * c["n"] + c["m"] + c["n"]) * elem_size(c["dtype"]),
-    distributions=("normal", "uniform", "outliers"),
+    # No outliers, as in matmul/gemv: products of two x100 elements, rounded in an fp32 sum that cancels to
+    # O(1), exceed the float32 bound (scripts/tolerance_audit.py: 4 of 30 draws of the M = 2049 case).
+    distributions=("normal", "uniform"),
     vendor=lambda a, x: torch.mv(a.t(), x),
     vendor_name="cuBLAS GEMV, transposed (torch.mv(a.t(), x))",
 ))
