@@ -3,7 +3,8 @@
 Files are read in order and each (task, reference) keeps its last row, except that a row that failed
 (``ok`` false) never replaces a passing one: a later run that could not judge a reference (a harness
 failure, a reference since rewritten) leaves the last good figures standing, and the failure stays in its
-own file. The table is ``suite check``'s own (``markdown_table``).
+own file. The random tasks' speedups are left out: their baselines in those runs were placeholders. The
+table is ``suite check``'s own (``markdown_table``).
 
     python scripts/suite_table.py docs/runs/suite-h200-2026-11-30.jsonl \\
         docs/runs/suite-marked-h200-2026-12-03-21h.jsonl --markdown /tmp/table.md
@@ -29,6 +30,8 @@ def merged(paths: list[Path]) -> tuple[list[dict[str, Any]], dict[str, str]]:
             if not line.strip():
                 continue
             row = json.loads(line)
+            if row.get("category") == "random":
+                row["speedup"] = None
             key = (row["task"], row.get("reference") or "")
             if key in kept and kept[key].get("ok") and not row.get("ok"):
                 continue
