@@ -32,3 +32,15 @@ def test_a_tolerance_tighter_than_one_rounding_fails_and_says_where():
 
 def test_tasks_judged_by_properties_are_skipped():
     assert audit.audit_task(get_task("random/dropout"), seeds=1)["skipped"] == "judged by properties"
+
+
+def test_every_task_accepts_a_float32_answer_on_two_draws():
+    """A floor for a new task: its tolerance admits the float32 answer (docs/suite.md: the 100-draw run)."""
+    from warpgym.tasks import all_tasks
+
+    failing = {}
+    for task in all_tasks():
+        row = audit.audit_task(task, seeds=2)
+        if row["failed"]:
+            failing[task.id] = row["failures"][0]
+    assert not failing, failing
