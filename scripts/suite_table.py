@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from warpgym.experiments.cli.suite_cmd import markdown_table
+from warpgym.experiments.cli.suite_cmd import label, markdown_table
 
 
 def merged(paths: list[Path]) -> tuple[list[dict[str, Any]], dict[str, str]]:
@@ -36,7 +36,7 @@ def merged(paths: list[Path]) -> tuple[list[dict[str, Any]], dict[str, str]]:
             if key in kept and kept[key].get("ok") and not row.get("ok"):
                 continue
             kept[key] = row
-            source[row["task"] + (f" ({key[1]})" if key[1] else "")] = path.name
+            source[label(row)] = path.name
     rows = sorted(kept.values(), key=lambda r: (r["task"], r.get("reference") or ""))
     return rows, source
 

@@ -22,16 +22,14 @@ from typing import Any
 
 import torch
 from warpgym.env.judge.compare import compare_outputs
+from warpgym.env.judge.references import output_meta, upcast
 from warpgym.tasks import Sampler, Task, all_tasks, get_task
 from warpgym.tasks.spec import dtype_of, sequence
 
 
-def _as(value: Any, dtype: torch.dtype) -> Any:
-    return value.to(dtype) if isinstance(value, torch.Tensor) and value.is_floating_point() else value
-
-
 def _all_as(inputs: dict[str, Any], dtype: torch.dtype) -> dict[str, Any]:
-    return {k: _as(v, dtype) for k, v in inputs.items()}
+    """The inputs as the judge upcasts them for its reference, here to ``dtype``."""
+    return {k: upcast(v, dtype) for k, v in inputs.items()}
 
 
 def _rounded(outputs: list[Any], meta: list[Any]) -> list[Any]:
@@ -59,7 +57,7 @@ def audit_task(task: Task, seeds: int, shape_sets: tuple[str, ...] = ("dev", "he
                         expected = list(sequence(reference(**_all_as(inputs, exact))))
                         given = inputs if honest is None else _all_as(inputs, honest)
                         wide = list(sequence(reference(**given)))
-                        meta = list(sequence(reference(**inputs)))
+                        meta = output_meta(task, inputs, case)
                     result = compare_outputs(_rounded(wide, meta), expected, meta, task)
                     row["draws"] += 1
                     if not result["passed"]:

@@ -78,6 +78,13 @@ class Sampler:
                 t = t * 1e-3
         return self._finish(t * scale + offset, dtype)
 
+    def without_outliers(self, shape: Sequence[int],
+                         dtype: torch.dtype | str = torch.float32) -> torch.Tensor:
+        """``tensor``, but N(0, 1) under ``outliers``: for an operand an honest kernel multiplies by a rounded
+        intermediate (attention's v against P rounded to half precision), where x100 elements would make
+        that allowed rounding exceed the output's tolerance."""
+        return self.normal(shape, dtype) if self.dist == "outliers" else self.tensor(shape, dtype)
+
     def normal(self, shape: Sequence[int], dtype: torch.dtype | str = torch.float32,
                mean: float = 0.0, std: float = 1.0) -> torch.Tensor:
         """Always N(mean, std), whatever the distribution (weights, scales)."""

@@ -64,7 +64,7 @@ Reference = tuple[list[Any], list[Any]]
 """Expected outputs (high precision) and their expected shapes and dtypes (meta tensors)."""
 
 
-def _upcast(value: Any, precision: torch.dtype) -> Any:
+def upcast(value: Any, precision: torch.dtype) -> Any:
     if isinstance(value, torch.Tensor) and value.is_floating_point():
         return value.to(precision)
     return value
@@ -106,7 +106,7 @@ class References:
         meta = output_meta(task, inputs, case)
         precision = dtype_of(task.reference_precision)
         with torch.no_grad(), gpu_shared():
-            expected = list(sequence(reference(**{k: _upcast(v, precision) for k, v in inputs.items()})))
+            expected = list(sequence(reference(**{k: upcast(v, precision) for k, v in inputs.items()})))
         if sum(itemsize(t) for t in expected) <= REFERENCE_CACHE_BYTES:
             self.memo.put(key, (expected, meta))  # bench-sized answers are used once: not kept
         return expected, meta

@@ -159,7 +159,7 @@ def report(code: str, what: str) -> None:
         _report(code, what)
 
 
-def package_homes(names: tuple[str, ...]) -> list[str]:
+def _package_homes(names: tuple[str, ...]) -> list[str]:
     """The folders the installed packages ``names`` were found in (their site-packages), without importing
     them."""
     import importlib.util
@@ -172,6 +172,16 @@ def package_homes(names: tuple[str, ...]) -> list[str]:
     return homes
 
 
+def site_dirs() -> tuple[str, ...]:
+    """Where packages live, each ending in "/": sysconfig's site-packages, and where Triton and PyTorch are
+    installed, too: a virtual environment may take them from the system's site-packages, which sysconfig
+    does not name (and which lies beneath the standard library's folder)."""
+    import sysconfig
+
+    return tuple({os.path.realpath(sysconfig.get_paths()[k]) + "/" for k in ("purelib", "platlib")}
+                 | set(_package_homes(("triton", "torch"))))
+
+
 def install_audit(workdir: str, protected: list[str], includes: list[str]) -> None:
     """Install the audit hook (it cannot be removed). All its state lives in this closure."""
     global _drain, _report
@@ -182,10 +192,7 @@ def install_audit(workdir: str, protected: list[str], includes: list[str]) -> No
     workdir_prefix = os.path.realpath(workdir) + "/"
     harness_prefix = ENV_DIR + "/"
     stdlib = tuple({os.path.realpath(sysconfig.get_paths()[k]) + "/" for k in ("stdlib", "platstdlib")})
-    # Where Triton and PyTorch are installed, too: a virtual environment may take them from the system's
-    # site-packages, which sysconfig does not name (and which lies beneath the standard library's folder).
-    site = tuple({os.path.realpath(sysconfig.get_paths()[k]) + "/" for k in ("purelib", "platlib")}
-                 | set(package_homes(("triton", "torch"))))
+    site = site_dirs()
     closed = tuple(p.rstrip("/") + "/" for p in protected)
     reopened = tuple(p.rstrip("/") + "/" for p in includes)
     me = str(os.getpid())

@@ -39,11 +39,9 @@ METHODS = (("torch._ops", "OpOverload", "redispatch"),
 """Calls that start dispatch below the Python key: an op run there is seen by no mode."""
 
 _STDLIB = tuple({os.path.realpath(sysconfig.get_paths()[k]) + os.sep for k in ("stdlib", "platstdlib")})
-_SITE = tuple({os.path.realpath(sysconfig.get_paths()[k]) + os.sep for k in ("purelib", "platlib")}
-              | set(audit.package_homes(("triton", "torch"))))
-"""Where packages live; in a virtual environment that takes PyTorch from the system's site-packages (under
-the standard library's folder, which sysconfig does not name), PyTorch's own home too: else its own use of a
-switch would be counted as the candidate's."""
+_SITE = audit.site_dirs()
+"""Where packages live (PyTorch's home among them, also when a virtual environment takes it from beneath the
+standard library's folder): else PyTorch's own use of a switch would be counted as the candidate's."""
 _CANDIDATE_PREFIX = os.path.join(os.path.realpath(os.getcwd()), "candidate_")
 _OWN = frozenset({__file__, os.path.realpath(__file__)})
 

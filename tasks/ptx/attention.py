@@ -115,7 +115,7 @@ def _fwd_inputs(case, s):
     return {
         "q": s.tensor(shape, "bfloat16"),
         "k": s.tensor(shape, "bfloat16"),
-        "v": s.normal(shape, "bfloat16") if s.dist == "outliers" else s.tensor(shape, "bfloat16"),
+        "v": s.without_outliers(shape, "bfloat16"),
     }
 
 
