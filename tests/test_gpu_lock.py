@@ -288,7 +288,7 @@ def test_the_late_recheck_never_computes_a_bench_reference_to_find_the_smallest_
         return None, [torch.empty(check.case["n"] if "n" in check.case else 1)]
 
     monkeypatch.setattr(evaluation, "reference", reference)
-    monkeypatch.setattr(evaluation, "run", lambda check: RunReply(ok=True, outputs=[]))
+    monkeypatch.setattr(evaluation, "run", lambda check, settle_ms=0.0: RunReply(ok=True, outputs=[]))
     judged: list[Check] = []
     monkeypatch.setattr(evaluation, "judge", lambda check, reply: judged.append(check) or
                         CaseResult(check.shape_set, check.case, check.seed, check.distribution, True))

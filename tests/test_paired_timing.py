@@ -326,7 +326,7 @@ def _bench(monkeypatch, tmp_path, gpu: FakeGPU, reasons: int = 0x4):
     evaluator = Evaluator("cpu")
     evaluator.run_worker = worker = FakeWorker(gpu, 2.0)
     evaluation = evaluator.evaluation(task, task.solution_source(), EvalOptions(device="cpu"))
-    monkeypatch.setattr(evaluation, "run", lambda check: m.RunReply(ok=True, outputs=[]))
+    monkeypatch.setattr(evaluation, "run", lambda check, settle_ms=0.0: m.RunReply(ok=True, outputs=[]))
     monkeypatch.setattr(evaluation, "judge", lambda check, reply: CaseResult(
         check.shape_set, check.case, check.seed, check.distribution, True))
     evaluation.result = result = EvalResult(task=task.id, target="sm_90a", device="fake", correct=True,

@@ -10,15 +10,17 @@ import statistics
 from typing import Any
 
 import pytest
-from test_timed_evidence import SOFTMAX, block, trace
+from test_timed_evidence import FILL, SOFTMAX, block, trace
 from warpgym.env.common.timing import Calls
 from warpgym.env.judge import bench, feedback, machine, timed_evidence
 from warpgym.env.judge.evaluator import Evaluator
 from warpgym.env.judge.options import EvalOptions, PairedTiming
 from warpgym.env.judge.paired import run_rounds
-from warpgym.env.judge.result import CaseResult, EvalResult, KernelReport
+from warpgym.env.judge.result import CaseResult, EvalResult, KernelReport, Timing
+from warpgym.env.judge.timed_evidence import timed_work_violations
 from warpgym.env.judge.timed_trace import TraceSample
 from warpgym.env.protocol import messages as m
+from warpgym.env.worker.device_trace import SENTINEL_NAME, busy_us, read_chrome_trace
 from warpgym.tasks import get_task
 
 
@@ -138,9 +140,11 @@ class FakeWorker:
         pass
 
 
-def _bench(monkeypatch, tmp_path, options: EvalOptions, worker: FakeWorker, own=("add_kernel",)):
+def _bench(monkeypatch, tmp_path, options: EvalOptions, worker: FakeWorker, own=("add_kernel",),
+           checked=lambda check, settle_ms: m.RunReply(ok=True, outputs=[])):
     """The bench phase of math/add against the fake worker, then the device's verdict on what was traced;
-    the checked calls ran ``add_kernel``, and ``own`` are the kernels the candidate built."""
+    the checked calls ran ``add_kernel``, ``own`` are the kernels the candidate built, and ``checked``
+    answers the bench check after the window."""
     clock = worker.clock
 
     class Baselines:
@@ -167,7 +171,7 @@ def _bench(monkeypatch, tmp_path, options: EvalOptions, worker: FakeWorker, own=
     evaluator = Evaluator("cpu")
     evaluator.run_worker = worker
     ev = evaluator.evaluation(task, task.solution_source(), options)
-    monkeypatch.setattr(ev, "run", lambda check: m.RunReply(ok=True, outputs=[]))
+    monkeypatch.setattr(ev, "run", lambda check, settle_ms=0.0: checked(check, settle_ms))
     monkeypatch.setattr(ev, "judge", lambda check, reply: CaseResult(check.shape_set, check.case, check.seed,
                                                                      check.distribution, True))
     ev.result = EvalResult(task=task.id, target="sm_90a", device="fake", correct=True, compiled=True,
@@ -247,3 +251,94 @@ def test_a_rejected_verdict_withholds_its_timing_figures(monkeypatch, tmp_path):
     assert ev.result.violations and ev.result.timing
     assert "Timing withheld: 1 bench case(s) were timed" in text
     assert "TFLOP/s" not in text and "roofline" not in text and "paired rounds" not in text
+
+
+# ------------------------------------------------------------------------- timed calls against their work
+def busy_block(kernel_us: float, calls: int) -> dict[str, Any]:
+    """A traced block whose calls each ran ``add_kernel`` for ``kernel_us`` on the device, beside the worker's
+    own poison fill, scrub and spins (which are not the candidate's work)."""
+    rows, now = [], 0.0
+    for _ in range(calls):
+        for name, us in ((f"void {SENTINEL_NAME}(long)", 50.0), (FILL, 400.0), ("scrub_kernel", 5.0),
+                         ("add_kernel", kernel_us)):
+            rows.append({"cat": "kernel", "name": name, "ts": now, "dur": us})
+            now += us + 1.0
+    return {**read_chrome_trace({"traceEvents": rows}).to_wire(), "calls": calls}
+
+
+def checked_reply(kernel_us: float):
+    """The bench check after the window: one call that kept the device busy for ``kernel_us``."""
+    rows = [{"cat": "kernel", "name": f"void {SENTINEL_NAME}(long)", "ts": 0.0, "dur": 1.0},
+            {"cat": "kernel", "name": "add_kernel", "ts": 10.0, "dur": kernel_us},
+            {"cat": "kernel", "name": f"void {SENTINEL_NAME}(long)", "ts": 20.0 + kernel_us, "dur": 1.0}]
+    wire = read_chrome_trace({"traceEvents": rows}).to_wire()
+    return lambda check, settle_ms: m.RunReply(ok=True, outputs=[], device_trace=wire)
+
+
+def test_an_honest_candidate_s_timed_calls_take_as_long_as_its_traced_and_checked_work(monkeypatch, tmp_path):
+    """Timed calls of 2 ms whose kernels ran 1.9 ms per call when traced and checked: the device time of
+    the work is in the verdict, and the rule passes."""
+    settled = []
+
+    def checked(check, settle_ms):
+        settled.append(settle_ms)
+        return checked_reply(1900.0)(check, settle_ms)
+
+    options = EvalOptions(device="cpu", paired=PairedTiming(trace_seed=0))
+    worker = FakeWorker(Clock(), lambda calls: busy_block(1900.0, calls))
+    ev, _ = _bench(monkeypatch, tmp_path, options, worker, checked=checked)
+    assert ev.result.correct and not ev.result.violations, ev.result.violations
+    (timing,) = ev.result.timing
+    assert timing.traced_device_ms == pytest.approx(1.9) and timing.checked_device_ms == pytest.approx(1.9)
+    assert settled == [bench.SETTLE_MS] and bench.SETTLE_MS > 0  # the check after the window spins first
+    assert EvalResult.from_dict(ev.result.to_dict()).timing[0].checked_device_ms == pytest.approx(1.9)
+
+
+@pytest.mark.parametrize(("traced_us", "checked_us", "where"), [
+    (50.0, 10_000.0, "check after the timing window"),  # a kept answer and a token launch in every timed call
+    (10_000.0, 10_000.0, "traced timed calls"),  # honest while traced (it can tell, by its launches' pace)
+    (10_000.0, 1_900.0, "traced timed calls"),
+])
+def test_timed_calls_faster_than_their_own_work_fail_and_lose_their_speedup(monkeypatch, tmp_path, traced_us,
+                                                                            checked_us, where):
+    """The timed calls take 2 ms; the same work took 10 ms on the device where the candidate could not skip
+    it: they computed less, whatever kernels they launched."""
+    options = EvalOptions(device="cpu", paired=PairedTiming(trace_seed=0))
+    worker = FakeWorker(Clock(), lambda calls: busy_block(traced_us, calls))
+    ev, _ = _bench(monkeypatch, tmp_path, options, worker, checked=checked_reply(checked_us))
+    result = ev.result
+    assert result.correct is False and result.speedup is None and result.speedup_low is None
+    (found,) = [v for v in result.violations if v.code == "device-timed-less-work"]
+    assert where in found.message and "add()" in found.message and "2.0000 ms" in found.message
+
+
+def test_the_rule_reads_the_median_timed_call_against_a_floor():
+    """Within the floor, passes; below it, fails; missing evidence (no trace, a broken one) says nothing."""
+    case = {"n": 1 << 20, "dtype": "float32"}
+
+    def timing(median_ms, traced=None, checked=None) -> Timing:
+        return Timing(case=case, median_ms=median_ms, min_ms=median_ms, max_ms=median_ms, runs=30,
+                      traced_device_ms=traced, checked_device_ms=checked)
+
+    floor = timed_evidence.TIMED_WORK_FLOOR
+    assert not timed_work_violations([timing(1.0, traced=1.0 / floor * 0.999)], "add")
+    assert timed_work_violations([timing(1.0, traced=1.0 / floor * 1.001)], "add")
+    assert timed_work_violations([timing(1.0, checked=2.0)], "add")[0].code == "device-timed-less-work"
+    assert not timed_work_violations([timing(1.0), timing(0.5, traced=0.45, checked=0.5)], "add")
+    assert bench.device_ms(None) is None and bench.device_ms({"error": "cut", "busy_us": 5.0}) is None
+    assert bench.device_ms({"busy_us": 5000.0}, calls=5) == pytest.approx(1.0)
+
+
+def test_the_device_time_of_the_work_is_the_union_of_the_candidate_s_kernels():
+    """Kernels on two streams that overlap count once; the worker's spins, scrub and ATen's fill not at all;
+    the gaps between kernels are not work."""
+    rows = [{"cat": "kernel", "name": f"void {SENTINEL_NAME}(long)", "ts": 0.0, "dur": 100.0},
+            {"cat": "kernel", "name": "a_kernel", "ts": 200.0, "dur": 100.0},
+            {"cat": "kernel", "name": "b_kernel", "ts": 250.0, "dur": 100.0},   # overlaps a_kernel by 50
+            {"cat": "kernel", "name": FILL, "ts": 400.0, "dur": 300.0},
+            {"cat": "kernel", "name": "scrub_kernel", "ts": 700.0, "dur": 30.0},
+            {"cat": "gpu_memset", "name": "Memset (Device)", "ts": 740.0, "dur": 30.0},
+            {"cat": "kernel", "name": "a_kernel", "ts": 800.0, "dur": 10.0},
+            {"cat": "kernel", "name": f"void {SENTINEL_NAME}(long)", "ts": 900.0, "dur": 100.0}]
+    assert read_chrome_trace({"traceEvents": rows}).busy_us == pytest.approx(160.0)
+    assert busy_us([]) == 0.0 and busy_us([(0.0, 5.0), (1.0, 2.0), (5.0, 6.0)]) == pytest.approx(6.0)

@@ -36,6 +36,9 @@ if TYPE_CHECKING:
 
 _T = TypeVar("_T")
 AFTER_TIMING_SEED = 7
+SETTLE_MS = 20.0
+"""GPU spin before the bench check after a window (its inputs take seconds to send, and an idle GPU drops
+its clock): the check's device time is set against the timed calls' (judge/timed_evidence.py)."""
 ORDER_EFFECT = 0.05
 """A ratio this far apart between a round's two orders is named in the result (``Timing.order_effect``)."""
 NO_REPLY = m.RunReply(ok=False, error="no reply")
@@ -131,13 +134,15 @@ def bench_cases(ev: Evaluation, alone: bool) -> None:
         log.info("%s: timing window, bench case %s, baselines %s", task.id, case, task.baselines)
         try:
             started = time.perf_counter()
-            outcome, machine, baseline_errors = paired_window(ev, case, alone)
+            traced_ms: list[float] = []
+            outcome, machine, baseline_errors = paired_window(ev, case, alone, traced_ms)
             _add_seconds(ev, "timing_window", started)
         except WorkerError as exc:
             return _fail(ev, f"timing: {exc}")
         except _WindowEnded as exc:
             return _fail(ev, f"timing: {exc.args[0]}") if exc.args else None
         timing = timing_of(case, outcome, machine, baseline_errors)
+        timing.traced_device_ms = round(statistics.median(traced_ms), 5) if traced_ms else None
         if outcome.hidden_work:
             events, walls = ([ms for b in outcome.candidate for ms in getattr(b, clock)]
                              for clock in ("event_ms", "wall_ms"))
@@ -147,7 +152,8 @@ def bench_cases(ev: Evaluation, alone: bool) -> None:
                 "used")
         # Check on fresh inputs after the timing window: a kernel that behaves differently once warm fails.
         after = Check("bench", case, AFTER_TIMING_SEED, BENCH_DISTRIBUTION)
-        reply = ev.run(after) or NO_REPLY
+        reply = ev.run(after, settle_ms=SETTLE_MS) or NO_REPLY
+        timing.checked_device_ms = device_ms(reply.device_trace)
         if out_of_memory(reply):
             # Not evidence of a kernel that changes once warm: the GPU's memory ran out under it.
             raise_if_shared_oom(reply, alone)
@@ -195,10 +201,19 @@ def _geomean(values: list[float]) -> float:
     return math.exp(statistics.fmean(math.log(v) for v in values))
 
 
-def paired_window(ev: Evaluation, case: dict[str, Any], alone: bool
+def device_ms(trace: dict[str, Any] | None, calls: int = 1) -> float | None:
+    """Milliseconds per call in which the candidate's kernels ran on the device (a trace's ``busy_us``);
+    None for a trace that is missing, broken or saw no kernel."""
+    if not trace or trace.get("error") or not trace.get("busy_us"):
+        return None
+    return round(float(trace["busy_us"]) / 1e3 / max(1, calls), 5)
+
+
+def paired_window(ev: Evaluation, case: dict[str, Any], alone: bool, traced_ms: list[float] | None = None
                   ) -> tuple[PairedOutcome, MachineState, dict[str, str]]:
     """The candidate (in the worker) and the baselines (here) timed in alternating rounds, the GPU held
-    alone from the warm-up to the last round, its state sampled throughout."""
+    alone from the warm-up to the last round, its state sampled throughout. Each traced block's device
+    milliseconds per call go to ``traced_ms``."""
     from warpgym.env.common.timing import gpu_lock
 
     index = torch.device(ev.device).index or 0
@@ -206,7 +221,8 @@ def paired_window(ev: Evaluation, case: dict[str, Any], alone: bool
     if not staged.ok:
         raise_if_shared_oom(staged, alone)
         raise _WindowEnded(staged.error)
-    candidate, traced = _candidate_side(ev, case, alone), _traced_side(ev, case, alone)
+    candidate = _candidate_side(ev, case, alone)
+    traced = _traced_side(ev, case, alone, traced_ms if traced_ms is not None else [])
     sides = Baselines(ev.task, case, ev.device, alone=alone, out_of_memory=SharedOutOfMemory, seeds=ev.seeds)
     try:
         with ev.gpu_shared():  # first calls compile (CPU work): the GPU is not held alone for them
@@ -247,13 +263,17 @@ def _candidate_side(ev: Evaluation, case: dict[str, Any], alone: bool) -> TimeBl
     return side
 
 
-def _traced_side(ev: Evaluation, case: dict[str, Any], alone: bool) -> TraceBlock:
+def _traced_side(ev: Evaluation, case: dict[str, Any], alone: bool,
+                 device_per_call: list[float]) -> TraceBlock:
     """The candidate's block under CUDA activity tracing, asked for only when it runs (judge/timed_trace.py);
-    its times are not kept, and it takes the seconds it returns."""
+    its times are not kept, and it takes the seconds it returns. What its kernels took on the device, per
+    call, goes to ``device_per_call``."""
     def side(calls: int, start: int, index: int) -> float:
         started = time.perf_counter()
         label = f"a traced block of {calls} timed calls on {case_label(case)}, beside round {index + 1}"
-        _block(ev, m.TimeBlockRequest(calls=calls, start=start, trace=True), alone, label)
+        reply = _block(ev, m.TimeBlockRequest(calls=calls, start=start, trace=True), alone, label)
+        if (per_call := device_ms(reply.device_trace, calls)) is not None:
+            device_per_call.append(per_call)
         return time.perf_counter() - started
 
     return side

@@ -173,8 +173,9 @@ def stage_inputs(ev: Evaluation, case: dict[str, Any], seeds: list[int], timeout
     return staged
 
 
-def run(ev: Evaluation, check: Check) -> m.RunReply | None:
-    """Run the candidate on ``check``'s inputs and record what the reply shows beyond its outputs."""
+def run(ev: Evaluation, check: Check, settle_ms: float = 0.0) -> m.RunReply | None:
+    """Run the candidate on ``check``'s inputs and record what the reply shows beyond its outputs; on a GPU,
+    ``settle_ms`` of spinning first brings an idle GPU's clock up."""
     result, worker = ev.result, ev.workers.run
     _, meta = ev.reference(check)
     poisoned = poison_bytes(meta)
@@ -187,7 +188,7 @@ def run(ev: Evaluation, check: Check) -> m.RunReply | None:
         return m.RunRequest(inputs=inputs, poison_bytes=poisoned, output_bytes=[itemsize(t) for t in meta],
                             max_output_bytes=4 * sum(itemsize(t) for t in meta) + (16 << 20),
                             contiguous_outputs=ev.task.contiguous_outputs, layout=ev.task.layout,
-                            model=shipped.model_call(ev, check.case))
+                            model=shipped.model_call(ev, check.case), settle_ms=settle_ms)
 
     pid = ev.loaded
     reply = _send_run(ev, request())

@@ -26,6 +26,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from warpgym.env.common.kernel_names import FILL_KERNELS
 from warpgym.env.protocol.violations import Violation, violation
 
 if TYPE_CHECKING:
@@ -34,10 +35,7 @@ if TYPE_CHECKING:
 HOST_TO_DEVICE_BYTES = 64 << 10
 """Host-to-device bytes a call may copy (small index tables); a larger copy carries a host-side answer."""
 
-ALLOWED_LIBRARY_KERNELS = (
-    re.compile(r"^void at::native::(vectorized_elementwise_kernel|unrolled_elementwise_kernel|"
-               r"elementwise_kernel)<\d+, at::native::FillFunctor<"),
-)
+ALLOWED_LIBRARY_KERNELS = FILL_KERNELS
 """Library kernels that only initialise memory: ATen's fill (torch.zeros / full / fill_)."""
 
 RESERVED_NAMES = re.compile(
@@ -49,10 +47,6 @@ RESERVED_NAMES = re.compile(
 Triton kernels, NCCL, the worker's own sentinel and scrub) that a candidate's own kernel may not take: a
 trace names a kernel only by its qualified name, so an own kernel with a library's name would hide that
 library."""
-
-HARNESS_KERNELS = ("scrub_kernel",)
-"""The worker's own kernel inside a traced timed block: the shared-memory scrub before each call, as before a
-checked call (env/worker/scrub.py), where it runs before the trace starts. Its name is reserved."""
 
 _QUALIFIED = re.compile(r"^(?:void\s+)?([\w:$.~]+)")
 

@@ -130,8 +130,8 @@ class Evaluation:
     def load(self) -> bool:
         return channel.load(self)
 
-    def run(self, check: Check) -> RunReply | None:
-        return channel.run(self, check)
+    def run(self, check: Check, settle_ms: float = 0.0) -> RunReply | None:
+        return channel.run(self, check, settle_ms)
 
     def judge(self, check: Check, reply: RunReply) -> CaseResult:
         return correctness.judge(self, check, reply)

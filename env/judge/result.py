@@ -127,6 +127,12 @@ class Timing:
     ones: ``traced_calls`` calls that are not among the ``runs``, taking ``trace_seconds`` in all."""
     traced_calls: int = 0
     trace_seconds: float = 0.0
+    traced_device_ms: float | None = None
+    """Per call, the milliseconds the candidate's kernels kept the GPU busy in the traced timed blocks
+    (median over blocks): the work of a timed call, seen by the device. ``median_ms`` below a fraction of it
+    or of ``checked_device_ms`` fails the candidate (judge/timed_evidence.py)."""
+    checked_device_ms: float | None = None
+    """The same for the bench case's check after the window: the work of a call whose answer was judged."""
 
 
 @dataclass

@@ -7,6 +7,13 @@ a comparison with the checked calls can make:
   checked, whatever it computes;
 - every timed call launches a kernel of the candidate's: a call that runs none returned an answer it did
   not compute (kept from an earlier call on the same inputs, which the timing loop reuses).
+And one on the timed calls that were not traced, whose outputs nobody reads: a timed call may not take less
+time than the candidate's kernels kept the GPU busy for, per call, in the traced timed blocks (the same
+inputs, pace and clock) or in the bench check after the window (a call whose answer was judged), less
+``TIMED_WORK_FLOOR``'s margin. A kernel that computes less only when timed (an answer kept from an earlier
+call on the recurring timed inputs, returned beside a token launch) is faster than its own work, and a
+candidate that behaves only while traced is faster than its traced blocks; either way the events of the
+untraced calls, which the candidate cannot shorten without doing less, give it away.
 The verdict is given once the timing is over, with the checked calls made after the first device verdict
 (the bench check after each window), and it fails the candidate: a speedup measured on work that is not
 the candidate's own is no speedup, so none is reported.
@@ -18,8 +25,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from warpgym.env.common.kernel_names import HARNESS_KERNELS
 from warpgym.env.judge.device_evidence import (
-    HARNESS_KERNELS,
     allowed_library,
     base_name,
     base_names,
@@ -28,9 +35,16 @@ from warpgym.env.judge.device_evidence import (
     own_kernels,
 )
 from warpgym.env.protocol.violations import Violation
+from warpgym.tasks import case_label
 
 if TYPE_CHECKING:
     from warpgym.env.judge.evaluation import Evaluation
+    from warpgym.env.judge.result import Timing
+
+TIMED_WORK_FLOOR = 0.7
+"""A timed call's median milliseconds must be at least this fraction of the device time its work took when
+traced or checked. Honest references read 0.9 or more of it on the H200 (docs/benchmarks.md); a candidate
+that skips work when timed gains at most 1 / TIMED_WORK_FLOOR."""
 
 Traces = Iterable[tuple[str, Mapping[str, Any]]]
 
@@ -75,6 +89,26 @@ def timed_violations(timed: Traces, checked: Traces, own: Iterable[str], entrypo
     return found
 
 
+def timed_work_violations(timings: Iterable[Timing], entrypoint: str,
+                          floor: float = TIMED_WORK_FLOOR) -> list[Violation]:
+    """Bench cases whose timed calls took less time than their own work took on the device when traced
+    (``Timing.traced_device_ms``) or checked (``Timing.checked_device_ms``)."""
+    found: list[Violation] = []
+    for timing in timings:
+        evidence = {"its traced timed calls": timing.traced_device_ms,
+                    "its check after the timing window": timing.checked_device_ms}
+        for where, device_ms in evidence.items():
+            if device_ms and timing.median_ms < floor * device_ms:
+                found.append(Violation(
+                    "device-timed-less-work",
+                    f"{entrypoint}() took {timing.median_ms:.4f} ms per timed call on "
+                    f"{case_label(timing.case)}, while its kernels kept the GPU busy for {device_ms:.4f} ms "
+                    f"per call in {where}: the timed calls did less work than that (an answer kept from an "
+                    "earlier call on the same inputs?), so their time is not the kernel's"))
+                break
+    return found
+
+
 def judge_after_timing(ev: Evaluation) -> bool:
     """The device's evidence on the timed calls traced and the checked calls since the first verdict; False
     (the candidate failed, its speedup withdrawn) when a rule was broken."""
@@ -86,6 +120,7 @@ def judge_after_timing(ev: Evaluation) -> bool:
     if ev.timed_traces:
         found += timed_violations(ev.timed_traces, ev.device_traces, own, entrypoint, ev.options.allow_torch)
         _record(ev)
+    found += timed_work_violations(result.timing or [], entrypoint)
     new = [v for v in found if not any((v.code, v.message) == (w.code, w.message) for w in result.violations)]
     if not new:
         return True

@@ -73,6 +73,8 @@ class RunRequest(Message):
     """A layout task: host copies (clone, copy_) count as computing its answer."""
     model: ModelCall | None = None
     """For a module-class candidate: the instance the inputs are given to."""
+    settle_ms: float = 0.0
+    """On a GPU, a spin of this long before the call, outside its trace: the clock of an idle GPU comes up."""
 
 
 class SpecsRequest(Message):

@@ -109,6 +109,8 @@ CODES: dict[str, Code] = {
     "device-trace": Code("the GPU's activity during a call could not be traced, or the trace was cut"),
     "device-timed-unchecked-kernel": Code("a traced timed call ran a kernel that no checked call ran"),
     "device-timed-no-kernel": Code("a traced timed call launched none of the candidate's kernels"),
+    "device-timed-less-work": Code("the timed calls took less time than the candidate's kernels took on the "
+                                   "device when traced or checked on the same case"),
     "reserved-kernel-name": Code("a kernel of the candidate's takes a library kernel's name",
                                  "your kernels {names} take the names of library kernels; name your kernels "
                                  "yourself (a device trace names kernels only by name)"),

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from warpgym.env.common.kernel_names import HARNESS_KERNELS, is_fill
 
 SENTINEL_CYCLES = 1000
 """Length of each sentinel (``torch.cuda._sleep``, ATen's spin kernel): about a microsecond."""
@@ -69,10 +70,15 @@ class Trace:
     running at its end, on another stream. Distinct names, at most MAX_UNORDERED."""
     error: str | None = None
     seconds: float = 0.0
+    busy_us: float = 0.0
+    """Microseconds in which at least one kernel that computes ran: the union of their intervals, leaving
+    out the worker's spins and scrub and ATen's fill (the poison before a timed call is one). The device
+    time of the work, whatever the streams: the judge sets a call's timed milliseconds against it."""
 
     def to_wire(self) -> dict[str, Any]:
         return {"activities": [a.to_wire() for a in self.activities], "sentinels": self.sentinels,
-                "unordered": [n[:400] for n in self.unordered], "error": self.error, "seconds": self.seconds}
+                "unordered": [n[:400] for n in self.unordered], "error": self.error, "seconds": self.seconds,
+                "busy_us": round(self.busy_us, 3)}
 
 
 _CATEGORIES = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
@@ -118,7 +124,20 @@ def read_chrome_trace(data: dict[str, Any]) -> Trace:
             trace.error = f"the call ran more than {MAX_ACTIVITIES} distinct kernels and copies"
     trace.activities = list(seen.values())
     trace.unordered = overlapping(others, spins)
+    trace.busy_us = busy_us([(start, end) for start, end, name in others
+                             if not is_fill(name) and name not in HARNESS_KERNELS])
     return trace
+
+
+def busy_us(spans: list[tuple[float, float]]) -> float:
+    """The length of the union of ``spans``: kernels that overlap (other streams) count once."""
+    total, reach = 0.0, float("-inf")
+    for start, end in sorted(spans):
+        if end <= reach:
+            continue
+        total += end - max(start, reach)
+        reach = end
+    return total
 
 
 def overlapping(kernels: list[tuple[float, float, str]], spins: list[tuple[float, float]]) -> list[str]:

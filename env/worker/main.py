@@ -328,6 +328,10 @@ def op_run(state: State, msg: m.RunRequest) -> m.RunReply:
     before = _snapshot(inputs)
     flush = _l2_flush(device)
     poison(device, msg.poison_bytes, msg.output_bytes)
+    if msg.settle_ms > 0 and device.startswith("cuda"):
+        from warpgym.env.common import timing
+
+        _PRISTINE["torch.cuda._sleep"](timing.spin_cycles_of(msg.settle_ms))
     launches_before = triton_support.RECORDER.count
     loader_before = loader.REGISTRY.launch_count
     triton_support.RECORDER.storages.clear()

@@ -101,6 +101,8 @@ def _check_one(task_id: str, shapes: tuple[str, ...], target: str, timing: bool,
         "seconds": round(time.perf_counter() - started, 2),
         "device": evaluator.device, "speedup": result.speedup, "skipped": result.skipped_checks,
         "candidate_ms": [round(t.median_ms, 5) for t in result.timing or []] or None,
+        # the device time of the same work, traced timed calls and the check after the window
+        "work_ms": [[t.traced_device_ms, t.checked_device_ms] for t in result.timing or []] or None,
         "feedback": "" if ok else result.feedback,
     }
 

@@ -260,6 +260,8 @@ def test_every_loophole_in_the_design_has_a_candidate():
         # tests/adversarial/test_timed_switch.py, and on a GPU tests/gpu/test_timed_trace_gpu.py
         "timed_torch_switch",
         "timed_cached_answer",
+        "timed_kept_answer_token_kernel",
+        "timed_kept_answer_copied",
         # tests/adversarial/test_known_inputs.py
         "stored_answers",
         # GPU-only: tests/gpu/test_adversarial_gpu.py
@@ -366,7 +368,7 @@ def test_speedups_past_the_roofline_or_the_vendor_library_are_flagged(monkeypatc
     evaluator = Evaluator("cpu")
     evaluator.run_worker = FakeGPUWorker()
     evaluation = evaluator.evaluation(task, task.solution_source(), EvalOptions(device="cpu"))
-    monkeypatch.setattr(evaluation, "run", lambda check: RunReply(ok=True, outputs=[]))
+    monkeypatch.setattr(evaluation, "run", lambda check, settle_ms=0.0: RunReply(ok=True, outputs=[]))
     monkeypatch.setattr(
         evaluation,
         "judge",

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 from warpgym.env import EvalOptions, EvalResult, Evaluator
+from warpgym.env.common.kernel_names import HARNESS_KERNELS
 from warpgym.env.judge.channel import ask, stage_inputs
-from warpgym.env.judge.device_evidence import ALLOWED_LIBRARY_KERNELS, HARNESS_KERNELS, base_name
+from warpgym.env.judge.device_evidence import ALLOWED_LIBRARY_KERNELS, base_name
 from warpgym.env.protocol import messages as m
 from warpgym.tasks import get_task
 
@@ -63,6 +64,24 @@ def test_pytorch_in_timed_calls_only_is_rejected(gpu_evaluator):
     assert not result.speedup, explain(result)
 
 
+@pytest.mark.parametrize(("task_id", "name"), [("math/add", "timed_kept_answer_token_kernel"),
+                                              ("matmul/matmul", "timed_kept_answer_copied")])
+def test_a_kept_answer_beside_a_launch_of_its_own_is_rejected_by_the_device_time_of_its_work(
+        gpu_evaluator, task_id, name):
+    """Every checked call right and every kernel rule kept: its timed calls take a fraction of the device
+    time its own work took in the check after the window."""
+    result = judge(gpu_evaluator, task_id, (CANDIDATES / f"{name}.py").read_text())
+    print("\n" + explain(result))
+    for t in result.timing or []:
+        print(f"{task_id} {t.case}: timed {t.median_ms:.4f} ms, traced {t.traced_device_ms} ms, "
+              f"checked {t.checked_device_ms} ms")
+    assert result.correct is False, explain(result)
+    assert "device-timed-less-work" in {v.code for v in result.violations}, explain(result)
+    assert {"device-timed-no-kernel", "device-timed-unchecked-kernel"}.isdisjoint(
+        v.code for v in result.violations), explain(result)
+    assert result.speedup is None and result.speedup_low is None, explain(result)
+
+
 HONEST = [
     ("math/add", None),
     ("normalization/softmax", None),
@@ -81,7 +100,9 @@ def test_honest_triton_candidates_pass_timed_with_the_sample_in_the_verdict(gpu_
         assert t.traced_blocks >= TIMED.paired.traced_blocks, explain(result)
         assert t.traced_calls == t.traced_blocks * t.block_calls and t.runs == t.rounds * t.block_calls
         print(f"{task_id} {t.case}: {t.runs} timed calls, {t.traced_calls} traced in {t.traced_blocks} "
-              f"blocks, {t.trace_seconds:.3f} s of tracing")
+              f"blocks, {t.trace_seconds:.3f} s of tracing; timed {t.median_ms:.4f} ms, its work on the "
+              f"device {t.traced_device_ms} ms traced, {t.checked_device_ms} ms checked")
+        assert t.traced_device_ms and t.checked_device_ms, explain(result)
     timed = result.device_activity["timed"]
     assert timed["traced_calls"] == sum(t.traced_calls for t in result.timing), timed
     own = {base_name(k.name) for k in result.kernels} | set(HARNESS_KERNELS)
