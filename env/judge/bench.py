@@ -38,7 +38,8 @@ _T = TypeVar("_T")
 AFTER_TIMING_SEED = 7
 SETTLE_MS = 20.0
 """GPU spin before the bench check after a window (its inputs take seconds to send, and an idle GPU drops
-its clock): the check's device time is set against the timed calls' (judge/timed_evidence.py)."""
+its clock): the check's device time is set against the timed calls' (judge/timed_evidence.py), so it runs
+with the GPU held alone, as they do (other contexts' kernels time-slice with it and stretch its kernels)."""
 ORDER_EFFECT = 0.05
 """A ratio this far apart between a round's two orders is named in the result (``Timing.order_effect``)."""
 NO_REPLY = m.RunReply(ok=False, error="no reply")
@@ -124,6 +125,8 @@ class _WindowEnded(Exception):
 
 
 def bench_cases(ev: Evaluation, alone: bool) -> None:
+    from warpgym.env.common.timing import gpu_lock
+
     task, result = ev.task, ev.result
     ceilings = ceilings_for(ev.device)
     timings: list[Timing] = []
@@ -152,7 +155,8 @@ def bench_cases(ev: Evaluation, alone: bool) -> None:
                 "used")
         # Check on fresh inputs after the timing window: a kernel that behaves differently once warm fails.
         after = Check("bench", case, AFTER_TIMING_SEED, BENCH_DISTRIBUTION)
-        reply = ev.run(after, settle_ms=SETTLE_MS) or NO_REPLY
+        with gpu_lock(torch.device(ev.device).index or 0):  # alone: no other context's work stretches it
+            reply = ev.run(after, settle_ms=SETTLE_MS) or NO_REPLY
         timing.checked_device_ms = device_ms(reply.device_trace)
         if out_of_memory(reply):
             # Not evidence of a kernel that changes once warm: the GPU's memory ran out under it.
