@@ -213,7 +213,7 @@ def device_ms(trace: dict[str, Any] | None, calls: int = 1) -> float | None:
     return round(float(trace["busy_us"]) / 1e3 / max(1, calls), 5)
 
 
-def paired_window(ev: Evaluation, case: dict[str, Any], alone: bool, traced_ms: list[float] | None = None
+def paired_window(ev: Evaluation, case: dict[str, Any], alone: bool, traced_ms: list[float]
                   ) -> tuple[PairedOutcome, MachineState, dict[str, str]]:
     """The candidate (in the worker) and the baselines (here) timed in alternating rounds, the GPU held
     alone from the warm-up to the last round, its state sampled throughout. Each traced block's device
@@ -226,7 +226,7 @@ def paired_window(ev: Evaluation, case: dict[str, Any], alone: bool, traced_ms: 
         raise_if_shared_oom(staged, alone)
         raise _WindowEnded(staged.error)
     candidate = _candidate_side(ev, case, alone)
-    traced = _traced_side(ev, case, alone, traced_ms if traced_ms is not None else [])
+    traced = _traced_side(ev, case, alone, traced_ms)
     sides = Baselines(ev.task, case, ev.device, alone=alone, out_of_memory=SharedOutOfMemory, seeds=ev.seeds)
     try:
         with ev.gpu_shared():  # first calls compile (CPU work): the GPU is not held alone for them

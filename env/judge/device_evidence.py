@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from warpgym.env.common.kernel_names import FILL_KERNELS
+from warpgym.env.common.kernel_names import is_fill
 from warpgym.env.protocol.violations import Violation, violation
 
 if TYPE_CHECKING:
@@ -34,9 +34,6 @@ if TYPE_CHECKING:
 
 HOST_TO_DEVICE_BYTES = 64 << 10
 """Host-to-device bytes a call may copy (small index tables); a larger copy carries a host-side answer."""
-
-ALLOWED_LIBRARY_KERNELS = FILL_KERNELS
-"""Library kernels that only initialise memory: ATen's fill (torch.zeros / full / fill_)."""
 
 RESERVED_NAMES = re.compile(
     r"^((at|c10|cutlass|cub|thrust|std|pytorch_flash|cudnn|cublas|cublasLt|gemvx|flash|fmha|"
@@ -92,7 +89,8 @@ def reserved(names: Iterable[str]) -> list[str]:
 
 
 def allowed_library(name: str) -> bool:
-    return any(p.match(name) for p in ALLOWED_LIBRARY_KERNELS)
+    """Library kernels that only initialise memory: ATen's fill (torch.zeros / full / fill_)."""
+    return is_fill(name)
 
 
 def device_violations(traces: Iterable[tuple[str, Mapping[str, Any]]], own_kernels: Iterable[str],
