@@ -21,7 +21,7 @@
 # tests of the trust layers (GPU_TESTS overrides which). tests: the sandbox probe (every layer on a CUDA
 # worker), then GPU_TESTS (default: tests/gpu). paired: the timing-protocol probe, then the same
 # candidates' speedups from five separate processes (scripts/paired_repeat.py; PARALLEL=N at once),
-# then EXTRA (a command). SKIP=timing leaves the probe out.
+# then EXTRA (a command). SKIP=timing leaves the probe out; REPEAT_SECONDS (310) caps the five processes.
 # followup: `warpgym eval --verbose` of the fp8 CUDA GEMM (where it stalls), paired_repeat.py (five processes) and
 # `warpgym bench`'s first pass under the shipped defaults, then the TF32 probe on four convolution problems (.kb).
 # testsuite: GPU_TESTS (default tests/gpu/test_timed_trace_gpu.py), then SUITE_TASKS through `warpgym suite check`.
@@ -38,7 +38,7 @@
 # (KB_LEVEL1, KB_LEVEL2 problems, KB_ARGS more options, KB_RESUME an earlier call's JSON to go on from;
 # .kb carries KernelBench's src and KernelBench folders). refsweep: scripts/triton_ref_sweep.py (the rewritten
 # Triton references, old and new and a few tile configs, against their baselines; < 5 minutes; SWEEP_SECONDS
-# caps it), then SUITE_TASKS through `warpgym suite check`.
+# caps it), then SUITE_TASKS through `warpgym suite check` with the sweep's choices applied.
 # Logs land in $OUT (8 files at most come back); every JSON report is merged into $OUT/results.json.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -101,8 +101,11 @@ if [[ $part == refsweep ]]; then  # Triton references old and new, a few tile co
     --out $J/triton_ref_sweep.json ${REFSWEEP_ARGS:-} > "$OUT/A-refsweep.log" 2>&1
   cp $J/triton_ref_sweep.json "$OUT/" 2>/dev/null
   if [[ -n ${SUITE_TASKS:-} ]]; then
+    # the sweep's choices set first, so the suite check judges the configs it chose
+    python3 scripts/triton_ref_sweep.py --apply $J/triton_ref_sweep.json > "$OUT/A-applied.log" 2>&1
     # shellcheck disable=SC2046
-    CUDA_VISIBLE_DEVICES=$(g 0) timeout "$(cap 400)" warpgym suite check --device cuda --suite triton --jobs 4 \
+    CUDA_VISIBLE_DEVICES=$(g 0) timeout "$(cap 400)" warpgym suite check --device cuda --suite triton \
+      --shapes dev --jobs "${SUITE_JOBS:-4}" \
       --jsonl "$OUT/suite.jsonl" $(printf -- '--task %s ' $SUITE_TASKS) > "$OUT/B-suite.log" 2>&1
   fi
 fi
@@ -134,8 +137,8 @@ if [[ $part == paired ]]; then  # which timing protocol repeats, and whether a s
   export CUDA_VISIBLE_DEVICES=$(g 0)
   on timing && timeout "$(cap 200)" python3 scripts/paired_timing_probe.py --out $J/paired_timing_probe.json \
     > "$OUT/A-paired-probe.log" 2>&1
-  timeout "$(cap 320)" python3 scripts/paired_repeat.py --out $J/paired_repeat.json --parallel "${PARALLEL:-1}" \
-    --timeout "$(cap 310)" > "$OUT/B-paired-repeat.log" 2>&1
+  timeout "$(cap $(( ${REPEAT_SECONDS:-310} + 10 )))" python3 scripts/paired_repeat.py --out "$OUT/paired_repeat.json" \
+    --parallel "${PARALLEL:-1}" --timeout "$(cap "${REPEAT_SECONDS:-310}")" > "$OUT/B-paired-repeat.log" 2>&1
   [[ -n ${EXTRA:-} ]] && timeout "$(cap 300)" bash -c "$EXTRA" > "$OUT/C-extra.log" 2>&1
 fi
 if [[ $part == quote ]]; then  # whether a speedup repeats: the order effect, five processes, evaluation time

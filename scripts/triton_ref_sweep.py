@@ -42,6 +42,7 @@ _TAPS_ALT = [{"TAPS_LARGE": (128, 256, 64, 8, 3)}, {"TAPS_LARGE": (128, 128, 64,
              {"TAPS_LARGE": (256, 128, 64, 8, 3)}]
 _GEMM_ALT = [{"LARGE": (128, 256, 64, 8, 4)}, {"LARGE": (256, 128, 64, 8, 3)},
              {"LARGE": (128, 128, 64, 4, 4)}]
+_FLASH_ALT = [{"LARGE": (128, 64, 8, 3)}, {"LARGE": (128, 128, 8, 2)}, {"LARGE": (128, 64, 8, 4)}]
 SWEEP: dict[str, list[dict[str, Any]]] = {
     "convolution/conv2d": [{}, *_TAPS_ALT, {"FLAT_LARGE": (256, 64, 32, 8, 3)},
                            {"FLAT_LARGE": (128, 64, 16, 4, 4)}],
@@ -54,12 +55,59 @@ SWEEP: dict[str, list[dict[str, Any]]] = {
     "matmul/matmul-nt": [{}, *_GEMM_ALT],
     "matmul/linear": [{}, *_GEMM_ALT],
     "fusion/layer-norm-linear": [{}, *_GEMM_ALT],
-    **{f"fusion/linear-bias-{act}": [{}, {"LARGE": (128, 256, 64, 8, 3)}]
+    **{f"fusion/linear-bias-{act}": [{}, {"LARGE": (128, 256, 64, 8, 3)}, {"LARGE": (128, 128, 64, 8, 4)}]
        for act in ("relu", "gelu", "silu", "residual")},
     "fusion/mlp-gelu": [{}, {"LARGE": (128, 256, 64, 8, 3)}],
-    "fusion/rms-norm-linear": [{}, {"LARGE": (128, 256, 64, 8, 4)}],
+    "fusion/rms-norm-linear": [{}, {"LARGE": (128, 256, 64, 8, 3)}],
     "matmul/bmm": [{}, {"LARGE": (128, 256, 64, 8, 4)}, {"MEDIUM": (128, 128, 64, 4, 4)}],
-    "linalg/bmm-broadcast": [{}, {"LARGE": (128, 256, 64, 8, 4)}, {"MEDIUM": (128, 128, 64, 4, 4)}],
+    "linalg/bmm-broadcast": [{}, {"SHORT_K": (128, 256, 64, 8, 2)}, {"SHORT_K": (64, 256, 64, 4, 2)}],
+    "convolution/conv2d-3x3": [{}, {"TAPS_LARGE": (128, 256, 64, 8, 4)}, {"TAPS_LARGE": (128, 128, 64, 4, 4)},
+                               {"TAPS_LARGE": (256, 128, 64, 8, 3)}],
+    "convolution/conv2d-3x3-stride2": [{}, {"TAPS_LARGE": (128, 256, 64, 8, 4)},
+                                       {"TAPS_LARGE": (128, 128, 64, 4, 4)}, {"TRANSPOSE": (64, 128, 4)}],
+    "convolution/conv1d": [{}, {"TAPS_LARGE": (128, 256, 64, 8, 4)}, {"TAPS_LARGE": (256, 128, 64, 8, 3)},
+                           {"TAPS_LARGE": (128, 128, 64, 4, 4)}],
+    "fusion/depthwise-pointwise-conv1d": [{}, {"LARGE": (128, 256, 64, 8, 3)},
+                                          {"LARGE": (256, 128, 64, 8, 3)}, {"DEPTHWISE": (8, 512, 4)}],
+    "reduce/amax": [{}, {"SPLIT": (2048, 4)}, {"SPLIT": (4096, 2)}, {"LONG": (2048, 4)}],
+    "reduce/amin": [{}, {"SPLIT": (2048, 4)}, {"SPLIT": (4096, 2)}, {"LONG": (2048, 4)}],
+    "reduce/std": [{}, {"SPLIT": (2048, 4)}, {"LONG": (2048, 4)}, {"LONG": (4096, 16)}],
+    "reduce/mean-middle": [{}, {"SPLIT": (2048, 8, 1024)}, {"SPLIT": (8192, 4, 1024)},
+                           {"WIDE": (64, 128, 8), "WIDE_HALF": (128, 128, 8)}],
+    **{f"normalization/{norm}": [{}, {"ONE_BLOCK": (16384, 32)}, {"ONE_BLOCK": (16384, 8)},
+                                 {"ONE_BLOCK": (1, 16)}] for norm in ("rms-norm", "layer-norm")},
+    "normalization/add-rms-norm": [{}, {"ONE_BLOCK": (16384, 32)}, {"ONE_BLOCK": (1, 16)}],
+    "normalization/instance-norm": [{}, {"ONE_BLOCK": (16384, 64)}, {"ONE_BLOCK": (8192, 16)}],
+    "normalization/batch-norm": [{}, {"TILE": (2048, 4)}, {"TILE": (8192, 8)}, {"TILE": (1024, 4)}],
+    **{f"fusion/{name}": [{}, *_FLASH_ALT] for name in ("attention", "attention-gqa", "attention-mqa")},
+    "fusion/cross-attention": [{}, {"LARGE": (128, 64, 8, 3), "SHORT_KEYS": (64, 64, 4, 2)},
+                               {"LARGE": (128, 128, 8, 2), "SHORT_KEYS": (128, 128, 8, 2)}],
+    "fusion/linear-cross-entropy": [{}, {"LARGE": (128, 256, 64, 8, 3, 4, 8)},
+                                    {"LARGE": (128, 128, 64, 8, 4, 8, 8)},
+                                    {"LARGE": (256, 128, 64, 8, 3, 4, 8)}],
+    "matmul/matmul-skinny": [{}, {"STREAM": (128, 128, 4, 4)}, {"STREAM": (64, 256, 4, 3)},
+                             {"PROGRAMS": (528,)}],
+    "matmul/matmul-splitk": [{}, {"PROGRAMS": (264,)}, {"LARGE": (128, 128, 64, 8, 4), "PROGRAMS": (264,)}],
+    "linalg/gram": [{}, {"LARGE": (128, 64, 8, 3)}, {"LARGE": (128, 64, 8, 3), "PROGRAMS": (528,)}],
+    "matmul/matmul-tn": [{}, {"LARGE": (128, 256, 64, 8, 3)}],
+    "quantization/fp8-gemm": [{}, {"LARGE": (128, 128, 128, 8, 6)},
+                              {"LARGE": (256, 128, 128, 8, 4), "PROMOTE_IN_DOT": (1,)},
+                              {"LARGE": (128, 128, 128, 4, 3), "PROMOTE_IN_DOT": (1,)}],
+    "quantization/w4a16-gemm": [{}, {"LARGE": (128, 128, 64, 4, 3)}, {"LARGE": (128, 256, 64, 8, 3)},
+                                {"SMALL": (64, 32, 128, 4, 4)}],
+    "quantization/quantize-per-tensor": [{}, {"HW_FP8": (1,)}, {"TILES": (16, 512, 4)}],
+    "quantization/quantize-dynamic-per-token": [{}, {"HW_FP8": (1,)}, {"ROW_TILE": (16384, 16)}],
+    **{f"quantization/{name}": [{}, {"TILES": (4096, 8, 4)}, {"TILES": (16384, 8, 8)}]
+       for name in ("int4-dequantize", "int4-quantize-pack", "dequantize-per-group")},
+    **{f"quantization/{name}": [{}, {"TILES": (16, 256, 4)}, {"TILES": (16, 1024, 8)}]
+       for name in ("dequantize-per-tensor", "dequantize-per-channel")},
+    "fusion/rope-interleaved": [{}, {"ROWS": (64, 8)}, {"ROWS": (16, 4)}, {"ROWS": (64, 4)}],
+    "pooling/adaptive-avg-pool2d": [{}, {"TILE": (4096, 8)}, {"TILE": (1024, 4)}, {"TILE": (2048, 8)}],
+    "pooling/max-pool1d": [{}, {"POOL": (2048, 8)}, {"POOL": (512, 4)}, {"POOL": (2048, 4)}],
+    "spatial/upsample-nearest": [{}, {"TILE": (8, 512, 4)}, {"TILE": (32, 256, 8)}, {"TILE": (16, 1024, 8)}],
+    "spatial/pad-constant": [{}, {"TILE": (16, 128, 4)}, {"TILE": (64, 32, 4)}, {"TILE": (32, 64, 8)}],
+    "spatial/grid-sample": [{}, {"SAMPLE": (32, 64, 4)}, {"SAMPLE": (128, 32, 8)},
+                            {"TRANSPOSE": (32, 128, 4), "SAMPLE": (64, 64, 4)}],
 }
 """Config overrides of each reference's module constants; {} is the reference as committed."""
 
@@ -72,6 +120,10 @@ def load_module(path: Path, name: str) -> Any:
 
 
 def old_source(rel: Path, rev: str) -> str | None:
+    """The file at ``rev``: from git, or from a folder (``--old-rev DIR``) where a copy has no git history."""
+    if (ROOT / rev).is_dir():
+        path = ROOT / rev / rel
+        return path.read_text() if path.is_file() else None
     try:
         return subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:{rel.as_posix()}"], check=True,
                               capture_output=True, text=True).stdout
@@ -196,7 +248,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, help="JSON results (written after every task)")
     parser.add_argument("--task", action="append", help="only these task ids (repeatable)")
-    parser.add_argument("--old-rev", default=OLD_REV, help="git revision of the old references")
+    parser.add_argument("--old-rev", default=OLD_REV, 
+                        help="git revision of the old references, or a folder holding them by path")
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--compile", action="store_true", help="also time the torch.compile baseline (slow)")
     parser.add_argument("--apply", type=Path, metavar="RESULTS", help="set the chosen configs and exit")

@@ -1,73 +1,118 @@
-"""Reference solution for fusion/attention-gqa: flash attention with query heads of a group packed together.
+"""Reference solution for fusion/attention-gqa: flash attention where GROUP query heads share a kv head.
 
-A program's BLOCK_M rows are HEADS query heads x BLOCK_Q positions that share one key/value head, so each
-K and V tile is loaded once for all of them (the point of GQA); row r is head g0 + r // BLOCK_Q at position
-start + r % BLOCK_Q. Causal programs stop at the last row's diagonal.
+Program (i, bh) owns query block i of query head bh = b * Hq + h and reads kv head bh // GROUP, which is
+b * Hkv + h // GROUP: K and V are indexed in place, never repeated. Query heads of one group are adjacent in
+launch order (query blocks fastest), so the programs reading the same K and V run at the same time and all
+but the first read them from L2. Packing a group's heads into one program's rows would save no HBM traffic
+beyond that and costs a diagonal per head in causal blocks, so each program is one head.
+
+The kernel is fusion/attention's: BLOCK_M = 128 queries over two warpgroups (8 warps), both products on
+wgmma, the output accumulated in the P @ V dot (fp32) and rescaled once per key block, softmax in base 2
+with scale * log2(e) in one multiply-add, masks only on the diagonal block (causal) or the ragged last
+block, and causal query blocks launched longest first so short ones fill the tail.
 """
-
-import math
 
 import torch
 import triton
 import triton.language as tl
 
+Tiles = tuple[int, int, int, int]
+"""(BLOCK_M, BLOCK_N, num_warps, num_stages)."""
+LARGE: Tiles = (128, 128, 8, 3)
+"""S >= 1024 (the bench shapes); BLOCK_M must be a multiple of BLOCK_N (the causal diagonal is whole
+blocks). 224 KB of shared memory at 3 stages; scripts/triton_ref_sweep.py times the alternatives."""
+SMALL: Tiles = (64, 64, 4, 3)
+LOG2_E = 1.4426950408889634
+
 
 @triton.jit
-def gqa_kernel(q_ptr, k_ptr, v_ptr, o_ptr, HQ, HKV, S, scale_log2, GROUP: tl.constexpr, HEADS: tl.constexpr,
-               HEAD_DIM: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr):
-    start_q = tl.program_id(0) * BLOCK_Q
-    pid = tl.program_id(1)
-    chunks = tl.cdiv(GROUP, HEADS)
-    g0 = (pid % chunks) * HEADS
-    bkv = pid // chunks  # batch * HKV + kv head
-    batch = bkv // HKV
-    kv_head = bkv % HKV
-    rows = tl.arange(0, HEADS * BLOCK_Q)
-    g = g0 + rows // BLOCK_Q
-    pos = start_q + rows % BLOCK_Q
-    row_ok = (g < GROUP) & (pos < S)
-    head = kv_head * GROUP + g
-    q_rows = ((batch * HQ + head).to(tl.int64) * S + pos) * HEAD_DIM
-    offs_d = tl.arange(0, HEAD_DIM)
-    q = tl.load(q_ptr + q_rows[:, None] + offs_d[None, :], mask=row_ok[:, None], other=0.0)
-    kv_base = bkv.to(tl.int64) * S * HEAD_DIM
-    m_i = tl.full((HEADS * BLOCK_Q,), -float("inf"), tl.float32)
-    l_i = tl.zeros((HEADS * BLOCK_Q,), tl.float32)
-    acc = tl.zeros((HEADS * BLOCK_Q, HEAD_DIM), tl.float32)
-    end_n = tl.minimum(S, start_q + BLOCK_Q) if CAUSAL else S
-    for start_n in range(0, end_n, BLOCK_N):
-        offs_n = start_n + tl.arange(0, BLOCK_N)
-        kv_mask = offs_n[:, None] < S
-        k = tl.load(k_ptr + kv_base + offs_n[:, None] * HEAD_DIM + offs_d[None, :], mask=kv_mask, other=0.0)
-        s = tl.dot(q, tl.trans(k)) * scale_log2
-        keep = offs_n[None, :] < S
-        if CAUSAL:
-            keep = keep & (offs_n[None, :] <= pos[:, None])
-        s = tl.where(keep, s, -float("inf"))
-        m_new = tl.maximum(m_i, tl.max(s, axis=1))
-        m_safe = tl.where(m_new == -float("inf"), 0.0, m_new)
-        p = tl.math.exp2(s - m_safe[:, None])
-        alpha = tl.math.exp2(m_i - m_safe)
+def attend_blocks(acc, l_i, m_i, q, k_ptrs, v_ptrs, offs_m, lo, hi, seq_k, qk_scale, HEAD_DIM: tl.constexpr,
+                  BLOCK_N: tl.constexpr, MASKED: tl.constexpr, CAUSAL: tl.constexpr):
+    """Fold keys [lo, hi) into the running (acc, l_i, m_i); MASKED blocks drop keys past seq_k and, when
+    CAUSAL, keys after the query."""
+    offs_n = tl.arange(0, BLOCK_N)
+    for start_n in range(lo, hi, BLOCK_N):
+        keys = start_n + offs_n
+        if MASKED:
+            k = tl.load(k_ptrs + start_n * HEAD_DIM, mask=keys[:, None] < seq_k, other=0.0)
+        else:
+            k = tl.load(k_ptrs + start_n * HEAD_DIM)
+        s = tl.dot(q, tl.trans(k))
+        if MASKED:
+            keep = keys[None, :] < seq_k
+            if CAUSAL:
+                keep = keep & (keys[None, :] <= offs_m[:, None])
+            s = tl.where(keep, s, -float("inf"))
+        m_new = tl.maximum(m_i, tl.max(s, axis=1) * qk_scale)
+        p = tl.math.exp2(s * qk_scale - m_new[:, None])
+        alpha = tl.math.exp2(m_i - m_new)
         l_i = l_i * alpha + tl.sum(p, axis=1)
-        v = tl.load(v_ptr + kv_base + offs_n[:, None] * HEAD_DIM + offs_d[None, :], mask=kv_mask, other=0.0)
-        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+        if MASKED:
+            v = tl.load(v_ptrs + start_n * HEAD_DIM, mask=keys[:, None] < seq_k, other=0.0)
+        else:
+            v = tl.load(v_ptrs + start_n * HEAD_DIM)
+        acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None])
         m_i = m_new
-    out = acc / l_i[:, None]
-    tl.store(o_ptr + q_rows[:, None] + offs_d[None, :], out.to(o_ptr.dtype.element_ty), mask=row_ok[:, None])
+    return acc, l_i, m_i
+
+
+@triton.jit
+def attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, seq_q, seq_k, qk_scale, GROUP: tl.constexpr,
+                     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                     CAUSAL: tl.constexpr, EVEN_M: tl.constexpr, EVEN_N: tl.constexpr):
+    """Program (i, bh): query block i of query head bh = b * H + h, whose keys and values are kv head
+    bh // GROUP (GROUP query heads share one kv head)."""
+    if CAUSAL:
+        pid_m = tl.num_programs(0) - 1 - tl.program_id(0)
+    else:
+        pid_m = tl.program_id(0)
+    bh = tl.program_id(1)
+    start_m = pid_m * BLOCK_M
+    q_base = bh.to(tl.int64) * seq_q * HEAD_DIM
+    kv_base = (bh // GROUP).to(tl.int64) * seq_k * HEAD_DIM
+    offs_m = start_m + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, HEAD_DIM)
+    q_ptrs = q_ptr + q_base + offs_m[:, None] * HEAD_DIM + offs_d[None, :]
+    if EVEN_M:
+        q = tl.load(q_ptrs)
+    else:
+        q = tl.load(q_ptrs, mask=offs_m[:, None] < seq_q, other=0.0)
+    k_ptrs = k_ptr + kv_base + offs_n[:, None] * HEAD_DIM + offs_d[None, :]
+    v_ptrs = v_ptr + kv_base + offs_n[:, None] * HEAD_DIM + offs_d[None, :]
+    m_i = tl.full((BLOCK_M,), -float("inf"), tl.float32)
+    l_i = tl.zeros((BLOCK_M,), tl.float32)
+    acc = tl.zeros((BLOCK_M, HEAD_DIM), tl.float32)
+    if CAUSAL:
+        # keys below start_m are visible to every row and inside the sequence; the diagonal block is masked
+        acc, l_i, m_i = attend_blocks(acc, l_i, m_i, q, k_ptrs, v_ptrs, offs_m, 0, start_m, seq_k, qk_scale,
+                                      HEAD_DIM, BLOCK_N, False, True)
+        diagonal_end = tl.minimum(start_m + BLOCK_M, seq_k)
+        acc, l_i, m_i = attend_blocks(acc, l_i, m_i, q, k_ptrs, v_ptrs, offs_m, start_m, diagonal_end, seq_k,
+                                      qk_scale, HEAD_DIM, BLOCK_N, True, True)
+    else:
+        whole = seq_k if EVEN_N else (seq_k // BLOCK_N) * BLOCK_N
+        acc, l_i, m_i = attend_blocks(acc, l_i, m_i, q, k_ptrs, v_ptrs, offs_m, 0, whole, seq_k, qk_scale,
+                                      HEAD_DIM, BLOCK_N, False, False)
+        if not EVEN_N:
+            acc, l_i, m_i = attend_blocks(acc, l_i, m_i, q, k_ptrs, v_ptrs, offs_m, whole, seq_k, seq_k,
+                                          qk_scale, HEAD_DIM, BLOCK_N, True, False)
+    out = (acc / l_i[:, None]).to(o_ptr.dtype.element_ty)
+    o_ptrs = o_ptr + q_base + offs_m[:, None] * HEAD_DIM + offs_d[None, :]
+    if EVEN_M:
+        tl.store(o_ptrs, out)
+    else:
+        tl.store(o_ptrs, out, mask=offs_m[:, None] < seq_q)
 
 
 def attention_gqa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False) -> torch.Tensor:
-    b, hq, s, d = q.shape
-    hkv = k.shape[1]
-    group = hq // hkv
-    q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
+    batch, heads, seq_len, head_dim = q.shape
+    group = heads // k.shape[1]
     out = torch.empty_like(q)
-    block_m, block_n = (128, 64) if s >= 1024 else (64, 64)
-    heads = min(triton.next_power_of_2(group), 2)
-    block_q = block_m // heads
-    warps = 8 if d >= 128 and block_m >= 128 else 4
-    grid = (triton.cdiv(s, block_q), b * hkv * triton.cdiv(group, heads))
-    gqa_kernel[grid](q, k, v, out, hq, hkv, s, 1.4426950408889634 / math.sqrt(d), GROUP=group, HEADS=heads,
-                     HEAD_DIM=d, BLOCK_Q=block_q, BLOCK_N=block_n, CAUSAL=causal, num_warps=warps,
-                     num_stages=3)
+    block_m, block_n, warps, stages = LARGE if seq_len >= 1024 else SMALL
+    grid = (triton.cdiv(seq_len, block_m), batch * heads)
+    attention_kernel[grid](q, k, v, out, seq_len, seq_len, LOG2_E / head_dim ** 0.5, GROUP=group,
+                           HEAD_DIM=head_dim, BLOCK_M=block_m, BLOCK_N=block_n, CAUSAL=causal,
+                           EVEN_M=seq_len % block_m == 0, EVEN_N=seq_len % block_n == 0, num_warps=warps,
+                           num_stages=stages)
     return out

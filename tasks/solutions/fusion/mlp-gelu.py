@@ -4,6 +4,8 @@ The hidden activation gelu(x @ w1.T + b1) is computed on the float32 accumulator
 input dtype; the second GEMM adds b2 in its epilogue. Bench tiles (LARGE) lower to wgmma on sm_90a;
 when the tiles divide the problem (EVEN) the loads carry no masks, so the pipeliner issues plain 16-byte
 asynchronous copies.
+tl.assume(K > 0) removes the zero-trip path around the K loop, whose separate accumulator
+initialisation made ptxas serialise the wgmma pipeline (its C7515 warning).
 """
 
 import torch
@@ -20,6 +22,7 @@ SMALL: Tiles = (64, 64, 32, 4, 3)
 @triton.jit
 def linear_kernel(x_ptr, w_ptr, b_ptr, out_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                   BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, GELU: tl.constexpr, EVEN: tl.constexpr):
+    tl.assume(K > 0)
     pid = tl.program_id(0)
     tiles_m = tl.cdiv(M, BLOCK_M)
     tiles_n = tl.cdiv(N, BLOCK_N)
@@ -68,5 +71,5 @@ def _linear(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, gelu: bool) -> to
 
 def mlp_gelu(x: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor, w2: torch.Tensor, b2: torch.Tensor
              ) -> torch.Tensor:
-    hidden = _linear(x.contiguous(), w1.contiguous(), b1, gelu=True)
-    return _linear(hidden, w2.contiguous(), b2, gelu=False)
+    hidden = _linear(x, w1, b1, gelu=True)
+    return _linear(hidden, w2, b2, gelu=False)

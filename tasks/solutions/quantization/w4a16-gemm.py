@@ -1,21 +1,40 @@
 """Reference solution for quantization/w4a16-gemm: int4 weights dequantized tile by tile inside a GEMM.
 
-The weight W (N, K) is never materialised: for each K tile a program loads the packed bytes of its
-BLOCK_K x BLOCK_N slice of W^T (byte k // 2 of row n, shifted by 4 * (k % 2)), sign-extends the
-nibbles, multiplies by the group scales in float32, rounds to the activation dtype and feeds
-tl.dot with the matching tile of x. Few tokens (decode) use 16-row tiles over many programs; many
-tokens use 128x128x64 tiles, 8 warps, 3 stages.
+The weight W (N, K) is never materialised. Each K step a program loads the packed codes of its
+BLOCK_N x BLOCK_K slice of W as 32-bit words (a view of the uint8 tensor: eight codes per word,
+contiguous along K, so 16-byte loads), splits the words into halves, bytes and nibbles with three
+tl.join levels (the reshape to (BLOCK_N, BLOCK_K) then puts code 8w + i at column 8w + i), turns a
+nibble v into a float without an integer-to-float conversion (the bits 0x4B000000 | (v ^ 8) are
+2^23 + (v ^ 8); subtracting 2^23 + 8 leaves the signed code), multiplies by the group scales in float32
+(BLOCK_K <= GROUP: one scale per row of the slice; BLOCK_K > GROUP: a (BLOCK_N, BLOCK_K // GROUP) tile
+broadcast over its groups), rounds to the activation dtype and feeds tl.dot with the matching x tile.
+
+The dequantization costs ~6 instructions per weight element per program, so it is amortised over a
+tall M tile: many tokens use LARGE (256 x 128 x 64, 8 warps; wgmma with a 128-register accumulator),
+where the tensor cores do 256 multiply-adds per dequantized weight. Few tokens (decode, M <= 64) are
+a weight stream (28672 x 8192: 121 MB of codes and scales, 0.03 ms at 4.24 TB/s) and use SMALL: 16-row
+tiles over many programs, so all SMs stream weights. The earlier version loaded one byte and one scale
+per weight element and divided its K index by the (runtime) group size per element (1.9 ms and
+4.9 ms at the bench shapes).
 """
 
 import torch
 import triton
 import triton.language as tl
 
+Tiles = tuple[int, int, int, int, int]
+"""(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages); BLOCK_M of SMALL is a ceiling (16 to 64 by M)."""
+LARGE: Tiles = (256, 128, 64, 8, 3)
+"""M > 64 and M * N >= 2048^2."""
+MEDIUM: Tiles = (64, 64, 64, 4, 3)
+SMALL: Tiles = (64, 64, 128, 4, 4)
+"""M <= 64 (decode)."""
+
 
 @triton.jit
-def w4a16_gemm_kernel(x_ptr, p_ptr, s_ptr, out_ptr, M, N, K, GROUP, stride_xm, stride_pn, stride_sn,
-                      stride_om, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                      GROUP_M: tl.constexpr):
+def w4a16_gemm_kernel(x_ptr, w_ptr, s_ptr, out_ptr, M, N, K, stride_xm, stride_wn, stride_sn, stride_om,
+                      GROUP: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                      BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
     pid = tl.program_id(0)
     tiles_m = tl.cdiv(M, BLOCK_M)
     tiles_n = tl.cdiv(N, BLOCK_N)
@@ -28,22 +47,31 @@ def w4a16_gemm_kernel(x_ptr, p_ptr, s_ptr, out_ptr, M, N, K, GROUP, stride_xm, s
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
+    n_ok = offs_n[:, None] < N
     x_tile = x_ptr + offs_m[:, None].to(tl.int64) * stride_xm + offs_k[None, :]
-    p_cols = p_ptr + offs_n[None, :].to(tl.int64) * stride_pn
-    s_cols = s_ptr + offs_n[None, :].to(tl.int64) * stride_sn
-    shift = ((offs_k % 2) * 4)[:, None]
+    w_tile = w_ptr + offs_n[:, None].to(tl.int64) * stride_wn + tl.arange(0, BLOCK_K // 8)[None, :]
+    s_rows = s_ptr + offs_n[:, None].to(tl.int64) * stride_sn
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k in range(0, K, BLOCK_K):
-        ks = k + offs_k
-        k_mask = ks[:, None] < K
-        x = tl.load(x_tile, mask=(offs_m[:, None] < M) & (ks[None, :] < K), other=0.0)
-        w_mask = k_mask & (offs_n[None, :] < N)
-        byte = tl.load(p_cols + (ks // 2)[:, None], mask=w_mask, other=0)
-        q = (((byte.to(tl.int32) >> shift) & 0xF) ^ 8) - 8
-        scale = tl.load(s_cols + (ks // GROUP)[:, None], mask=w_mask, other=0.0)
-        w = (q.to(tl.float32) * scale.to(tl.float32)).to(x.dtype)
-        acc = tl.dot(x, w, acc)
+        x = tl.load(x_tile, mask=(offs_m[:, None] < M) & (offs_k[None, :] < K - k), other=0.0)
+        # K is a multiple of GROUP (>= 32); a K tile past the end of a row reads zeros.
+        k_ok = (k + 8 * tl.arange(0, BLOCK_K // 8))[None, :] < K
+        words = tl.load(w_tile, mask=n_ok & k_ok, other=0)
+        halves = tl.join(words, words >> 16)
+        bytes_ = tl.join(halves, halves >> 8)
+        nibbles = tl.reshape(tl.join(bytes_, bytes_ >> 4), (BLOCK_N, BLOCK_K))
+        codes = ((nibbles & 0xF) ^ 0x4B000008).to(tl.float32, bitcast=True) - 8388616.0
+        if BLOCK_K <= GROUP:
+            scale = tl.load(s_rows + k // GROUP, mask=n_ok, other=0.0).to(tl.float32)
+            w = codes * scale
+        else:
+            groups = k // GROUP + tl.arange(0, BLOCK_K // GROUP)
+            scale = tl.load(s_rows + groups[None, :], mask=n_ok & (groups[None, :] < K // GROUP), other=0.0)
+            scale = tl.broadcast_to(scale.to(tl.float32)[:, :, None], (BLOCK_N, BLOCK_K // GROUP, GROUP))
+            w = codes * tl.reshape(scale, (BLOCK_N, BLOCK_K))
+        acc = tl.dot(x, tl.trans(w.to(x.dtype)), acc)
         x_tile += BLOCK_K
+        w_tile += BLOCK_K // 8
     out = out_ptr + offs_m[:, None].to(tl.int64) * stride_om + offs_n[None, :]
     tl.store(out, acc.to(out_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
@@ -52,14 +80,17 @@ def w4a16_gemm(x: torch.Tensor, packed: torch.Tensor, scale: torch.Tensor, group
     m, k = x.shape
     n = packed.shape[0]
     out = torch.empty((m, n), dtype=x.dtype, device=x.device)
+    words = packed.view(torch.int32)  # group_size / 2 >= 16 bytes per group: rows are whole words
     if m <= 64:
-        bm, bn, bk, warps, stages = max(16, triton.next_power_of_2(m)), 64, 128, 4, 3
+        bm, bn, bk, warps, stages = SMALL
+        bm = min(bm, max(16, triton.next_power_of_2(m)))
     elif m * n >= 2048 * 2048:
-        bm, bn, bk, warps, stages = 128, 128, 64, 8, 3
+        bm, bn, bk, warps, stages = LARGE
     else:
-        bm, bn, bk, warps, stages = 64, 64, 64, 4, 3
+        bm, bn, bk, warps, stages = MEDIUM
+    bk = min(bk, max(32, triton.next_power_of_2(k)))
     grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn),)
-    w4a16_gemm_kernel[grid](x, packed, scale, out, m, n, k, group_size, x.stride(0), packed.stride(0),
-                            scale.stride(0), out.stride(0), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
+    w4a16_gemm_kernel[grid](x, words, scale, out, m, n, k, x.stride(0), words.stride(0), scale.stride(0),
+                            out.stride(0), GROUP=group_size, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
                             num_warps=warps, num_stages=stages)
     return out
