@@ -3,6 +3,8 @@
 Output column n of x @ weight.T + bias belongs to q, k or v and to head n // D; the epilogue writes it
 straight to (B, H, S, D) layout with three masked stores, so no (B, S, 3E) intermediate and no transpose
 copies exist. Bench tiles (128x256x64 or 128x128x64, 8 warps) lower to wgmma on sm_90a.
+tl.assume(K > 0) keeps ptxas from serialising the wgmma pipeline (its C7515 warning): without it the
+accumulator's initialisation is duplicated into the zero-trip path of the K loop.
 """
 
 import torch
@@ -14,6 +16,7 @@ import triton.language as tl
 def qkv_kernel(x_ptr, w_ptr, b_ptr, q_ptr, k_ptr, v_ptr, M, N, K, S, HQ, HKV,
                HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                GROUP_M: tl.constexpr):
+    tl.assume(K > 0)
     pid = tl.program_id(0)
     tiles_m = tl.cdiv(M, BLOCK_M)
     tiles_n = tl.cdiv(N, BLOCK_N)
