@@ -12,6 +12,7 @@ PATH`` writes those constants into the solution files (one line each), so a swee
 
     python scripts/triton_ref_sweep.py --out runs/triton-ref-sweep.json        # on the GPU, < 5 minutes
     python scripts/triton_ref_sweep.py --apply runs/triton-ref-sweep.json      # anywhere
+    python scripts/triton_ref_sweep.py --summary runs/triton-ref-sweep.json    # the table, anywhere
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ SWEEP: dict[str, list[dict[str, Any]]] = {
     "fusion/mlp-gelu": [{}, {"LARGE": (128, 256, 64, 8, 3)}],
     "fusion/rms-norm-linear": [{}, {"LARGE": (128, 256, 64, 8, 3)}],
     "matmul/bmm": [{}, {"LARGE": (128, 256, 64, 8, 4)}, {"MEDIUM": (128, 128, 64, 4, 4)}],
-    "linalg/bmm-broadcast": [{}, {"SHORT_K": (128, 256, 64, 8, 2)}, {"SHORT_K": (64, 256, 64, 4, 2)}],
+    "linalg/bmm-broadcast": [{}, {"LARGE": (128, 256, 64, 8, 4)}, {"MEDIUM": (128, 128, 64, 4, 4)}],
     "convolution/conv2d-3x3": [{}, {"TAPS_LARGE": (128, 256, 64, 8, 4)}, {"TAPS_LARGE": (128, 128, 64, 4, 4)},
                                {"TAPS_LARGE": (256, 128, 64, 8, 3)}],
     "convolution/conv2d-3x3-stride2": [{}, {"TAPS_LARGE": (128, 256, 64, 8, 4)},
@@ -85,11 +86,7 @@ SWEEP: dict[str, list[dict[str, Any]]] = {
     "fusion/linear-cross-entropy": [{}, {"LARGE": (128, 256, 64, 8, 3, 4, 8)},
                                     {"LARGE": (128, 128, 64, 8, 4, 8, 8)},
                                     {"LARGE": (256, 128, 64, 8, 3, 4, 8)}],
-    "matmul/matmul-skinny": [{}, {"STREAM": (128, 128, 4, 4)}, {"STREAM": (64, 256, 4, 3)},
-                             {"PROGRAMS": (528,)}],
     "matmul/matmul-splitk": [{}, {"PROGRAMS": (264,)}, {"LARGE": (128, 128, 64, 8, 4), "PROGRAMS": (264,)}],
-    "linalg/gram": [{}, {"LARGE": (128, 64, 8, 3)}, {"LARGE": (128, 64, 8, 3), "PROGRAMS": (528,)}],
-    "matmul/matmul-tn": [{}, {"LARGE": (128, 256, 64, 8, 3)}],
     "quantization/fp8-gemm": [{}, {"LARGE": (128, 128, 128, 8, 6)},
                               {"LARGE": (256, 128, 128, 8, 4), "PROMOTE_IN_DOT": (1,)},
                               {"LARGE": (128, 128, 128, 4, 3), "PROMOTE_IN_DOT": (1,)}],
@@ -105,7 +102,6 @@ SWEEP: dict[str, list[dict[str, Any]]] = {
     "pooling/adaptive-avg-pool2d": [{}, {"TILE": (4096, 8)}, {"TILE": (1024, 4)}, {"TILE": (2048, 8)}],
     "pooling/max-pool1d": [{}, {"POOL": (2048, 8)}, {"POOL": (512, 4)}, {"POOL": (2048, 4)}],
     "spatial/upsample-nearest": [{}, {"TILE": (8, 512, 4)}, {"TILE": (32, 256, 8)}, {"TILE": (16, 1024, 8)}],
-    "spatial/pad-constant": [{}, {"TILE": (16, 128, 4)}, {"TILE": (64, 32, 4)}, {"TILE": (32, 64, 8)}],
     "spatial/grid-sample": [{}, {"SAMPLE": (32, 64, 4)}, {"SAMPLE": (128, 32, 8)},
                             {"TRANSPOSE": (32, 128, 4), "SAMPLE": (64, 64, 4)}],
 }
@@ -136,6 +132,9 @@ def label(override: dict[str, Any]) -> str:
 
 
 def rel_l2(out: Any, ref: Any) -> float:
+    """Relative L2 error; for several outputs (a tuple), the largest of theirs."""
+    if isinstance(ref, (tuple, list)):
+        return max(rel_l2(o, r) for o, r in zip(out, ref, strict=True))
     out, ref = out.float(), ref.float()
     return float((out - ref).norm() / ref.norm().clamp_min(1e-30))
 
@@ -244,6 +243,28 @@ def apply(results: Path, root: Path = ROOT) -> list[str]:
     return changed
 
 
+def summary(results: Path) -> list[str]:
+    """A markdown row per task and bench shape: the best baseline, the old reference, the chosen variant (the
+    committed one where the sweep chose none), its ratio to the best baseline and the rates it reached."""
+    rows = ["| task | bench case | best baseline ms | old ms | chosen | ms | vs the best | TFLOP/s | TB/s |",
+            "|---|---|---:|---:|---|---:|---:|---:|---:|"]
+    for entry in json.loads(results.read_text())["tasks"]:
+        chosen = (entry.get("choice") or {}).get("variant", "committed")
+        for row in entry["shapes"]:
+            fastest = min(row["baselines"], key=row["baselines"].get)
+            by_name = {v["variant"]: v for v in row["variants"]}
+            old = next((v for name, v in by_name.items() if name.startswith("old")), {})
+            new = by_name.get(chosen, {})
+            if "ms" not in new:
+                error = new.get("error", "no time")
+                rows.append(f"| {entry['task']} | {row['shape']} | | | {chosen} | {error} | | | |")
+                continue
+            rows.append(f"| {entry['task']} | {row['shape']} | {row['baselines'][fastest]:.4g} ({fastest}) | "
+                        f"{old.get('ms', float('nan')):.4g} | {chosen} | {new['ms']:.4g} | "
+                        f"{new['vs_best_baseline']:.2f}x | {new['tflops']:.1f} | {new['tbps']:.2f} |")
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, help="JSON results (written after every task)")
@@ -253,7 +274,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--compile", action="store_true", help="also time the torch.compile baseline (slow)")
     parser.add_argument("--apply", type=Path, metavar="RESULTS", help="set the chosen configs and exit")
+    parser.add_argument("--summary", type=Path, metavar="RESULTS",
+                        help="print a results file as a table and exit")
     args = parser.parse_args(argv)
+    if args.summary:
+        print("\n".join(summary(args.summary)))
+        return 0
     if args.apply:
         for line in apply(args.apply):
             print(line)

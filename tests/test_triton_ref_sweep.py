@@ -87,3 +87,36 @@ def test_every_override_names_a_constant_of_its_reference(sweep):
                 assert f"\n{attr}: Tiles = (" in text, (task_id, attr)
                 committed = ast.literal_eval(text.split(f"\n{attr}: Tiles = ")[1].split("\n")[0])
                 assert len(value) == len(committed), (task_id, attr)
+
+
+def test_old_references_come_from_a_folder_where_the_copy_has_no_git_history(sweep, tmp_path, monkeypatch):
+    monkeypatch.setattr(sweep, "ROOT", tmp_path)
+    (tmp_path / "old" / "tasks/solutions/math").mkdir(parents=True)
+    (tmp_path / "old" / "tasks/solutions/math/add.py").write_text("OLD = 1\n")
+    assert sweep.old_source(Path("tasks/solutions/math/add.py"), "old") == "OLD = 1\n"
+    assert sweep.old_source(Path("tasks/solutions/math/sub.py"), "old") is None
+
+
+def test_several_outputs_are_judged_by_the_worst_of_them(sweep):
+    import torch
+
+    ref = (torch.ones(4), torch.ones(4))
+    assert sweep.rel_l2((torch.ones(4), torch.ones(4)), ref) == 0.0
+    assert sweep.rel_l2((torch.ones(4), torch.zeros(4)), ref) == pytest.approx(1.0)
+
+
+def test_the_summary_sets_the_chosen_variant_beside_the_old_reference_and_the_best_baseline(sweep, tmp_path):
+    results = tmp_path / "sweep.json"
+    committed = {**_variant("committed", {}, 0.5), "tflops": 10.0, "tbps": 1.0}
+    chosen = {**_variant("big", {"LARGE": [1]}, 2.0), "tflops": 40.0, "tbps": 4.0}
+    results.write_text(json.dumps({"tasks": [
+        {"task": "matmul/matmul", "choice": {"variant": "big"}, "shapes": [
+            {"shape": "m=1", "baselines": {"eager": 3.0, "vendor": 1.0},
+             "variants": [{"variant": "old (abc)", "ms": 7.0}, committed, chosen]}]},
+        {"task": "math/add", "choice": None, "shapes": [
+            {"shape": "n=1", "baselines": {"eager": 1.0},
+             "variants": [{"variant": "committed", "override": {}, "error": "OutOfResources"}]}]},
+    ]}))
+    header, rule, matmul, add = sweep.summary(results)
+    assert matmul == "| matmul/matmul | m=1 | 1 (vendor) | 7 | big | 0.5 | 2.00x | 40.0 | 4.00 |"
+    assert add.startswith("| math/add | n=1 | | | committed | OutOfResources |")

@@ -2,8 +2,7 @@
 
 The grid's second axis enumerates the B*H products; program (t, i*H + h) reads a[i, h] and b[i, 0]
 through their strides, so b is never expanded and the H programs of a batch entry share its tiles
-in L2. Bench-size tiles are LARGE (SHORT_K when K is a few tiles deep and the output write dominates, MEDIUM
-for narrower outputs): wgmma on sm_90a. When the tiles
+in L2. Bench-size tiles are LARGE (or MEDIUM for narrower outputs): wgmma on sm_90a. When the tiles
 divide M, N and K (EVEN) the loads carry no masks, so the pipeliner issues plain 16-byte asynchronous
 copies.
 """
@@ -14,12 +13,8 @@ import triton.language as tl
 
 Tiles = tuple[int, int, int, int, int]
 """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages)."""
-LARGE: Tiles = (128, 256, 64, 8, 4)
-"""M * N >= 2048^2: matmul/matmul's tiles (192 KB of shared memory in 4 stages)."""
-SHORT_K: Tiles = (128, 128, 64, 8, 2)
-"""M * N >= 2048^2 with K <= 256: the output write dominates, so small tiles with a 2-stage pipeline
-(64 KB of shared memory, ~100 registers) let two programs share an SM and one's epilogue store overlaps
-the other's loads and MMAs."""
+LARGE: Tiles = (128, 256, 64, 8, 3)
+"""M * N >= 2048^2 (scripts/triton_ref_sweep.py times the alternatives)."""
 MEDIUM: Tiles = (128, 128, 64, 8, 3)
 """M * N >= 512^2."""
 SMALL: Tiles = (64, 64, 32, 4, 3)
@@ -30,7 +25,6 @@ def bmm_broadcast_kernel(a_ptr, b_ptr, c_ptr, H, M, N, K, stride_ab, stride_ah, 
                          stride_bb, stride_bk, stride_bn, stride_cb, stride_ch, stride_cm, stride_cn,
                          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                          GROUP_M: tl.constexpr, EVEN: tl.constexpr):
-    tl.assume(K > 0)
     pid = tl.program_id(0)
     bh = tl.program_id(1)
     batch = (bh // H).to(tl.int64)
@@ -70,8 +64,7 @@ def bmm_broadcast(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     nb, h, m, k = a.shape
     n = b.shape[3]
     c = torch.empty((nb, h, m, n), dtype=a.dtype, device=a.device)
-    large = SHORT_K if k <= 256 else LARGE
-    tiles = large if m * n >= 2048 * 2048 else MEDIUM if m * n >= 512 * 512 else SMALL
+    tiles = LARGE if m * n >= 2048 * 2048 else MEDIUM if m * n >= 512 * 512 else SMALL
     bm, bn, bk, warps, stages = tiles
     even = m % bm == 0 and n % bn == 0 and k % bk == 0
     grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn), nb * h)

@@ -4,28 +4,17 @@ G has only (N / BLOCK)^2 tiles, so the M rows are cut into SPLIT slices along th
 axis; each program multiplies its slice's tile columns of X (tl.dot of X^T and X blocks, both read
 in place) into a float32 tile written to a (SPLIT, N, N) workspace, and a second kernel adds the
 slices in a fixed order (deterministic). float32 inputs use input_precision="ieee"; 16-bit inputs
-use tensor cores (128x128x64 tiles, 4 stages at bench sizes: wgmma on sm_90a). When the slices divide M and
-the tiles divide N (EVEN) the loads carry no masks (plain 16-byte cp.async); tl.assume tells the compiler that
-every slice is non-empty, which keeps ptxas from serialising the wgmma pipeline (its C7515 warning).
+use tensor cores (128x128x64 tiles at bench sizes: wgmma on sm_90a).
 """
 
 import torch
 import triton
 import triton.language as tl
 
-Tiles = tuple[int, ...]
-LARGE: Tiles = (128, 64, 8, 3)
-"""(BLOCK, BLOCK_K, num_warps, num_stages) for 16-bit inputs with N >= 128 and M >= 65536 (128 KB of
-shared memory: one program per SM)."""
-LARGE_IEEE: Tiles = (128, 32, 8, 3)
-"""The same for float32 inputs (FMA-based ieee tl.dot)."""
-PROGRAMS: Tiles = (264,)
-"""Programs to aim for when splitting the rows: two waves of 132 SMs."""
-
 
 @triton.jit
 def gram_partial_kernel(x_ptr, ws_ptr, M, N, rows_per_split, stride_xm, stride_xn, IEEE: tl.constexpr,
-                        BLOCK: tl.constexpr, BLOCK_K: tl.constexpr, EVEN: tl.constexpr):
+                        BLOCK: tl.constexpr, BLOCK_K: tl.constexpr):
     pid = tl.program_id(0)
     split = tl.program_id(1)
     tiles = tl.cdiv(N, BLOCK)
@@ -33,7 +22,6 @@ def gram_partial_kernel(x_ptr, ws_ptr, M, N, rows_per_split, stride_xm, stride_x
     tj = pid % tiles
     row_begin = split * rows_per_split
     row_end = min(row_begin + rows_per_split, M)
-    tl.assume(row_end > row_begin)
 
     offs_i = ti * BLOCK + tl.arange(0, BLOCK)
     offs_j = tj * BLOCK + tl.arange(0, BLOCK)
@@ -42,13 +30,9 @@ def gram_partial_kernel(x_ptr, ws_ptr, M, N, rows_per_split, stride_xm, stride_x
     x_tile = x_ptr + (row_begin + offs_k[:, None]).to(tl.int64) * stride_xm + offs_j[None, :] * stride_xn
     acc = tl.zeros((BLOCK, BLOCK), dtype=tl.float32)
     for r in range(row_begin, row_end, BLOCK_K):
-        if EVEN:
-            xt = tl.load(xt_tile)
-            x = tl.load(x_tile)
-        else:
-            r_left = row_end - r
-            xt = tl.load(xt_tile, mask=(offs_i[:, None] < N) & (offs_k[None, :] < r_left), other=0.0)
-            x = tl.load(x_tile, mask=(offs_k[:, None] < r_left) & (offs_j[None, :] < N), other=0.0)
+        r_left = row_end - r
+        xt = tl.load(xt_tile, mask=(offs_i[:, None] < N) & (offs_k[None, :] < r_left), other=0.0)
+        x = tl.load(x_tile, mask=(offs_k[:, None] < r_left) & (offs_j[None, :] < N), other=0.0)
         if IEEE:
             acc = tl.dot(xt, x, acc, input_precision="ieee")
         else:
@@ -73,19 +57,16 @@ def gram(x: torch.Tensor) -> torch.Tensor:
     g = torch.empty((n, n), dtype=torch.float32, device=x.device)
     ieee = x.dtype == torch.float32
     if n >= 128 and m >= 65536:
-        block, block_k, warps, stages = LARGE_IEEE if ieee else LARGE
+        block, block_k, warps, stages = 128, (32 if ieee else 64), 8, 3
     else:
         block, block_k, warps, stages = max(16, min(64, triton.next_power_of_2(n))), 64, 4, 2
     tiles = triton.cdiv(n, block) ** 2
-    # At most PROGRAMS[0] programs in all and no slice shorter than 2048 rows; a power of two, so that the
-    # slices divide the usual power-of-two M (EVEN).
-    split = 1 << (max(1, min(triton.cdiv(m, 2048), PROGRAMS[0] // tiles)).bit_length() - 1)
+    # About two programs per SM (132 on an H200), but no slice shorter than 2048 rows.
+    split = max(1, min(triton.cdiv(m, 2048), 264 // tiles))
     rows_per_split = triton.cdiv(triton.cdiv(m, split), block_k) * block_k
     split = triton.cdiv(m, rows_per_split)
-    even = n % block == 0 and m % rows_per_split == 0
     ws = torch.empty((split, n, n), dtype=torch.float32, device=x.device)
     gram_partial_kernel[(tiles, split)](x, ws, m, n, rows_per_split, x.stride(0), x.stride(1), IEEE=ieee,
-                                        BLOCK=block, BLOCK_K=block_k, EVEN=even, num_warps=warps,
-                                        num_stages=stages)
+                                        BLOCK=block, BLOCK_K=block_k, num_warps=warps, num_stages=stages)
     gram_reduce_kernel[(triton.cdiv(n * n, 1024),)](ws, g, n * n, split, BLOCK=1024, num_warps=4)
     return g

@@ -2,27 +2,19 @@
 
 A is (K, M) row-major, so a (BLOCK_M, BLOCK_K) tile of A^T is a strided, M-contiguous view;
 wgmma takes such an MN-major operand from shared memory for 16-bit types, so no transposed copy is
-needed. Bench-size tiles are 128x256x64 with 8 warps and 4 stages (wgmma on sm_90a); programs run
-in groups of GROUP_M tile rows so neighbours share tiles of B in L2. When the tiles divide M, N and K
-(EVEN) the loads carry no masks, so the pipeliner issues plain 16-byte asynchronous copies.
+needed. Bench-size tiles are 128x256x64 with 8 warps and 3 stages (wgmma on sm_90a); programs run
+in groups of GROUP_M tile rows so neighbours share tiles of B in L2.
 """
 
 import torch
 import triton
 import triton.language as tl
 
-Tiles = tuple[int, int, int, int, int]
-"""(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages)."""
-LARGE: Tiles = (128, 256, 64, 8, 4)
-"""M * N >= 2048^2: matmul/matmul's tiles (192 KB of shared memory in 4 stages)."""
-SMALL: Tiles = (64, 64, 32, 4, 3)
-
 
 @triton.jit
 def matmul_tn_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_ak, stride_am, stride_bk, stride_bn,
                      stride_cm, stride_cn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                     BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, EVEN: tl.constexpr):
-    tl.assume(K > 0)
+                     BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
     pid = tl.program_id(0)
     tiles_m = tl.cdiv(M, BLOCK_M)
     tiles_n = tl.cdiv(N, BLOCK_N)
@@ -39,13 +31,9 @@ def matmul_tn_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_ak, stride_am, stride_
     b_tile = b_ptr + offs_k[:, None].to(tl.int64) * stride_bk + offs_n[None, :] * stride_bn
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k in range(0, K, BLOCK_K):
-        if EVEN:
-            a = tl.load(a_tile)
-            b = tl.load(b_tile)
-        else:
-            k_left = K - k
-            a = tl.load(a_tile, mask=(offs_m[:, None] < M) & (offs_k[None, :] < k_left), other=0.0)
-            b = tl.load(b_tile, mask=(offs_k[:, None] < k_left) & (offs_n[None, :] < N), other=0.0)
+        k_left = K - k
+        a = tl.load(a_tile, mask=(offs_m[:, None] < M) & (offs_k[None, :] < k_left), other=0.0)
+        b = tl.load(b_tile, mask=(offs_k[:, None] < k_left) & (offs_n[None, :] < N), other=0.0)
         acc = tl.dot(a, b, acc)
         a_tile += BLOCK_K * stride_ak
         b_tile += BLOCK_K * stride_bk
@@ -57,10 +45,12 @@ def matmul_tn(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     k, m = a.shape
     n = b.shape[1]
     c = torch.empty((m, n), dtype=a.dtype, device=a.device)
-    bm, bn, bk, warps, stages = LARGE if m * n >= 2048 * 2048 else SMALL
-    even = m % bm == 0 and n % bn == 0 and k % bk == 0
+    if m * n >= 2048 * 2048:
+        bm, bn, bk, warps, stages = 128, 256, 64, 8, 3
+    else:
+        bm, bn, bk, warps, stages = 64, 64, 32, 4, 3
     grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn),)
     matmul_tn_kernel[grid](a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
                            c.stride(0), c.stride(1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
-                           EVEN=even, num_warps=warps, num_stages=stages)
+                           num_warps=warps, num_stages=stages)
     return c
