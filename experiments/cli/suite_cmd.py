@@ -13,11 +13,14 @@ import multiprocessing
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from warpgym.env.toolchain import targets
 
 from . import UsageError
+
+if TYPE_CHECKING:
+    from warpgym.env.judge.result import Timing
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -103,8 +106,20 @@ def _check_one(task_id: str, shapes: tuple[str, ...], target: str, timing: bool,
         "candidate_ms": [round(t.median_ms, 5) for t in result.timing or []] or None,
         # the device time of the same work, traced timed calls and the check after the window
         "work_ms": [[t.traced_device_ms, t.checked_device_ms] for t in result.timing or []] or None,
+        "baseline_errors": baseline_errors(result.timing or []),
         "feedback": "" if ok else result.feedback,
     }
+
+
+def baseline_errors(timings: list[Timing]) -> dict[str, str] | None:
+    """Why a baseline has no speedup in the row: each one's first error over the bench cases."""
+    from warpgym.tasks import case_label
+
+    errors: dict[str, str] = {}
+    for t in timings:
+        for name, why in t.baseline_errors.items():
+            errors.setdefault(name, f"{case_label(t.case)}: {why}"[:300])
+    return errors or None
 
 
 def default_shapes(device: str, timing: bool) -> tuple[str, ...]:

@@ -82,3 +82,16 @@ def test_a_chosen_input_seed_is_used_and_recorded(tmp_path, capsys):
     capsys.readouterr()
     assert main(["suite", "check", "--device", "cpu", "--task", "math/add", "--input-seed", "-1"]) == 2
     assert "--input-seed" in capsys.readouterr().err
+
+
+def test_a_row_says_why_a_baseline_has_no_speedup():
+    from warpgym.env.judge.result import Timing
+    from warpgym.experiments.cli.suite_cmd import baseline_errors
+
+    def timing(n: int, errors: dict[str, str]) -> Timing:
+        return Timing(case={"n": n}, median_ms=1.0, min_ms=1.0, max_ms=1.0, runs=1, baseline_errors=errors)
+
+    assert baseline_errors([timing(1, {}), timing(2, {})]) is None
+    rows = baseline_errors([timing(1, {}), timing(2, {"torch.compile": "RuntimeError: boom"}),
+                            timing(3, {"torch.compile": "later"})])
+    assert rows == {"torch.compile": "n=2: RuntimeError: boom"}
