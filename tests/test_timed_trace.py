@@ -10,6 +10,7 @@ import statistics
 from typing import Any
 
 import pytest
+import torch
 from test_timed_evidence import FILL, SOFTMAX, block, trace
 from warpgym.env.common.timing import Calls
 from warpgym.env.judge import bench, feedback, machine, timed_evidence
@@ -114,15 +115,21 @@ def test_no_trace_side_or_no_sample_traces_nothing():
 
 
 # ------------------------------------------------------------------------------------------ the bench phase
+ANSWER = torch.arange(1000, dtype=torch.float64)
+"""The fake reference of every bench case here: what a sampled timed call should have returned."""
+
+
 class FakeWorker:
     """The run worker's side of the window: ``time_block`` from the clock; a traced block's reply carries the
-    trace ``traced_block(calls)`` writes (an honest one by default), and its calls take ten times as long."""
+    trace ``traced_block(calls)`` writes (an honest one by default), and its calls take ten times as long; a
+    sampled block's, the values of ``answer(ANSWER)`` at the asked positions (judge/timed_values.py)."""
 
     alive = True
 
-    def __init__(self, clock: Clock, traced_block=None) -> None:
+    def __init__(self, clock: Clock, traced_block=None, answer=lambda right: right) -> None:
         self.clock, self.requests = clock, []
         self.traced_block = traced_block or (lambda calls: block(("kernel", "add_kernel", 0), calls=calls))
+        self.answer = answer
 
     def request(self, msg: dict[str, Any], timeout: float) -> dict[str, Any]:
         self.requests.append({k: v for k, v in msg.items() if k != "id"})
@@ -134,6 +141,11 @@ class FakeWorker:
                  "warmup_call_ms": ms if msg["warmup_calls"] else None}
         if msg["trace"]:
             reply["device_trace"] = self.traced_block(msg["calls"])
+        if msg.get("sample_call") is not None:
+            values = self.answer(ANSWER.float())
+            where = [int(f * values.numel()) for f in msg["sample_at"]]
+            reply["sample"] = [{"dtype": "float32", "numel": values.numel(),
+                                "values": values[where].double().tolist()}]
         return reply
 
     def stop(self) -> None:
@@ -172,6 +184,7 @@ def _bench(monkeypatch, tmp_path, options: EvalOptions, worker: FakeWorker, own=
     evaluator.run_worker = worker
     ev = evaluator.evaluation(task, task.solution_source(), options)
     monkeypatch.setattr(ev, "run", lambda check, settle_ms=0.0: checked(check, settle_ms))
+    monkeypatch.setattr(ev.references, "get", lambda *a, **kw: ([ANSWER], [torch.empty(1000, device="meta")]))
     monkeypatch.setattr(ev, "judge", lambda check, reply: CaseResult(check.shape_set, check.case, check.seed,
                                                                      check.distribution, True))
     ev.result = EvalResult(task=task.id, target="sm_90a", device="fake", correct=True, compiled=True,
@@ -208,7 +221,8 @@ def test_the_worker_learns_of_a_traced_block_only_from_the_request_that_runs_it(
     sent = []
     for seed in (0, 1):
         worker = FakeWorker(Clock())
-        _bench(monkeypatch, tmp_path, EvalOptions(device="cpu", paired=PairedTiming(trace_seed=seed)), worker)
+        paired = PairedTiming(trace_seed=seed, value_seed=0)  # the sampled timed call: the same in both
+        _bench(monkeypatch, tmp_path, EvalOptions(device="cpu", paired=paired), worker)
         sent.append(worker.requests)
     untraced = [[r for r in requests if not r["trace"]] for requests in sent]
     assert untraced[0] == untraced[1]

@@ -211,6 +211,8 @@ class Calls:
     """Calls timed again, after a longer spin, because the GPU had reached their start event too soon."""
     spin_cycles: int = 0
     """The spin the last call ran after: the next block starts from it (HOST_BOUND: no spin, no retry)."""
+    kept: Any = None
+    """What the call at ``time_calls``'s ``keep`` returned (its last attempt's), held until the block ends."""
 
 
 MAX_STARVED_RETRIES = 3
@@ -222,7 +224,7 @@ HOST_BOUND = -1
 def time_calls(fn: Callable[..., Any], input_sets: Sequence[dict[str, Any]], count: int, *, event_cls: Any,
                synchronize: Callable[[], None], flush: torch.Tensor, start: int = 0, spin_cycles: int = 0,
                sleep: Callable[[int], None] | None = None, cycles_per_ms: float | None = None,
-               before: Callable[[], None] | None = None) -> Calls:
+               before: Callable[[], None] | None = None, keep: int | None = None) -> Calls:
     """``count`` calls of ``fn``, rotating over ``input_sets`` from position ``start``, each after an L2
     flush and timed by both clocks: the one loop behind every timing, the harness's and the worker's.
 
@@ -236,7 +238,9 @@ def time_calls(fn: Callable[..., Any], input_sets: Sequence[dict[str, Any]], cou
     (an event before it) is taken off the wall clock, so a spin never reads as hidden work; work on a
     side stream that runs under the spin is what the device trace of sampled timed calls looks for.
     ``before`` runs ahead of each attempt's synchronise, outside both clocks (the worker poisons memory
-    there, as before a checked call); HOST_BOUND as ``spin_cycles`` times every call once, with no spin."""
+    there, as before a checked call); HOST_BOUND as ``spin_cycles`` times every call once, with no spin.
+    The ``keep``-th call's result (0 is the first of the block) is held in ``Calls.kept``: every other
+    call's is dropped as it returns, so only calls after it could see its memory still held."""
     sleep = sleep or torch.cuda._sleep
     calls = Calls(spin_cycles=spin_cycles)
     longest = spin_cycles_of(MAX_PREROLL_MS, cycles_per_ms)
@@ -253,7 +257,11 @@ def time_calls(fn: Callable[..., Any], input_sets: Sequence[dict[str, Any]], cou
                 sleep(calls.spin_cycles)
             wall_start = time.perf_counter()
             begin.record()
-            fn(**inputs)
+            if i - start == keep:
+                calls.kept = None  # an earlier attempt's
+                calls.kept = fn(**inputs)
+            else:
+                fn(**inputs)
             issued = (time.perf_counter() - wall_start) * 1e3
             starved = bool(begin.query())
             end.record()

@@ -27,6 +27,7 @@ from warpgym.env.judge.plan import BENCH_DISTRIBUTION, Check
 from warpgym.env.judge.pool import WorkerError
 from warpgym.env.judge.result import CaseResult, MachineState, Ratio, Timing
 from warpgym.env.judge.timed_trace import TraceBlock
+from warpgym.env.judge.timed_values import ValueSample, judge_sample
 from warpgym.env.protocol import messages as m
 from warpgym.env.protocol.violations import violation
 from warpgym.tasks import case_label
@@ -138,7 +139,9 @@ def bench_cases(ev: Evaluation, alone: bool) -> None:
         try:
             started = time.perf_counter()
             traced_ms: list[float] = []
-            outcome, machine, baseline_errors = paired_window(ev, case, alone, traced_ms)
+            sample = ValueSample(ev.options.paired.value_samples if ev.task.check is None else 0,
+                                 ev.options.paired.min_rounds, ev.options.paired.value_seed)
+            outcome, machine, baseline_errors = paired_window(ev, case, alone, traced_ms, sample)
             _add_seconds(ev, "timing_window", started)
         except WorkerError as exc:
             return _fail(ev, f"timing: {exc}")
@@ -146,6 +149,9 @@ def bench_cases(ev: Evaluation, alone: bool) -> None:
             return _fail(ev, f"timing: {exc.args[0]}") if exc.args else None
         timing = timing_of(case, outcome, machine, baseline_errors)
         timing.traced_device_ms = round(statistics.median(traced_ms), 5) if traced_ms else None
+        started = time.perf_counter()
+        timing.sampled_values = judge_sample(ev, case, sample)
+        _add_seconds(ev, "timed_values", started)
         if outcome.hidden_work:
             events, walls = ([ms for b in outcome.candidate for ms in getattr(b, clock)]
                              for clock in ("event_ms", "wall_ms"))
@@ -213,11 +219,12 @@ def device_ms(trace: dict[str, Any] | None, calls: int = 1) -> float | None:
     return round(float(trace["busy_us"]) / 1e3 / max(1, calls), 5)
 
 
-def paired_window(ev: Evaluation, case: dict[str, Any], alone: bool, traced_ms: list[float]
-                  ) -> tuple[PairedOutcome, MachineState, dict[str, str]]:
+def paired_window(ev: Evaluation, case: dict[str, Any], alone: bool, traced_ms: list[float],
+                  sample: ValueSample | None = None) -> tuple[PairedOutcome, MachineState, dict[str, str]]:
     """The candidate (in the worker) and the baselines (here) timed in alternating rounds, the GPU held
     alone from the warm-up to the last round, its state sampled throughout. Each traced block's device
-    milliseconds per call go to ``traced_ms``."""
+    milliseconds per call go to ``traced_ms``; the blocks ``sample`` draws keep a call's outputs
+    (judge/timed_values.py), one more block after the rounds if none did."""
     from warpgym.env.common.timing import gpu_lock
 
     index = torch.device(ev.device).index or 0
@@ -225,7 +232,8 @@ def paired_window(ev: Evaluation, case: dict[str, Any], alone: bool, traced_ms: 
     if not staged.ok:
         raise_if_shared_oom(staged, alone)
         raise _WindowEnded(staged.error)
-    candidate = _candidate_side(ev, case, alone)
+    sample = sample or ValueSample(0, ev.options.paired.min_rounds)
+    candidate = _candidate_side(ev, case, alone, sample, len(seeds_for(ev.task, case)))
     traced = _traced_side(ev, case, alone, traced_ms)
     sides = Baselines(ev.task, case, ev.device, alone=alone, out_of_memory=SharedOutOfMemory, seeds=ev.seeds)
     try:
@@ -236,6 +244,9 @@ def paired_window(ev: Evaluation, case: dict[str, Any], alone: bool, traced_ms: 
         with gpu_lock(index), sampler.running():
             outcome = run_rounds(candidate, sides.sides(), ev.options.paired, warmup_calls=ev.options.warmup,
                                  max_rounds=ev.options.max_rounds(), trace=traced)
+            if sample.owed:  # a block like the rounds' (its times are not kept): the worker cannot tell
+                sample.force = True
+                candidate(outcome.block_calls, 0, 0.0, outcome.rounds * outcome.block_calls)
     finally:
         sides.close()
         _release(ev, case)
@@ -256,10 +267,14 @@ def _block(ev: Evaluation, request: m.TimeBlockRequest, alone: bool, label: str 
     return reply
 
 
-def _candidate_side(ev: Evaluation, case: dict[str, Any], alone: bool) -> TimeBlock:
+def _candidate_side(ev: Evaluation, case: dict[str, Any], alone: bool, sample: ValueSample,
+                    sets: int) -> TimeBlock:
     def side(calls: int, warmup_calls: int, warmup_seconds: float, start: int) -> tuple[Calls, float | None]:
+        sampled = sample.fields(calls, start, sets)
         reply = _block(ev, m.TimeBlockRequest(calls=calls, warmup_calls=warmup_calls,
-                                              warmup_seconds=warmup_seconds, start=start), alone)
+                                              warmup_seconds=warmup_seconds, start=start, **sampled), alone)
+        if sampled:
+            sample.record(reply)
         calls = Calls(reply.event_ms, reply.wall_ms, reply.issue_ms, starved=reply.starved,
                       retimed=reply.retimed)
         return calls, reply.warmup_call_ms

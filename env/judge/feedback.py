@@ -87,6 +87,9 @@ def _timing_line(t: Timing) -> str:
     rounds = f"; {t.rounds} paired rounds of {t.block_calls} calls, ended by {t.ended_by}" if t.rounds else ""
     traced = (f"; {t.traced_calls} further calls traced on the device, not timed ({t.trace_seconds:.2f} s)"
               if t.traced_blocks else "")
+    if t.sampled_values:
+        traced += (f"; {t.sampled_values['calls']} timed call(s)' answers read back at "
+                   f"{t.sampled_values['elements']} positions")
     return (f"Timing {case_label(t.case)}: {t.median_ms:.3f} ms, {t.tflops or 0:.1f} TFLOP/s, "
             f"{t.gbps or 0:.0f} GB/s{roof}; baselines: {base or 'none'}{failed}{rounds}{traced}")
 

@@ -54,6 +54,11 @@ class PairedTiming:
     covered all 6 cases of the next run; 0.01 covered 4 of those 6. 0 reports the window's interval alone."""
     traced_blocks: int = 2
     trace_seed: int | None = None
+    value_samples: int = 2
+    """Timed calls per bench case whose outputs are read at secret positions and set against the reference
+    of their inputs (judge/timed_values.py): each block is drawn with probability 1 / ``min_rounds``, up to
+    this many, and one block more after the rounds when none was. 0 reads no timed call's outputs."""
+    value_seed: int | None = None
 
     def __post_init__(self) -> None:
         if self.block_calls < 1 or self.min_rounds < 2 or self.max_rounds < self.min_rounds:
@@ -65,6 +70,9 @@ class PairedTiming:
         if self.max_rounds > 1000 or not self.budget_seconds > 0 or not 0 < self.precision < 1:
             raise ValueError("paired timing needs max_rounds <= 1000, budget_seconds > 0 and "
                              "0 < precision < 1")
+        if not 0 <= self.value_samples <= self.max_rounds:
+            raise ValueError("paired timing needs 0 <= value_samples <= max_rounds, not "
+                             f"{self.value_samples}")
         if not 0 <= self.traced_blocks <= self.max_rounds:
             raise ValueError("paired timing needs 0 <= traced_blocks <= max_rounds, not "
                              f"{self.traced_blocks}")

@@ -133,6 +133,10 @@ class Timing:
     or of ``checked_device_ms`` fails the candidate (judge/timed_evidence.py)."""
     checked_device_ms: float | None = None
     """The same for the bench case's check after the window: the work of a call whose answer was judged."""
+    sampled_values: dict[str, Any] | None = None
+    """Timed calls whose outputs were read at sampled positions and set against the reference of their
+    inputs (judge/timed_values.py): ``calls``, ``elements``, ``mismatches`` and, for a wrong answer, the
+    ``message``. None when none was sampled (the task judges its outputs with a check of its own)."""
 
 
 @dataclass

@@ -111,6 +111,15 @@ def timed_work_violations(timings: Iterable[Timing], entrypoint: str,
     return found
 
 
+def timed_value_violations(timings: Iterable[Timing], entrypoint: str) -> list[Violation]:
+    """Bench cases whose sampled timed calls answered outside the tolerance (``Timing.sampled_values``)."""
+    return [Violation("timed-wrong-answer",
+                      f"{entrypoint}() answered wrongly in a timed call whose outputs were read back "
+                      f"{t.sampled_values['message']}; every checked call was right, so the timed calls "
+                      "computed something else, and their time is not the task's")
+            for t in timings if t.sampled_values and t.sampled_values.get("message")]
+
+
 def judge_after_timing(ev: Evaluation) -> bool:
     """The device's evidence on the timed calls traced and the checked calls since the first verdict; False
     (the candidate failed, its speedup withdrawn) when a rule was broken."""
@@ -123,12 +132,13 @@ def judge_after_timing(ev: Evaluation) -> bool:
         found += timed_violations(ev.timed_traces, ev.device_traces, own, entrypoint, ev.options.allow_torch)
         _record(ev)
     found += timed_work_violations(result.timing or [], entrypoint)
+    found += timed_value_violations(result.timing or [], entrypoint)
     new = [v for v in found if not any((v.code, v.message) == (w.code, w.message) for w in result.violations)]
     if not new:
         return True
     result.violations.extend(new)
     result.correct = False
-    if any(v.code.startswith("device-") for v in new):
+    if any(v.code.startswith("device-") or v.code == "timed-wrong-answer" for v in new):
         result.speedup = result.speedup_low = result.speedup_high = None
     return False
 

@@ -132,6 +132,17 @@ class TimeBlockRequest(Message):
     trace: bool = False
     """Run the block's calls under CUDA activity tracing (judge/timed_trace.py); sent only with the block
     it asks for, so no earlier request says which blocks will be traced."""
+    sample_call: int | None = Field(default=None, ge=0)
+    """Keep the outputs of this call of the block (its index in the block) and send back their values at
+    ``sample_at`` (judge/timed_values.py); sent only with the block it samples, as ``trace`` is."""
+    sample_at: list[float] = Field(default_factory=list)
+    """Where to read each output, as fractions of its length: position ``int(f * numel)``."""
+
+    @model_validator(mode="after")
+    def _fractions(self) -> TimeBlockRequest:
+        if not all(0.0 <= f < 1.0 for f in self.sample_at):
+            raise ValueError("sample positions are fractions in [0, 1)")
+        return self
 
 
 class PingRequest(Message):
@@ -256,6 +267,14 @@ class DryRunReply(Reply):
     forbidden_ops: dict[str, int] = Field(default_factory=dict)
 
 
+class SampledOutput(Message):
+    """One output of a sampled timed call: its dtype and length, and its values at the asked positions."""
+
+    dtype: str
+    numel: int = Field(ge=0)
+    values: list[float] = Field(default_factory=list)
+
+
 class TimeBlockReply(Reply):
     event_ms: list[float] = Field(default_factory=list)
     wall_ms: list[float] = Field(default_factory=list)
@@ -270,6 +289,10 @@ class TimeBlockReply(Reply):
     """Staged inputs whose guards a timed call wrote over (they are guarded as a checked call's are)."""
     device_trace: dict[str, Any] | None = None
     """For a traced block on a GPU: what the device ran over its calls (with ``calls``, their number)."""
+    sample: list[SampledOutput] | None = None
+    """For a sampled block: the sampled call's outputs at the asked positions."""
+    sample_error: str | None = None
+    """Why the sampled call's outputs could not be read (not plain tensors, say)."""
 
     @model_validator(mode="after")
     def _one_figure_per_call(self) -> TimeBlockReply:

@@ -111,6 +111,8 @@ CODES: dict[str, Code] = {
     "device-timed-no-kernel": Code("a traced timed call launched none of the candidate's kernels"),
     "device-timed-less-work": Code("the timed calls took less time than the candidate's kernels took on the "
                                    "device when traced or checked on the same case"),
+    "timed-wrong-answer": Code("a timed call's outputs, read at sampled positions, were outside the "
+                               "tolerance of the reference for its inputs"),
     "reserved-kernel-name": Code("a kernel of the candidate's takes a library kernel's name",
                                  "your kernels {names} take the names of library kernels; name your kernels "
                                  "yourself (a device trace names kernels only by name)"),

@@ -61,6 +61,7 @@ _PRISTINE = {
     "torch.cuda._sleep": getattr(torch.cuda, "_sleep", None),
     "time.perf_counter": time.perf_counter,
     "torch.Tensor.__eq__": torch.Tensor.__eq__,
+    "torch.take": torch.take,
 }
 
 
@@ -598,10 +599,16 @@ def op_time_block(state: State, msg: m.TimeBlockRequest) -> m.TimeBlockReply:
                     calls = timing.time_calls(entry, input_sets, msg.calls, event_cls=event_cls,
                                               synchronize=synchronize, flush=flush, start=msg.start,
                                               spin_cycles=state.spin_cycles,
-                                              sleep=_PRISTINE["torch.cuda._sleep"], before=prepare)
+                                              sleep=_PRISTINE["torch.cuda._sleep"], before=prepare,
+                                              keep=msg.sample_call)
                 del flush
                 if not msg.trace:  # a traced call's times carry the tracer's overhead
                     state.spin_cycles = calls.spin_cycles
+        # Outside the watch: reading the kept outputs is the harness's work, not the candidate's.
+        sample, sample_error = None, None
+        if msg.sample_call is not None:
+            sample, sample_error = _sample(calls.kept, msg.sample_at)
+        calls.kept = None
         overrun = _overrun_inputs(state) if msg.calls or warmed else []
     finally:
         if msg.release:
@@ -615,7 +622,32 @@ def op_time_block(state: State, msg: m.TimeBlockRequest) -> m.TimeBlockReply:
                             starved=calls.starved, retimed=calls.retimed, warmup_call_ms=warmup_ms,
                             forbidden_ops=mode.forbidden(state.layout, calls=calls_made),
                             tampered=tampered(), out_of_bounds=overrun,
-                            device_trace=trace)
+                            device_trace=trace, sample=sample, sample_error=sample_error)
+
+
+def _sample(kept: Any, at: list[float]) -> tuple[list[m.SampledOutput] | None, str | None]:
+    """A timed call's outputs at the fractions ``at`` of each one's length (judge/timed_values.py), read with
+    the harness's own gather so a candidate's patched tensor methods never see the positions."""
+    if kept is None:
+        return None, "the sampled call did not run"
+    outputs = _outputs(kept)
+    foreign = [type(o).__name__ for o in outputs if type(o) is not torch.Tensor]
+    if foreign:
+        return None, f"the sampled call returned {', '.join(foreign)}, not plain tensors"
+    take = _PRISTINE["torch.take"]
+    sampled = []
+    try:
+        for out in outputs:
+            numel = out.numel()
+            values: list[float] = []
+            if numel:
+                where = torch.tensor([int(f * numel) for f in at], dtype=torch.long, device=out.device)
+                values = take(out.detach(), where).to("cpu", torch.float64).tolist()
+            sampled.append(m.SampledOutput(dtype=str(out.dtype).removeprefix("torch."), numel=numel,
+                                           values=values))
+    except Exception as exc:  # noqa: BLE001 - an output that cannot be read is the judge's finding
+        return None, f"the sampled call's outputs could not be read: {type(exc).__name__}: {exc}"[:300]
+    return sampled, None
 
 
 def op_ping(state: State, msg: m.PingRequest) -> m.PingReply:

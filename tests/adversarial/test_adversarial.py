@@ -262,6 +262,7 @@ def test_every_loophole_in_the_design_has_a_candidate():
         "timed_cached_answer",
         "timed_kept_answer_token_kernel",
         "timed_kept_answer_copied",
+        "timed_short_tail",
         # tests/adversarial/test_known_inputs.py
         "stored_answers",
         # GPU-only: tests/gpu/test_adversarial_gpu.py

@@ -82,6 +82,19 @@ def test_a_kept_answer_beside_a_launch_of_its_own_is_rejected_by_the_device_time
     assert result.speedup is None and result.speedup_low is None, explain(result)
 
 
+def test_a_timed_call_that_skips_a_tail_of_its_work_is_caught_by_its_sampled_values(gpu_evaluator):
+    """Three quarters of its work in every timed call, the tail left as the fresh output holds it: within
+    what the timed work rule lets through, but a timed call's answer read back is wrong."""
+    result = judge(gpu_evaluator, "math/add", (CANDIDATES / "timed_short_tail.py").read_text())
+    print("\n" + explain(result))
+    for t in result.timing or []:
+        print(f"{t.case}: timed {t.median_ms:.4f} ms, traced {t.traced_device_ms} ms, checked "
+              f"{t.checked_device_ms} ms, sampled {t.sampled_values}")
+    assert result.correct is False, explain(result)
+    assert "timed-wrong-answer" in {v.code for v in result.violations}, explain(result)
+    assert result.speedup is None and result.speedup_low is None, explain(result)
+
+
 HONEST = [
     ("math/add", None),
     ("normalization/softmax", None),
@@ -103,6 +116,10 @@ def test_honest_triton_candidates_pass_timed_with_the_sample_in_the_verdict(gpu_
               f"blocks, {t.trace_seconds:.3f} s of tracing; timed {t.median_ms:.4f} ms, its work on the "
               f"device {t.traced_device_ms} ms traced, {t.checked_device_ms} ms checked")
         assert t.traced_device_ms and t.checked_device_ms, explain(result)
+        sampled = t.sampled_values or {}
+        print(f"  sampled timed calls: {sampled}")
+        assert sampled.get("calls", 0) >= 1 and sampled["elements"] >= 1024, sampled
+        assert not sampled["mismatches"] and not sampled["message"], sampled
     timed = result.device_activity["timed"]
     assert timed["traced_calls"] == sum(t.traced_calls for t in result.timing), timed
     own = {base_name(k.name) for k in result.kernels} | set(HARNESS_KERNELS)

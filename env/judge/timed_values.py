@@ -1,0 +1,143 @@
+"""Timed calls' answers, sampled: a few timed calls keep their outputs, and the judge sets them, at secret
+positions, against the reference of those calls' inputs.
+
+A timed call's outputs are otherwise never read. A candidate that recognises the recurring timed inputs
+could compute less there and answer wrongly (skip a tail of rows, drop to a lower precision), as long as
+its timed calls still take most of the time its work takes (the timed work rule, judge/timed_evidence.py,
+lets through up to a third less). Here each timed block of a window is sampled with the same probability,
+drawn from a seed the worker never holds; a window that ends without one samples an extra block after its
+last round, which the worker cannot tell from a round's. The request names the sampled call and the
+positions only in the block it samples, as a traced block's does (judge/timed_trace.py); the worker holds
+that call's outputs until the block ends and sends back their values there. A value outside the task's
+element-wise tolerance fails the candidate (``timed-wrong-answer``), and its speedup is withdrawn.
+
+What it leaves: the sampled call's outputs stay allocated until its block ends, so a call after it in the
+same block could notice fresh memory where its predecessor's outputs would have been freed; by then the
+sampled call is done. A timed answer kept from an earlier call on the same inputs is right, so no value
+shows it: the timed work rule bounds what it saves.
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import torch
+from warpgym.env.judge.baselines import seeds_for
+from warpgym.env.judge.compare import compare_outputs
+from warpgym.env.protocol import messages as m
+from warpgym.tasks import case_label
+
+if TYPE_CHECKING:
+    from warpgym.env.judge.evaluation import Evaluation
+
+POSITIONS = 1024
+"""Elements read from each output of a sampled call: a wrong tail of 1% of the elements is missed with
+probability 0.99^1024, about 3e-5."""
+
+
+@dataclass
+class SampledCall:
+    staged: int
+    """The staged input set the call ran on (its position in the rotation, modulo the sets)."""
+    call: int
+    at: list[float]
+    outputs: list[m.SampledOutput] | None = None
+    error: str | None = None
+
+
+@dataclass
+class ValueSample:
+    """Which of a window's timed blocks keep a call's outputs: each with probability ``1 / min_rounds``, at
+    most ``most`` of them, at least one (``owed``)."""
+
+    most: int
+    min_rounds: int
+    seed: int | None = None
+    taken: list[SampledCall] = field(default_factory=list)
+    force: bool = False
+    """The next block with calls is sampled whatever the draw (the one owed after the rounds)."""
+
+    def __post_init__(self) -> None:
+        self._rng = random.Random(secrets.randbits(64) if self.seed is None else self.seed)
+
+    @property
+    def owed(self) -> bool:
+        """No block of the window was sampled yet (the caller then runs one more, sampled)."""
+        return self.most > 0 and not self.taken
+
+    def fields(self, calls: int, start: int, sets: int) -> dict[str, Any]:
+        """The sample's fields of the next timed block's request (``calls`` from rotation position ``start``
+        over ``sets`` staged sets): empty for a block that is not sampled. A draw is made for every block, so
+        the sequence of draws does not depend on the calls the blocks hold."""
+        drawn = self._rng.random() < 1.0 / max(1, self.min_rounds)
+        call_fraction = self._rng.random()
+        if not calls or len(self.taken) >= self.most or not (drawn or self.force):
+            return {}
+        self.force = False
+        call = int(call_fraction * calls)
+        at = [self._rng.random() for _ in range(POSITIONS)]
+        self.taken.append(SampledCall(staged=(start + call) % max(1, sets), call=call, at=at))
+        return {"sample_call": call, "sample_at": at}
+
+    def record(self, reply: m.TimeBlockReply) -> None:
+        """The reply of a sampled block: its outputs' values, or why they could not be read."""
+        if not self.taken or self.taken[-1].outputs is not None or self.taken[-1].error is not None:
+            return
+        taken = self.taken[-1]
+        taken.outputs, taken.error = reply.sample, reply.sample_error
+        if reply.sample is None and reply.sample_error is None:
+            taken.error = "the worker sent no values for the sampled call"
+
+
+def judge_sample(ev: Evaluation, case: dict[str, Any], sample: ValueSample) -> dict[str, Any] | None:
+    """The sampled calls set against the reference of their inputs: None when nothing was sampled, else
+    the calls, the elements read, the mismatches and (for a wrong answer) what was wrong."""
+    if not sample.taken:
+        return None
+    task, roles = ev.task, seeds_for(ev.task, case)
+    found: dict[str, Any] = {"calls": len(sample.taken), "elements": 0, "mismatches": 0, "message": ""}
+    for staged in sorted({s.staged for s in sample.taken}):
+        role = roles[staged % len(roles)]
+        expected, meta = ev.references.get(task, case, ev.seeds.seed(role, "timing"), "normal", ev.gpu_shared,
+                                           role=role, salt=ev.seeds.salt)
+        for taken in (s for s in sample.taken if s.staged == staged):
+            problem = _compare(task, taken, expected, meta, found)
+            if problem and not found["message"]:
+                found["message"] = f"on {case_label(case)} (call {taken.call + 1} of its block): {problem}"
+        del expected
+    return found
+
+
+def _compare(task: Any, taken: SampledCall, expected: list[Any], meta: list[Any],
+             found: dict[str, Any]) -> str | None:
+    if taken.error is not None:
+        return taken.error
+    outputs = taken.outputs or []
+    if len(outputs) != len(meta):
+        return f"returned {len(outputs)} output(s); expected {len(meta)}"
+    for index, (got, ref, want) in enumerate(zip(outputs, expected, meta, strict=True)):
+        label = f"output {index}" if len(meta) > 1 else "output"
+        if not isinstance(want, torch.Tensor):
+            continue
+        dtype = str(want.dtype).removeprefix("torch.")
+        if got.dtype != dtype or got.numel != want.numel():
+            return f"{label} has {got.numel} {got.dtype} elements; expected {want.numel()} {dtype}"
+        if not got.numel:
+            continue
+        where = torch.tensor([int(f * got.numel) for f in taken.at], dtype=torch.long)
+        want_values = torch.take(ref, where.to(ref.device))
+        got_values = torch.tensor(got.values, dtype=torch.float64).to(want.dtype)
+        shape = torch.empty_like(got_values, device="meta")
+        fields = compare_outputs([got_values], [want_values], [shape], task)
+        found["elements"] += len(got.values)
+        found["mismatches"] += int(fields.get("mismatches", 0))
+        if fields.get("mismatches"):
+            first = fields.get("first_mismatch") or {}
+            position = int(where[first["index"][0]]) if first.get("index") else None
+            got_at, want_at = first.get("got", float("nan")), first.get("expected", float("nan"))
+            return (f"{label}: {fields['mismatches']} of {len(got.values)} sampled elements outside the "
+                    f"tolerance; at flat index {position}: got {got_at:.6g}, expected {want_at:.6g}")
+    return None
