@@ -210,3 +210,13 @@ def test_value_samples_off_read_nothing(monkeypatch, tmp_path):
     ev, _ = _sampled_bench(monkeypatch, tmp_path, worker, value_samples=0)
     assert ev.result.timing[0].sampled_values is None
     assert not any(r.get("sample_call") is not None for r in worker.requests)
+
+
+def test_later_samples_run_on_the_first_sample_s_input_set():
+    """One reference per bench case: a second sampled call is one that ran on the first's staged set."""
+    for seed in range(50):
+        sample = ValueSample(2, 1, seed=seed)  # every block drawn, two samples
+        sample.fields(5, 0, 3)
+        sample.fields(5, 5, 3)
+        first, second = sample.taken
+        assert first.staged == second.staged and (5 + second.call) % 3 == second.staged

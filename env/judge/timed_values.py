@@ -51,7 +51,8 @@ class SampledCall:
 @dataclass
 class ValueSample:
     """Which of a window's timed blocks keep a call's outputs: each with probability ``1 / min_rounds``, at
-    most ``most`` of them, at least one (``owed``)."""
+    most ``most`` of them, at least one (``owed``); every sampled call after the first runs on the first's
+    staged input set, so the judge draws one reference per bench case."""
 
     most: int
     min_rounds: int
@@ -77,9 +78,13 @@ class ValueSample:
         if not calls or len(self.taken) >= self.most or not (drawn or self.force):
             return {}
         self.force = False
-        call = int(call_fraction * calls)
+        sets = max(1, sets)
+        # After the first, a sampled call runs on the first's input set: one reference per bench case.
+        choices = [c for c in range(calls) if not self.taken or (start + c) % sets == self.taken[0].staged]
+        choices = choices or list(range(calls))
+        call = choices[int(call_fraction * len(choices))]
         at = [self._rng.random() for _ in range(POSITIONS)]
-        self.taken.append(SampledCall(staged=(start + call) % max(1, sets), call=call, at=at))
+        self.taken.append(SampledCall(staged=(start + call) % sets, call=call, at=at))
         return {"sample_call": call, "sample_at": at}
 
     def record(self, reply: m.TimeBlockReply) -> None:
