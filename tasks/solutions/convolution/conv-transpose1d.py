@@ -48,7 +48,7 @@ def transposed(src: torch.Tensor, b: int, r: int, s: int) -> torch.Tensor:
 @triton.jit
 def conv_t1d_kernel(x_ptr, w_ptr, b_ptr, out_ptr, C, L, CO, OL, K, S, P, Q, MQ,
                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                    FLAT: tl.constexpr):
+                    FLAT: tl.constexpr, WIDE: tl.constexpr):
     pid = tl.program_id(0)
     r = pid % S
     tile = pid // S
@@ -91,7 +91,10 @@ def conv_t1d_kernel(x_ptr, w_ptr, b_ptr, out_ptr, C, L, CO, OL, K, S, P, Q, MQ,
                     other=0.0)
         acc = tl.dot(a, b, acc)
     acc += tl.load(b_ptr + offs_n, mask=n_ok, other=0.0).to(tl.float32)[None, :]
-    out = out_ptr + (img[:, None].to(tl.int64) * CO + offs_n[None, :]) * OL + o[:, None]
+    # 32-bit channel offsets unless one image's output passes 2**31 elements: a 64-bit offset per
+    # element would not fit in registers beside the accumulator.
+    cols = offs_n.to(tl.int64) * OL if WIDE else offs_n * OL
+    out = (out_ptr + (img.to(tl.int64) * CO * OL + o))[:, None] + cols[None, :]
     tl.store(out, acc.to(out_ptr.dtype.element_ty), mask=m_ok[:, None] & n_ok[None, :])
 
 
@@ -116,7 +119,9 @@ def conv_transpose1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, 
     bm, bn, bk, warps, stages = _tiles(mq * stride, co, flat)
     if not flat:
         bk = min(bk, c & -c)
+    wide = (triton.cdiv(co, bn) * bn) * ol >= 2**31
     grid = (triton.cdiv(mq, bm) * triton.cdiv(co, bn) * stride,)
     conv_t1d_kernel[grid](x_nlc, w_kcn, bias, out, c, length, co, ol, k, stride, padding, q, mq,
-                          BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, FLAT=flat, num_warps=warps, num_stages=stages)
+                          BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, FLAT=flat, WIDE=wide,
+                          num_warps=warps, num_stages=stages)
     return out

@@ -48,7 +48,7 @@ def transposed(src: torch.Tensor, b: int, r: int, s: int) -> torch.Tensor:
 @triton.jit
 def conv_t2d_kernel(x_ptr, w_ptr, b_ptr, out_ptr, C, H, W, CO, OH, OW, K, S, P, QH, QW, MQ,
                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                    FLAT: tl.constexpr):
+                    FLAT: tl.constexpr, WIDE: tl.constexpr):
     pid = tl.program_id(0)
     phases = S * S
     phase = pid % phases
@@ -105,7 +105,11 @@ def conv_t2d_kernel(x_ptr, w_ptr, b_ptr, out_ptr, C, H, W, CO, OH, OW, K, S, P, 
                     other=0.0)
         acc = tl.dot(a, b, acc)
     acc += tl.load(b_ptr + offs_n, mask=n_ok, other=0.0).to(tl.float32)[None, :]
-    out = out_ptr + (img[:, None].to(tl.int64) * CO + offs_n[None, :]) * OH * OW + (oh * OW + ow)[:, None]
+    plane = OH * OW
+    # 32-bit channel offsets unless one image's output passes 2**31 elements: a 64-bit offset per
+    # element would not fit in registers beside the accumulator.
+    cols = offs_n.to(tl.int64) * plane if WIDE else offs_n * plane
+    out = (out_ptr + (img.to(tl.int64) * CO * plane + oh * OW + ow))[:, None] + cols[None, :]
     tl.store(out, acc.to(out_ptr.dtype.element_ty), mask=m_ok[:, None] & n_ok[None, :])
 
 
@@ -131,7 +135,9 @@ def conv_transpose2d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, 
     bm, bn, bk, warps, stages = _tiles(mq * stride * stride, co, flat)
     if not flat:
         bk = min(bk, c & -c)
+    wide = (triton.cdiv(co, bn) * bn) * oh * ow >= 2**31
     grid = (triton.cdiv(mq, bm) * triton.cdiv(co, bn) * stride * stride,)
     conv_t2d_kernel[grid](x_nhwc, w_kkcn, bias, out, c, h, w, co, oh, ow, k, stride, padding, qh, qw, mq,
-                          BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, FLAT=flat, num_warps=warps, num_stages=stages)
+                          BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, FLAT=flat, WIDE=wide,
+                          num_warps=warps, num_stages=stages)
     return out
