@@ -9,7 +9,9 @@ weight is copied to (C_in * 9, C_out) so that a B tile is rows of contiguous out
 is one flat loop over (tap, channel block), so the pipeliner overlaps loads and wgmma across taps. With C_in
 not a multiple of 16 (an RGB input) a step instead takes BLOCK_K consecutive (channel, tap) pairs, so a
 small C_in is not padded to a tile per tap. Programs that share an A tile (all column tiles of one row
-tile) are adjacent in launch order, so it is read from memory once.
+tile) are adjacent in launch order, so it is read from memory once. The NCHW store addresses a row of the
+tile by one 64-bit pointer and a channel by a 32-bit offset: a 64-bit offset per element beside the 128x256
+accumulator spilled the epilogue to local memory.
 """
 
 import torch
@@ -52,7 +54,7 @@ def transposed(src: torch.Tensor, b: int, r: int, s: int) -> torch.Tensor:
 @triton.jit
 def conv2d_kernel(x_ptr, w_ptr, b_ptr, out_ptr, C, H, W, CO, OH, OW, M, stride, pad, KH: tl.constexpr,
                   KW: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                  FLAT: tl.constexpr):
+                  FLAT: tl.constexpr, WIDE: tl.constexpr):
     pid = tl.program_id(0)
     tiles_n = tl.cdiv(CO, BLOCK_N)
     offs_m = (pid // tiles_n) * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -96,7 +98,11 @@ def conv2d_kernel(x_ptr, w_ptr, b_ptr, out_ptr, C, H, W, CO, OH, OW, M, stride, 
                     other=0.0)
         acc = tl.dot(a, b, acc)
     acc += tl.load(b_ptr + offs_n, mask=n_ok, other=0.0).to(tl.float32)[None, :]
-    out = out_ptr + (img[:, None].to(tl.int64) * CO + offs_n[None, :]) * OH * OW + pix[:, None]
+    plane = OH * OW
+    # 32-bit channel offsets unless one image's output passes 2**31 elements: a 64-bit offset per
+    # element would not fit in registers beside the accumulator.
+    cols = offs_n.to(tl.int64) * plane if WIDE else offs_n * plane
+    out = (out_ptr + (img.to(tl.int64) * CO * plane + pix))[:, None] + cols[None, :]
     tl.store(out, acc.to(out_ptr.dtype.element_ty), mask=m_ok[:, None] & n_ok[None, :])
 
 
@@ -121,9 +127,11 @@ def _conv2d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, stride: i
     bm, bn, bk, warps, stages = _tiles(m, co, flat)
     if not flat:
         bk = min(bk, c & -c)
+    wide = (triton.cdiv(co, bn) * bn) * oh * ow >= 2**31
     grid = (triton.cdiv(m, bm) * triton.cdiv(co, bn),)
     conv2d_kernel[grid](x_nhwc, w_kn, bias, out, c, h, w, co, oh, ow, m, stride, padding, KH=kh, KW=kw,
-                        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, FLAT=flat, num_warps=warps, num_stages=stages)
+                        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, FLAT=flat, WIDE=wide,
+                        num_warps=warps, num_stages=stages)
     return out
 
 
