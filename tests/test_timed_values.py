@@ -220,3 +220,16 @@ def test_later_samples_run_on_the_first_sample_s_input_set():
         sample.fields(5, 5, 3)
         first, second = sample.taken
         assert first.staged == second.staged and (5 + second.call) % 3 == second.staged
+
+
+def test_two_outliers_in_a_sample_pass_and_three_fail():
+    """The timed inputs' rare honest outliers (a cancellation past any bound) are allowed, two per output."""
+    expected = torch.linspace(1, 2, 1000, dtype=torch.float64)
+    at = [i / 100 for i in range(100)]
+    for wrong, fails in ((2, False), (3, True)):
+        got = expected.float().clone()
+        got[[int(f * 1000) for f in at[:wrong]]] += 1.0
+        sample = ValueSample(1, 6, seed=0)
+        sample.taken = [_taken(got, at)]
+        found = judge_sample(_ev(expected), {"n": 1000}, sample)
+        assert found["mismatches"] == wrong and bool(found["message"]) is fails

@@ -34,8 +34,12 @@ if TYPE_CHECKING:
     from warpgym.env.judge.evaluation import Evaluation
 
 POSITIONS = 1024
-"""Elements read from each output of a sampled call: a wrong tail of 1% of the elements is missed with
-probability 0.99^1024, about 3e-5."""
+"""Elements read from each output of a sampled call."""
+ALLOWED_MISMATCHES = 2
+"""Sampled elements of one output that may fall outside the tolerance. The timed inputs are drawn from the
+normal distribution at bench size, where a few fp16 outputs in 1e8 cancel past any element-wise bound
+(env/judge/plan.py, BENCH_DISTRIBUTION): a sample lands on one of those rarely, and two are allowed. A wrong
+answer on 1% of the elements gives 10 on average, more than 2 with probability 0.998."""
 
 
 @dataclass
@@ -139,7 +143,7 @@ def _compare(task: Any, taken: SampledCall, expected: list[Any], meta: list[Any]
         fields = compare_outputs([got_values], [want_values], [shape], task)
         found["elements"] += len(got.values)
         found["mismatches"] += int(fields.get("mismatches", 0))
-        if fields.get("mismatches"):
+        if fields.get("mismatches", 0) > ALLOWED_MISMATCHES:
             first = fields.get("first_mismatch") or {}
             position = int(where[first["index"][0]]) if first.get("index") else None
             got_at, want_at = first.get("got", float("nan")), first.get("expected", float("nan"))
