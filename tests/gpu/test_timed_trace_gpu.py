@@ -16,6 +16,7 @@ from warpgym.env import EvalOptions, EvalResult, Evaluator
 from warpgym.env.common.kernel_names import HARNESS_KERNELS, is_fill
 from warpgym.env.judge.channel import ask, stage_inputs
 from warpgym.env.judge.device_evidence import base_name
+from warpgym.env.judge.timed_values import ALLOWED_MISMATCHES
 from warpgym.env.protocol import messages as m
 from warpgym.tasks import get_task
 
@@ -119,7 +120,7 @@ def test_honest_triton_candidates_pass_timed_with_the_sample_in_the_verdict(gpu_
         sampled = t.sampled_values or {}
         print(f"  sampled timed calls: {sampled}")
         assert sampled.get("calls", 0) >= 1 and sampled["elements"] >= 1024, sampled
-        assert not sampled["mismatches"] and not sampled["message"], sampled
+        assert sampled["mismatches"] <= ALLOWED_MISMATCHES and not sampled["message"], sampled
     timed = result.device_activity["timed"]
     assert timed["traced_calls"] == sum(t.traced_calls for t in result.timing), timed
     own = {base_name(k.name) for k in result.kernels} | set(HARNESS_KERNELS)
