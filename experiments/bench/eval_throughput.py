@@ -49,9 +49,9 @@ WRONG_CANDIDATES: dict[str, list[tuple[str, str, str]]] = {
          "out = num / (tl.sum(num, axis=0) + 1.0)"),
     ],
     "normalization/layer-norm": [
-        ("unbiased variance", "tl.sum(acc, axis=0) / n_cols + eps",
-         "tl.sum(acc, axis=0) / (n_cols - 1) + eps"),
-        ("bias dropped", "y = (x - mean) * rstd * w + b", "y = (x - mean) * rstd * w"),
+        ("unbiased variance", "tl.sum(diff * diff, axis=0) / n_cols + eps",
+         "tl.sum(diff * diff, axis=0) / (n_cols - 1) + eps"),
+        ("bias dropped", "(diff * rstd * w + b)", "(diff * rstd * w)"),
     ],
     "matmul/matmul": [
         ("K loop drops the last partial tile", "for k in range(0, K, BLOCK_K):",
@@ -60,9 +60,10 @@ WRONG_CANDIDATES: dict[str, list[tuple[str, str, str]]] = {
          "tl.store(c_tile, c, mask=(offs_m[:, None] < M - 1)"),
     ],
     "fusion/attention": [
-        ("causal mask admits the next key", "offs_n[None, :] <= offs_m[:, None]",
-         "offs_n[None, :] <= offs_m[:, None] + 1"),
-        ("no running-max rescale", "acc = acc * alpha[:, None] + tl.dot", "acc = acc + tl.dot"),
+        ("causal mask admits the next key", "keys[None, :] <= offs_m[:, None]",
+         "keys[None, :] <= offs_m[:, None] + 1"),
+        ("no running-max rescale", "acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None])",
+         "acc = tl.dot(p.to(v.dtype), v, acc)"),
     ],
 }
 
