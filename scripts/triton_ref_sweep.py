@@ -64,6 +64,8 @@ SWEEP: dict[str, list[dict[str, Any]]] = {
     "fusion/rms-norm-linear": [{}, {"LARGE": (128, 256, 64, 8, 3)}],
     "matmul/bmm": [{}, {"LARGE": (128, 256, 64, 8, 4)}, {"MEDIUM": (128, 128, 64, 4, 4)}],
     "linalg/bmm-broadcast": [{}, {"LARGE": (128, 256, 64, 8, 4)}, {"MEDIUM": (128, 128, 64, 4, 4)}],
+    **{f"linalg/{name}": [{}, {"ALGO": (0,)}] for name in ("cholesky", "spd-inverse")},
+    "linalg/solve-triangular": [{}, {"ROWS_MAX": (0,)}],
     "convolution/depthwise-conv2d": [{}, {"PIXELS": (2048, 8)}, {"PIXELS": (512, 4)}],
     "convolution/conv2d-3x3": [{}, {"TAPS_LARGE": (128, 256, 64, 8, 4)}, {"TAPS_LARGE": (128, 128, 64, 4, 4)},
                                {"TAPS_LARGE": (256, 128, 64, 8, 3)}],

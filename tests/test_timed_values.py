@@ -5,6 +5,7 @@ tests/gpu/test_timed_trace_gpu.py."""
 
 from __future__ import annotations
 
+import os
 import statistics
 from types import SimpleNamespace
 from typing import Any
@@ -17,7 +18,6 @@ from warpgym.env.judge import feedback
 from warpgym.env.judge.options import EvalOptions, PairedTiming
 from warpgym.env.judge.timed_values import POSITIONS, SampledCall, ValueSample, judge_sample
 from warpgym.env.protocol import messages as m
-from warpgym.env.worker import main as worker_main
 from warpgym.tasks import get_task
 
 
@@ -62,7 +62,21 @@ def test_the_sampled_call_s_input_set_is_its_place_in_the_rotation():
 
 
 # ----------------------------------------------------------------------------------------- the worker
-def test_the_worker_reads_each_output_at_its_fractions_with_its_own_gather(monkeypatch):
+@pytest.fixture
+def worker_main():
+    """The worker's module: imported here, not at collection, with the environment put back after (a CPU
+    worker's import turns Triton's interpreter on for the whole process)."""
+    before = os.environ.get("TRITON_INTERPRET")
+    from warpgym.env.worker import main
+
+    if before is None:
+        os.environ.pop("TRITON_INTERPRET", None)
+    else:
+        os.environ["TRITON_INTERPRET"] = before
+    return main
+
+
+def test_the_worker_reads_each_output_at_its_fractions_with_its_own_gather(monkeypatch, worker_main):
     at = [0.0, 0.5, 0.999]
     out = (torch.arange(10, dtype=torch.float32), torch.arange(4, dtype=torch.int64).reshape(2, 2) * 3)
     monkeypatch.setattr(torch, "take", lambda t, i: torch.zeros(len(i)))  # a candidate's patch is not used
@@ -72,7 +86,7 @@ def test_the_worker_reads_each_output_at_its_fractions_with_its_own_gather(monke
     assert sampled[0].values == [0.0, 5.0, 9.0] and sampled[1].values == [0.0, 6.0, 9.0]
 
 
-def test_the_worker_refuses_to_read_what_is_not_a_plain_tensor():
+def test_the_worker_refuses_to_read_what_is_not_a_plain_tensor(worker_main):
     class Sneaky(torch.Tensor):
         pass
 
