@@ -247,3 +247,22 @@ def test_two_outliers_in_a_sample_pass_and_three_fail():
         sample.taken = [_taken(got, at)]
         found = judge_sample(_ev(expected), {"n": 1000}, sample)
         assert found["mismatches"] == wrong and bool(found["message"]) is fails
+
+
+def test_float8_and_bool_outputs_are_read_exactly_on_both_sides(worker_main):
+    """torch.take indexes no float8: both sides gather same-size integers and read them back as the dtype."""
+    codes = torch.linspace(-4, 4, 64).to(torch.float8_e4m3fn)
+    at = [i / 16 for i in range(16)]
+    (sampled,), error = worker_main._sample(codes, at)
+    assert error is None and sampled.dtype == "float8_e4m3fn"
+    where = [int(f * 64) for f in at]
+    assert sampled.values == codes[where].to(torch.float64).tolist()
+    (flags,), _ = worker_main._sample(torch.arange(8) % 3 == 0, [0.0, 0.25])
+    assert flags.values == [1.0, 0.0]
+    expected = codes.to(torch.float64)
+    ev = _ev(expected)
+    meta = torch.empty(64, dtype=torch.float8_e4m3fn, device="meta")
+    ev.references.get = lambda *a, **kw: ([codes], [meta])
+    sample = ValueSample(1, 6, seed=0)
+    sample.taken = [SampledCall(staged=0, call=0, at=at, outputs=[sampled])]
+    assert judge_sample(ev, {"n": 64}, sample)["message"] == ""

@@ -3,6 +3,8 @@ same output" checks: both sides must agree on what "unchanged" means, NaN payloa
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 
@@ -17,3 +19,17 @@ def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
     return a.numel() == 0 or bool(torch.equal(raw_bytes(a), raw_bytes(b)))
+
+
+_SAME_SIZE_INT = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def take_bits(t: torch.Tensor, where: torch.Tensor, take: Callable[..., torch.Tensor] = torch.take
+              ) -> torch.Tensor:
+    """``t``'s elements at the flat positions ``where``, as float64 on the host. They are gathered as
+    integers of the same size, so every real dtype comes back exactly (``torch.take`` indexes no float8)."""
+    ints = _SAME_SIZE_INT.get(t.element_size())
+    if ints is None or t.is_complex():
+        raise TypeError(f"cannot read {t.dtype} elements")
+    picked = take(t.detach().view(ints), where.to(t.device))
+    return picked.to("cpu").view(t.dtype).to(torch.float64)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import torch
+from warpgym.env.common.bits import take_bits
 from warpgym.env.judge.baselines import seeds_for
 from warpgym.env.judge.compare import compare_outputs
 from warpgym.env.protocol import messages as m
@@ -137,7 +138,7 @@ def _compare(task: Any, taken: SampledCall, expected: list[Any], meta: list[Any]
         if not got.numel:
             continue
         where = torch.tensor([int(f * got.numel) for f in taken.at], dtype=torch.long)
-        want_values = torch.take(ref, where.to(ref.device))
+        want_values = take_bits(ref, where)
         got_values = torch.tensor(got.values, dtype=torch.float64).to(want.dtype)
         shape = torch.empty_like(got_values, device="meta")
         fields = compare_outputs([got_values], [want_values], [shape], task)
