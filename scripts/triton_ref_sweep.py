@@ -277,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, help="JSON results (written after every task)")
     parser.add_argument("--task", action="append", help="only these task ids (repeatable)")
-    parser.add_argument("--old-rev", default=OLD_REV, 
+    parser.add_argument("--old-rev", default=OLD_REV,
                         help="git revision of the old references, or a folder holding them by path")
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--compile", action="store_true", help="also time the torch.compile baseline (slow)")

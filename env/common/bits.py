@@ -24,6 +24,12 @@ def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
 _SAME_SIZE_INT = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
+def flat_positions(at: list[float], numel: int) -> torch.Tensor:
+    """The flat positions the fractions ``at`` name in ``numel`` elements: the one mapping the worker reads
+    a sampled output with and the judge reads the reference with."""
+    return torch.tensor([int(f * numel) for f in at], dtype=torch.long)
+
+
 def take_bits(t: torch.Tensor, where: torch.Tensor, take: Callable[..., torch.Tensor] = torch.take
               ) -> torch.Tensor:
     """``t``'s elements at the flat positions ``where``, as float64 on the host. They are gathered as

@@ -220,7 +220,7 @@ def device_ms(trace: dict[str, Any] | None, calls: int = 1) -> float | None:
 
 
 def paired_window(ev: Evaluation, case: dict[str, Any], alone: bool, traced_ms: list[float],
-                  sample: ValueSample | None = None) -> tuple[PairedOutcome, MachineState, dict[str, str]]:
+                  sample: ValueSample) -> tuple[PairedOutcome, MachineState, dict[str, str]]:
     """The candidate (in the worker) and the baselines (here) timed in alternating rounds, the GPU held
     alone from the warm-up to the last round, its state sampled throughout. Each traced block's device
     milliseconds per call go to ``traced_ms``; the blocks ``sample`` draws keep a call's outputs
@@ -232,7 +232,6 @@ def paired_window(ev: Evaluation, case: dict[str, Any], alone: bool, traced_ms: 
     if not staged.ok:
         raise_if_shared_oom(staged, alone)
         raise _WindowEnded(staged.error)
-    sample = sample or ValueSample(0, ev.options.paired.min_rounds)
     candidate = _candidate_side(ev, case, alone, sample, len(seeds_for(ev.task, case)))
     traced = _traced_side(ev, case, alone, traced_ms)
     sides = Baselines(ev.task, case, ev.device, alone=alone, out_of_memory=SharedOutOfMemory, seeds=ev.seeds)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import torch
-from warpgym.env.common.bits import take_bits
+from warpgym.env.common.bits import flat_positions, take_bits
 from warpgym.env.judge.baselines import seeds_for
 from warpgym.env.judge.compare import compare_outputs
 from warpgym.env.protocol import messages as m
@@ -93,9 +93,7 @@ class ValueSample:
         return {"sample_call": call, "sample_at": at}
 
     def record(self, reply: m.TimeBlockReply) -> None:
-        """The reply of a sampled block: its outputs' values, or why they could not be read."""
-        if not self.taken or self.taken[-1].outputs is not None or self.taken[-1].error is not None:
-            return
+        """The reply of the block ``fields`` sampled last: its outputs' values, or why they were not read."""
         taken = self.taken[-1]
         taken.outputs, taken.error = reply.sample, reply.sample_error
         if reply.sample is None and reply.sample_error is None:
@@ -137,7 +135,7 @@ def _compare(task: Any, taken: SampledCall, expected: list[Any], meta: list[Any]
             return f"{label} has {got.numel} {got.dtype} elements; expected {want.numel()} {dtype}"
         if not got.numel:
             continue
-        where = torch.tensor([int(f * got.numel) for f in taken.at], dtype=torch.long)
+        where = flat_positions(taken.at, got.numel)
         want_values = take_bits(ref, where)
         got_values = torch.tensor(got.values, dtype=torch.float64).to(want.dtype)
         shape = torch.empty_like(got_values, device="meta")

@@ -29,7 +29,7 @@ if MODE == "run" and os.environ.get("WARPGYM_DEVICE", "cpu") == "cpu":
     os.environ["TRITON_INTERPRET"] = "1"
 
 import torch  # noqa: E402
-from warpgym.env.common.bits import same_bits, take_bits  # noqa: E402
+from warpgym.env.common.bits import flat_positions, same_bits, take_bits  # noqa: E402
 from warpgym.env.common.device import release_cached_memory  # noqa: E402
 from warpgym.env.protocol import messages as m  # noqa: E402
 from warpgym.env.protocol import wire  # noqa: E402
@@ -641,8 +641,7 @@ def _sample(kept: Any, at: list[float]) -> tuple[list[m.SampledOutput] | None, s
             numel = out.numel()
             values: list[float] = []
             if numel:
-                where = torch.tensor([int(f * numel) for f in at], dtype=torch.long)
-                values = take_bits(out, where, take).tolist()
+                values = take_bits(out, flat_positions(at, numel), take).tolist()
             sampled.append(m.SampledOutput(dtype=str(out.dtype).removeprefix("torch."), numel=numel,
                                            values=values))
     except Exception as exc:  # noqa: BLE001 - an output that cannot be read is the judge's finding
