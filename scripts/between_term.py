@@ -3,7 +3,8 @@
 Reads `scripts/paired_repeat.py` results (five or more processes timing the same pairs). Their intervals
 were widened by the term the evaluator ran with (``--term``, options.PairedTiming.between_evaluations);
 this takes it back out of each side (in quadrature, as judge/ratios.Interval.widened adds it), then
-finds per bench case the smallest term, in steps of 0.0005, that makes every interval cover every median.
+widens them again with that same method, finding per bench case the smallest term, in steps of 0.0005,
+that makes every interval cover every median.
 
     python scripts/between_term.py docs/runs/paired-repeat-*.json
 """
@@ -31,12 +32,15 @@ def raw_sides(ratio: dict[str, float], term: float) -> tuple[float, float, float
 def needed(sides: list[tuple[float, float, float]]) -> float:
     """The smallest term (a multiple of STEP, at most LIMIT) under which every interval covers every
     median."""
+    from warpgym.env.judge.ratios import Interval
+
     medians = [m for m, _, _ in sides]
+    raw = [Interval(m, m - lo, m + hi, 0.95, 0) for m, lo, hi in sides]
     steps = 0
     while steps * STEP < LIMIT:
         term = steps * STEP
-        if all(m - math.hypot(lo, term * m) <= x <= m + math.hypot(hi, term * m)
-               for m, lo, hi in sides for x in medians):
+        widened = [interval.widened(term) for interval in raw]
+        if all(w.low <= x <= w.high for w in widened for x in medians):
             return round(term, 4)
         steps += 1
     return LIMIT
