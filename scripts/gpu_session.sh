@@ -38,7 +38,7 @@
 # (KB_LEVEL1, KB_LEVEL2 problems, KB_ARGS more options, KB_RESUME an earlier call's JSON to go on from;
 # .kb carries KernelBench's src and KernelBench folders). refsweep: scripts/triton_ref_sweep.py (the rewritten
 # Triton references, old and new and a few tile configs, against their baselines; < 5 minutes; SWEEP_SECONDS
-# caps it), then SUITE_TASKS through `warpgym suite check` with the sweep's choices applied.
+# caps it), then SUITE_TASKS through `warpgym suite check` with the sweep's choices applied (GPU_TESTS first, if set).
 # Logs land in $OUT (8 files at most come back); every JSON report is merged into $OUT/results.json.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -97,6 +97,10 @@ if [[ $part == refsweep ]]; then  # Triton references old and new, a few tile co
   # REFSWEEP_ARGS: more options of the script (--task T ..., --old-rev REV)
   # shellcheck disable=SC2086
   # SUITE_TASKS="task ...": then those references through `warpgym suite check` (checked and timed)
+  # GPU_TESTS="path ...": those tests first (TESTS_SECONDS caps them)
+  # shellcheck disable=SC2086
+  [[ -n ${GPU_TESTS:-} ]] && CUDA_VISIBLE_DEVICES=$(g 0) timeout "$(cap ${TESTS_SECONDS:-200})" python3 -m pytest -q \
+    $GPU_TESTS -p no:cacheprovider -rA --timeout 150 > "$OUT/T-gpu-tests.log" 2>&1
   CUDA_VISIBLE_DEVICES=$(g 0) timeout "$(cap ${SWEEP_SECONDS:-420})" python3 scripts/triton_ref_sweep.py \
     --out $J/triton_ref_sweep.json ${REFSWEEP_ARGS:-} > "$OUT/A-refsweep.log" 2>&1
   cp $J/triton_ref_sweep.json "$OUT/" 2>/dev/null
