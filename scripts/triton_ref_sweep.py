@@ -43,9 +43,6 @@ _TAPS_ALT = [{"TAPS_LARGE": (128, 256, 64, 8, 3)}, {"TAPS_LARGE": (128, 128, 64,
              {"TAPS_LARGE": (256, 128, 64, 8, 3)}]
 _GEMM_ALT = [{"LARGE": (128, 256, 64, 8, 4)}, {"LARGE": (256, 128, 64, 8, 3)},
              {"LARGE": (128, 128, 64, 4, 4)}]
-_KV_LOADS = [{"KV_LOADS": (1, 0)}, {"KV_LOADS": (1, 1), "LARGE": (128, 64, 4, 2)}]
-"""The attention forwards' K and V through TMA descriptors, then warp-specialised (Triton 3.6 does it on
-Hopper with 4 warps, TMA loads only and one loop: the kernels' docstrings)."""
 SWEEP: dict[str, list[dict[str, Any]]] = {
     "convolution/conv2d": [{}, *_TAPS_ALT, {"FLAT_LARGE": (256, 64, 32, 8, 3)},
                            {"FLAT_LARGE": (128, 64, 16, 4, 4)}],
@@ -85,12 +82,8 @@ SWEEP: dict[str, list[dict[str, Any]]] = {
     "normalization/add-rms-norm": [{}, {"ONE_BLOCK": (16384, 32)}, {"ONE_BLOCK": (1, 16)}],
     "normalization/instance-norm": [{}, {"ONE_BLOCK": (16384, 64)}, {"ONE_BLOCK": (8192, 16)}],
     "normalization/batch-norm": [{}, {"TILE": (2048, 4)}, {"TILE": (8192, 8)}, {"TILE": (1024, 4)}],
-    "fusion/attention": [{}, *_KV_LOADS, {"KV_LOADS": (1, 0), "LARGE": (64, 64, 4, 2)}],
-    **{f"fusion/{name}": [{}, *_KV_LOADS, {"KV_LOADS": (1, 0), "LARGE": (128, 64, 8, 3)}]
-       for name in ("attention-gqa", "attention-mqa")},
-    "fusion/cross-attention": [{}, {"KV_LOADS": (1, 0)},
-                               *({"KV_LOADS": (1, 1), "LARGE": (128, n, 4, 2), "SHORT_KEYS": (128, 64, 4, 2)}
-                                 for n in (64, 128))],
+    "fusion/attention": [{}, {"LARGE": (64, 64, 4, 2)}],
+    **{f"fusion/{name}": [{}, {"LARGE": (128, 64, 8, 3)}] for name in ("attention-gqa", "attention-mqa")},
     "fusion/linear-cross-entropy": [{}, {"LARGE": (128, 256, 64, 8, 3, 4, 8)},
                                     {"LARGE": (128, 128, 64, 8, 4, 8, 8)},
                                     {"LARGE": (256, 128, 64, 8, 3, 4, 8)}],

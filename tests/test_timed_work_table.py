@@ -29,3 +29,16 @@ def test_the_summary_counts_cases_below_the_floor(tmp_path):
                          text=True, check=True).stdout
     assert "| math/add | 1 | 2 | - | 0.500 |" in out
     assert "timed / checked work: 2 bench cases, smallest 0.500, median 0.800, 1 below 0.7" in out
+
+
+def test_suite_rows_carry_each_bench_cases_sampled_mismatches():
+    """What a GPU suite check shows of the sampled timed answers: per bench case, outside the tolerance
+    of read, and nothing for a case none was sampled in."""
+    from warpgym.env.judge.result import Timing
+    from warpgym.experiments.cli.suite_cmd import sampled_mismatches
+
+    read = Timing(case={"n": 1}, median_ms=1.0, min_ms=1.0, max_ms=1.0, runs=3,
+                  sampled_values={"calls": 2, "elements": 2048, "mismatches": 1, "message": ""})
+    unread = Timing(case={"n": 2}, median_ms=1.0, min_ms=1.0, max_ms=1.0, runs=3)
+    assert sampled_mismatches([read, unread]) == [[1, 2048], None]
+    assert sampled_mismatches([]) is None

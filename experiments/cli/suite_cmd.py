@@ -107,8 +107,17 @@ def _check_one(task_id: str, shapes: tuple[str, ...], target: str, timing: bool,
         # the device time of the same work, traced timed calls and the check after the window
         "work_ms": [[t.traced_device_ms, t.checked_device_ms] for t in result.timing or []] or None,
         "baseline_errors": baseline_errors(result.timing or []),
+        "sampled_mismatches": sampled_mismatches(result.timing or []),
         "feedback": "" if ok else result.feedback,
     }
+
+
+def sampled_mismatches(timings: list[Timing]) -> list[list[int] | None] | None:
+    """Per bench case, [outside the tolerance, read] of the sampled timed answers: how near an honest
+    reference comes to the allowed outliers."""
+    rows = [[t.sampled_values["mismatches"], t.sampled_values["elements"]] if t.sampled_values else None
+            for t in timings]
+    return rows or None
 
 
 def baseline_errors(timings: list[Timing]) -> dict[str, str] | None:
