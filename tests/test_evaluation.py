@@ -130,6 +130,22 @@ def test_a_malformed_reply_is_a_harness_error_and_the_worker_is_replaced():
         assert "reply to 'run' is malformed" in result.runtime_error
         assert "launches: Input should be a valid integer" in result.runtime_error
         assert pids and not evaluator.run_worker.alive
+        assert result.harness_failure is not None
+
+
+def test_the_harness_running_out_of_memory_is_named_so_a_later_attempt_may_retry(monkeypatch):
+    """Memory another evaluation on the GPU holds is no fault of the candidate's: the verdict names the
+    failure's type, so the suite check and the server's cache can try again rather than keep it."""
+    import torch
+
+    def short_of_memory(self):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 32.00 GiB")
+
+    monkeypatch.setattr(Evaluation, "_stages", short_of_memory)
+    with Evaluator("cpu") as evaluator:
+        result = evaluator.evaluate(ADD, ADD_SRC, DEV)
+    assert result.correct is not True and result.harness_failure == "OutOfMemoryError"
+    assert "Tried to allocate 32.00 GiB" in result.runtime_error
 
 
 @pytest.mark.parametrize(("op", "reply", "problem"), [

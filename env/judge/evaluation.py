@@ -153,6 +153,7 @@ class Evaluation:
             result.runtime_error = (f"the harness failed while judging this candidate ({type(exc).__name__}: "
                                     f"{str(exc)[:500]}); the verdict is incomplete")
             result.correct = False if result.correct else result.correct
+            result.harness_failure = type(exc).__name__
         finally:
             channel.integrity(self)
             channel.retire_native(self)

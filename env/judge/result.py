@@ -155,6 +155,9 @@ class EvalResult:
     violations: list[Violation] = field(default_factory=list)
     compile_errors: list[str] = field(default_factory=list)
     runtime_error: str | None = None
+    harness_failure: str | None = None
+    """The exception type when the harness itself failed (``runtime_error`` says more): the verdict is
+    incomplete, and an ``OutOfMemoryError`` may be memory another evaluation on the GPU held."""
     cases: list[CaseResult] = field(default_factory=list)
     kernels: list[KernelReport] = field(default_factory=list)
     instructions: dict[str, dict[str, int | None]] = field(default_factory=dict)

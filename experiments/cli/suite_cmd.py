@@ -12,6 +12,7 @@ import json
 import multiprocessing
 import os
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import TYPE_CHECKING, Any
 
@@ -108,8 +109,15 @@ def _check_one(task_id: str, shapes: tuple[str, ...], target: str, timing: bool,
         "work_ms": [[t.traced_device_ms, t.checked_device_ms] for t in result.timing or []] or None,
         "baseline_errors": baseline_errors(result.timing or []),
         "sampled_mismatches": sampled_mismatches(result.timing or []),
+        "harness_failure": result.harness_failure,
         "feedback": "" if ok else result.feedback,
     }
+
+
+def beside_others_failure(row: dict[str, Any]) -> bool:
+    """The harness ran out of GPU memory: beside other evaluations on the GPU (a bench case's eager baseline
+    can take tens of gigabytes), so the task is checked again alone before its row counts."""
+    return not row["ok"] and row.get("harness_failure") == "OutOfMemoryError"
 
 
 def sampled_mismatches(timings: list[Timing]) -> list[list[int] | None] | None:
@@ -118,6 +126,20 @@ def sampled_mismatches(timings: list[Timing]) -> list[list[int] | None] | None:
     rows = [[t.sampled_values["mismatches"], t.sampled_values["elements"]] if t.sampled_values else None
             for t in timings]
     return rows or None
+
+
+def check_again_alone(rows: list[dict[str, Any]], check: Callable[[str, str | None], dict[str, Any]],
+                      finished: Callable[[dict[str, Any]], None]) -> int:
+    """The rows that ran out of GPU memory beside other evaluations, checked again one at a time in this
+    process: their new rows replace them. Returns how many."""
+    again = [(r["task"], r.get("reference")) for r in rows if beside_others_failure(r)]
+    if again:
+        print(f"{len(again)} ran out of GPU memory beside other evaluations: checking them again, one at a "
+              "time", flush=True)
+        rows[:] = [r for r in rows if not beside_others_failure(r)]
+        for task_id, extra in again:
+            finished(check(task_id, extra))
+    return len(again)
 
 
 def baseline_errors(timings: list[Timing]) -> dict[str, str] | None:
@@ -257,6 +279,13 @@ def check_suite(args: argparse.Namespace) -> int:
                                   "speedup": None,
                                   "feedback": f"the harness failed on it: {type(exc).__name__}: {exc}"})
             manager.shutdown()
+
+            def alone(task_id: str, extra: str | None) -> dict[str, Any]:
+                if _EVALUATOR is None:
+                    _open_evaluator(device)
+                return _check_one(task_id, shapes, args.target, timing, args.reps, extra, args.input_seed)
+
+            check_again_alone(rows, alone, finished)
     finally:
         if log:
             log.close()

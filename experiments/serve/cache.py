@@ -40,5 +40,7 @@ def verdict_key(submission: Submission, where: str, judged: Any, task_print: str
 
 def reusable(result: dict[str, Any]) -> bool:
     """Whether a verdict may answer a later duplicate: not when the server, rather than the judge, gave
-    up on it (workers lost), since a later attempt may well succeed."""
-    return not str(result.get("runtime_error") or "").startswith(SERVER_ERROR)
+    up on it (workers lost), nor when the harness ran out of GPU memory (memory other evaluations held),
+    since a later attempt may well succeed."""
+    return (not str(result.get("runtime_error") or "").startswith(SERVER_ERROR)
+            and result.get("harness_failure") != "OutOfMemoryError")

@@ -95,3 +95,28 @@ def test_a_row_says_why_a_baseline_has_no_speedup():
     rows = baseline_errors([timing(1, {}), timing(2, {"torch.compile": "RuntimeError: boom"}),
                             timing(3, {"torch.compile": "later"})])
     assert rows == {"torch.compile": "n=2: RuntimeError: boom"}
+
+
+def test_rows_out_of_gpu_memory_beside_others_are_checked_again_alone_and_replaced(capsys):
+    from warpgym.experiments.cli.suite_cmd import check_again_alone
+
+    oom = {"task": "fusion/attention-gqa", "reference": None, "ok": False,
+           "harness_failure": "OutOfMemoryError"}
+    wrong = {"task": "math/add", "reference": None, "ok": False, "harness_failure": None}
+    crashed = {"task": "math/exp", "reference": None, "ok": False, "harness_failure": "RuntimeError"}
+    rows = [oom, wrong, crashed]
+    checked, finished = [], []
+
+    def check(task_id, extra):
+        checked.append((task_id, extra))
+        return {"task": task_id, "reference": extra, "ok": True, "harness_failure": None}
+
+    def done(row):
+        finished.append(row)
+        rows.append(row)
+
+    assert check_again_alone(rows, check, done) == 1
+    assert checked == [("fusion/attention-gqa", None)], "a wrong answer or another crash is not retried"
+    assert [r["task"] for r in rows] == ["math/add", "math/exp", "fusion/attention-gqa"] and rows[-1]["ok"]
+    assert "1 ran out of GPU memory beside other evaluations" in capsys.readouterr().out
+    assert check_again_alone(rows, check, done) == 0

@@ -77,6 +77,8 @@ def test_a_verdict_the_server_made_up_is_never_reused():
     assert reusable({"runtime_error": None, "correct": False})
     assert reusable({"runtime_error": "the harness failed while judging this candidate (...)"})
     assert not reusable({"runtime_error": "the server could not evaluate this candidate after 3 attempt(s)"})
+    assert not reusable({"runtime_error": "the harness failed while judging this candidate (...)",
+                         "harness_failure": "OutOfMemoryError"})
 
 
 def test_the_journal_keeps_submissions_across_a_reopen_and_answers_every_duplicate(tmp_path):
