@@ -110,14 +110,17 @@ def _check_one(task_id: str, shapes: tuple[str, ...], target: str, timing: bool,
         "baseline_errors": baseline_errors(result.timing or []),
         "sampled_mismatches": sampled_mismatches(result.timing or []),
         "harness_failure": result.harness_failure,
+        "out_of_memory": "OutOfMemoryError" in (result.runtime_error or ""),
         "feedback": "" if ok else result.feedback,
     }
 
 
 def beside_others_failure(row: dict[str, Any]) -> bool:
-    """The harness ran out of GPU memory: beside other evaluations on the GPU (a bench case's eager baseline
-    can take tens of gigabytes), so the task is checked again alone before its row counts."""
-    return not row["ok"] and row.get("harness_failure") == "OutOfMemoryError"
+    """The harness or the reference ran out of GPU memory, perhaps memory other evaluations on the GPU held
+    (a bench case's eager baseline can take tens of gigabytes), so the task is checked again alone before
+    its row counts."""
+    short = row.get("harness_failure") == "OutOfMemoryError" or bool(row.get("out_of_memory"))
+    return not row["ok"] and short
 
 
 def sampled_mismatches(timings: list[Timing]) -> list[list[int] | None] | None:
