@@ -548,6 +548,15 @@ The output has few tiles, so the long reduction over M must be split across prog
 partial sums combined. float32 inputs need IEEE float32 products (TF32 fails the tolerance; in
 Triton use tl.dot(..., input_precision="ieee")).
 """,
+    performance_note=(
+        "0.78x of torch.compile and 0.79x of cuBLAS on the H100, 2026-12-06 (`warpgym suite check --device "
+        "cuda`; no H200 could be had): 0.281 ms at fp16 n=256 (1.91 TB/s), 0.452 ms at fp32 n=128 (19 "
+        "TFLOP/s of IEEE float32 FMA, 0.59 TB/s), 0.157 ms at bf16 n=128 (1.71 TB/s). Tried "
+        "(scripts/triton_ref_sweep.py, same window): a 128x64-tile rewrite at 0.76-0.81x, slower than this "
+        "one at fp16 (0.330 against 0.308 ms). Likely cause, not profiled: each program reads its slice's "
+        "X^T and X tiles separately, so every row of X crosses L2 to shared memory twice, and the partial "
+        "tiles make a second pass through the (SPLIT, N, N) workspace"
+    ),
     reference=lambda x: (x.transpose(0, 1) @ x).to(torch.float32),
     make_inputs=lambda case, s: {
         "x": s.tensor((case["m"], case["n"]), case["dtype"], scale=1.0 / math.sqrt(case["m"])),
