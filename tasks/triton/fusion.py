@@ -25,15 +25,15 @@ def attention_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
 def _flash_note(figures: str) -> str:
     """Why the flash-attention forwards stay under 0.8x of cuDNN: measured figures, then what was tried."""
     return (
-        f"{figures} on the H100, 2026-12-06 (no H200 could be had; `warpgym suite check --device cuda`, "
-        "paired timing; scripts/triton_ref_sweep.py, timing each side in its own blocks, read 0.79-0.82x "
-        "at 434-492 TFLOP/s). Tried: 128x64 tiles with 8 warps and 3 stages, 64x64 with 4 and 2; exp2 with "
-        "the scale folded; masks on the diagonal and ragged blocks only; K and V through TMA descriptors (0.75x "
-        "against 0.81x for pointer loads in the same window); Triton 3.6's warp specialisation (it lowers "
-        "on Hopper only with 4 warps, TMA loads and one loop, and did not finish within the sweep's cap). "
-        "Likely cause, not profiled: Hopper attention kernels in the FlashAttention-3 style overlap one "
-        "warpgroup's softmax with the other's wgmma (ping-pong scheduling), which Triton's software "
-        "pipeline does not do"
+        f"{figures} on the H100, 2026-12-06 (no H200 could be had; `warpgym suite check --device "
+        "cuda`, paired timing; scripts/triton_ref_sweep.py, timing each side in its own blocks, read "
+        "0.79-0.82x at 434-492 TFLOP/s). Tried: 128x64 tiles with 8 warps and 3 stages, 64x64 with 4 "
+        "and 2; exp2 with the scale folded; masks on the diagonal and ragged blocks only; K and V "
+        "through TMA descriptors (0.75x against 0.81x for pointer loads in the same window); Triton "
+        "3.6's warp specialisation (it lowers on Hopper only with 4 warps, TMA loads and one loop, "
+        "and did not finish within the sweep's cap). Likely cause, not profiled: Hopper attention "
+        "kernels in the FlashAttention-3 style overlap one warpgroup's softmax with the other's wgmma "
+        "(ping-pong scheduling), which Triton's software pipeline does not do"
     )
 
 
