@@ -37,7 +37,6 @@ def transpose_kernel(src_ptr, dst_ptr, R, S, BLOCK_R: tl.constexpr, BLOCK_S: tl.
 def transposed(src: torch.Tensor, b: int, r: int, s: int) -> torch.Tensor:
     """The contiguous ``src`` read as (b, r, s), returned as a new contiguous (b, s, r): the repacking is a
     kernel of ours (a PyTorch copy would be a library kernel computing inside the entrypoint)."""
-    src = src.contiguous()
     dst = torch.empty((b, s, r), dtype=src.dtype, device=src.device)
     grid = (triton.cdiv(r, 64), triton.cdiv(s, 64), b)
     transpose_kernel[grid](src, dst, r, s, BLOCK_R=64, BLOCK_S=64, num_warps=4)

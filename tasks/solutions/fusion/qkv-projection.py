@@ -63,7 +63,6 @@ def qkv_projection(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, n_
     batch, seq, e = x.shape
     rows = weight.shape[0]
     d = rows // (n_heads + 2 * n_kv_heads)
-    x, weight = x.contiguous(), weight.contiguous()
     q = torch.empty((batch, n_heads, seq, d), dtype=x.dtype, device=x.device)
     k = torch.empty((batch, n_kv_heads, seq, d), dtype=x.dtype, device=x.device)
     v = torch.empty((batch, n_kv_heads, seq, d), dtype=x.dtype, device=x.device)

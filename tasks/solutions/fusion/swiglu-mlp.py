@@ -73,7 +73,6 @@ def swiglu_mlp(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_down
                ) -> torch.Tensor:
     m, hidden = x.shape
     ffn = w_gate.shape[0]
-    x, w_gate, w_up, w_down = x.contiguous(), w_gate.contiguous(), w_up.contiguous(), w_down.contiguous()
     h = torch.empty((m, ffn), dtype=x.dtype, device=x.device)
     out = torch.empty((m, hidden), dtype=x.dtype, device=x.device)
     big = m * ffn >= 2048 * 2048
