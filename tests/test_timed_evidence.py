@@ -129,3 +129,32 @@ def test_the_verdict_after_timing_allows_library_kernels_only_with_pytorch_allow
                              task=SimpleNamespace(entrypoint="forward"))
         assert judge_after_timing(ev) is passes, result.violations
         assert (result.correct, bool(result.speedup)) == (passes, passes), result.violations
+
+
+def test_a_kernel_under_a_library_name_found_after_timing_withdraws_the_speedup():
+    """A kernel named as a library kernel is left out of the candidate's own, so the timed work rule reads
+    the timed calls without it: the speedup goes with the verdict."""
+    from types import SimpleNamespace
+
+    from warpgym.env.judge.options import EvalOptions
+    from warpgym.env.judge.result import EvalResult
+    from warpgym.env.judge.timed_evidence import judge_after_timing
+
+    result = EvalResult(task="math/add", target="sm_90a", device="cuda", correct=True, speedup={"eager": 3.0})
+    assert reserved(["gemv2T_kernel_val"]), "cuBLAS's name"
+    result.kernels = [SimpleNamespace(name="add_kernel"), SimpleNamespace(name="gemv2T_kernel_val")]
+    ev = SimpleNamespace(result=result, device_traces=CHECKED, traces_judged=1, timed_traces=[],
+                         options=EvalOptions(device="cuda"), task=SimpleNamespace(entrypoint="add"))
+    assert judge_after_timing(ev) is False
+    assert [v.code for v in result.violations] == ["reserved-kernel-name"]
+    assert result.correct is False and result.speedup is None
+
+
+def test_only_findings_on_the_timed_calls_evidence_discredit_the_timing():
+    from warpgym.env.protocol.violations import CODES
+
+    discrediting = {code for code, c in CODES.items() if c.discredits_timing}
+    assert {code for code in CODES if code.startswith("device-")} <= discrediting
+    assert {"timed-wrong-answer", "reserved-kernel-name"} <= discrediting
+    assert not {"inconsistent", "output-layout", "syntax"} & discrediting
+

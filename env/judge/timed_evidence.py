@@ -34,7 +34,7 @@ from warpgym.env.judge.device_evidence import (
     kernels_seen,
     own_kernels,
 )
-from warpgym.env.protocol.violations import Violation
+from warpgym.env.protocol.violations import CODES, Violation
 from warpgym.tasks import case_label
 
 if TYPE_CHECKING:
@@ -138,7 +138,7 @@ def judge_after_timing(ev: Evaluation) -> bool:
         return True
     result.violations.extend(new)
     result.correct = False
-    if any(v.code.startswith("device-") or v.code == "timed-wrong-answer" for v in new):
+    if any(CODES[v.code].discredits_timing for v in new):
         result.speedup = result.speedup_low = result.speedup_high = None
     return False
 

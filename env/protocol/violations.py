@@ -27,6 +27,14 @@ class Code:
     """One line: what the candidate did."""
     template: str | None = None
     """The message, ``str.format`` fields filled by ``message``; None where the finder words it."""
+    discredits_timing: bool = False
+    """The finding makes the candidate's timed calls no measure of its work: found after the timing loop, it
+    withdraws the speedup as well as failing the candidate."""
+
+
+def timing_code(meaning: str, template: str | None = None) -> Code:
+    """A finding on the device's evidence that the timed calls did not do the candidate's work."""
+    return Code(meaning, template, discredits_timing=True)
 
 
 CODES: dict[str, Code] = {
@@ -102,20 +110,26 @@ CODES: dict[str, Code] = {
     "sandbox-filesystem": Code("the sandbox refused a file outside the worker's own directory"),
     "hostile-file": Code("a file the judge reads from the worker's directory was replaced (a link, a FIFO)"),
     # what the device did (judge/device_evidence.py)
-    "device-library-kernel": Code("a kernel the candidate did not build ran inside the entrypoint"),
-    "device-host-copy": Code("the host copied more than a small table to the GPU inside the entrypoint"),
-    "device-host-read": Code("more than a small table was copied from the GPU to the host in the entrypoint"),
-    "device-unordered-kernel": Code("a kernel ran beside the harness's kernels that open or close a call"),
-    "device-trace": Code("the GPU's activity during a call could not be traced, or the trace was cut"),
-    "device-timed-unchecked-kernel": Code("a traced timed call ran a kernel that no checked call ran"),
-    "device-timed-no-kernel": Code("a traced timed call launched none of the candidate's kernels"),
-    "device-timed-less-work": Code("the timed calls took less time than the candidate's kernels took on the "
-                                   "device when traced or checked on the same case"),
-    "timed-wrong-answer": Code("a timed call's outputs, read at sampled positions, were outside the "
-                               "tolerance of the reference for its inputs"),
-    "reserved-kernel-name": Code("a kernel of the candidate's takes a library kernel's name",
-                                 "your kernels {names} take the names of library kernels; name your kernels "
-                                 "yourself (a device trace names kernels only by name)"),
+    "device-library-kernel": timing_code("a kernel the candidate did not build ran inside the entrypoint"),
+    "device-host-copy": timing_code(
+        "the host copied more than a small table to the GPU inside the entrypoint"),
+    "device-host-read": timing_code(
+        "more than a small table was copied from the GPU to the host in the entrypoint"),
+    "device-unordered-kernel": timing_code(
+        "a kernel ran beside the harness's kernels that open or close a call"),
+    "device-trace": timing_code("the GPU's activity during a call could not be traced, or the trace was cut"),
+    "device-timed-unchecked-kernel": timing_code("a traced timed call ran a kernel that no checked call ran"),
+    "device-timed-no-kernel": timing_code("a traced timed call launched none of the candidate's kernels"),
+    "device-timed-less-work": timing_code(
+        "the timed calls took less time than the candidate's kernels took on the device when traced or "
+        "checked on the same case"),
+    "timed-wrong-answer": timing_code(
+        "a timed call's outputs, read at sampled positions, were outside the tolerance of the reference for "
+        "its inputs"),
+    "reserved-kernel-name": timing_code(
+        "a kernel of the candidate's takes a library kernel's name",
+        "your kernels {names} take the names of library kernels; name your kernels yourself (a device trace "
+        "names kernels only by name)"),
     "too-large": Code("the candidate's source is longer than an action may be"),
     "output-layout": Code("an output is not in the layout or on the device the statement promises"),
     "output-aliases-input": Code("an output shares memory with an input",
