@@ -5,7 +5,6 @@ tests/gpu/test_timed_trace_gpu.py."""
 
 from __future__ import annotations
 
-import os
 import statistics
 from types import SimpleNamespace
 from typing import Any
@@ -64,15 +63,9 @@ def test_the_sampled_call_s_input_set_is_its_place_in_the_rotation():
 # ----------------------------------------------------------------------------------------- the worker
 @pytest.fixture
 def worker_main():
-    """The worker's module: imported here, not at collection, with the environment put back after (a CPU
-    worker's import turns Triton's interpreter on for the whole process)."""
-    before = os.environ.get("TRITON_INTERPRET")
+    """The worker's module, imported here rather than at collection (it is the worker process's own)."""
     from warpgym.env.worker import main
 
-    if before is None:
-        os.environ.pop("TRITON_INTERPRET", None)
-    else:
-        os.environ["TRITON_INTERPRET"] = before
     return main
 
 

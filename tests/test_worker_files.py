@@ -21,6 +21,23 @@ def test_only_allowlisted_variables_reach_the_worker(monkeypatch, tmp_path):
     assert env["HOME"] == str(tmp_path) and env["WARPGYM_DEVICE"] == "cpu"
 
 
+def test_only_a_cpu_run_worker_gets_triton_s_interpreter(monkeypatch, tmp_path):
+    """The judge turns the interpreter on where a CPU runs kernels; a compile worker and a GPU worker never
+    get it, whatever the parent has, and importing the worker's module changes no environment."""
+    import subprocess
+    import sys
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    assert clean_environment("cpu", "run", tmp_path)["TRITON_INTERPRET"] == "1"
+    assert "TRITON_INTERPRET" not in clean_environment("cpu", "compile", tmp_path)
+    assert "TRITON_INTERPRET" not in clean_environment("cuda", "run", tmp_path)
+    monkeypatch.delenv("TRITON_INTERPRET")
+    code = "import os, warpgym.env.worker.main; print(os.environ.get('TRITON_INTERPRET'))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "WARPGYM_DEVICE": "cpu", "WARPGYM_WORKER_MODE": "run"})
+    assert out.stdout.strip() == "None"
+
+
 def _started(tmp_path: Path) -> Worker:
     worker = Worker("cpu", sandbox=False)
     worker.workdir = tmp_path

@@ -86,6 +86,8 @@ def clean_environment(device: str, mode: str, workdir: Path) -> dict[str, str]:
         "PYTHONUNBUFFERED": "1",
         "TRITON_DEFAULT_FP_FUSION": env.get("TRITON_DEFAULT_FP_FUSION", "1"),
     })
+    if mode == "run" and device == "cpu":
+        env["TRITON_INTERPRET"] = "1"  # a CPU runs the candidate's kernels in Triton's interpreter
     if device.startswith("cuda") and ":" in device:
         env["CUDA_VISIBLE_DEVICES"] = physical_gpu(int(device.split(":", 1)[1]))
         env["WARPGYM_DEVICE"] = "cuda"

@@ -24,9 +24,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-MODE = os.environ.get("WARPGYM_WORKER_MODE", "run")  # "run" or "compile"
-if MODE == "run" and os.environ.get("WARPGYM_DEVICE", "cpu") == "cpu":
-    os.environ["TRITON_INTERPRET"] = "1"
+MODE = os.environ.get("WARPGYM_WORKER_MODE", "run")
+""""run" or "compile". A CPU's run worker is started with TRITON_INTERPRET=1 (judge/pool.py)."""
 
 import torch  # noqa: E402
 from warpgym.env.common.bits import flat_positions, same_bits, take_bits  # noqa: E402
