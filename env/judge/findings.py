@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 HOST_PREFIX = "host: "
 OUTPUT_CODES = {"output": "output-type", "output-layout": "output-layout",
-                "output-alias": "output-aliases-input"}
+                "output-alias": "output-aliases-input", "output-reused": "output-reused"}
 """A run reply's kind for outputs that break the contract, and the violation it is."""
 
 

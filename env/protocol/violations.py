@@ -136,6 +136,10 @@ CODES: dict[str, Code] = {
                                  "output {index} shares memory with the input {name!r}: the caller's result "
                                  "would change whenever that input does; return a new tensor that your "
                                  "kernel writes"),
+    "output-reused": Code("an output is the memory of an earlier call's output",
+                          "output {index} lies in the memory of an output an earlier call returned, which "
+                          "the caller still holds: a cached or reused output buffer overwrites the earlier "
+                          "result; return a new tensor from every call"),
     "host-write": Code("host code wrote a tensor's memory outside any kernel or PyTorch op", "{detail}"),
 }
 

@@ -111,6 +111,9 @@ class State:
         """What the timing requests call: the entrypoint, or the model instance staged with the inputs."""
         self.params: list[str] = []
         self.models: dict[str, tuple[Any, dict[str, int]]] = {}
+        self.earlier_outputs: list[torch.Tensor] = []
+        """The last checked call's outputs, held until the next call returns (up to ``HELD_OUTPUT_BYTES``):
+        no fresh allocation can land in their memory, so an output there is one returned twice."""
         self.layout = False
         """The staged case is a layout task's (its host copies count as computing when timed too)."""
         """Instances of a module-class candidate by ``ModelCall.key`` with the ops refused while each
@@ -183,6 +186,7 @@ def op_load(state: State, msg: m.LoadRequest) -> m.LoadReply:
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     state.module_path = path
+    state.earlier_outputs = []  # the last candidate's
     loader.REGISTRY.clear()  # the modules this candidate builds, not the last one's
     loader.set_default_target(msg.target)
     extensions.reset()
@@ -381,6 +385,11 @@ def op_run(state: State, msg: m.RunRequest) -> m.RunReply:
     if aliased:
         return m.RunReply(ok=False, kind="output-alias", forbidden_ops=forbidden, device_trace=trace,
                           error=aliased, host_writes=_host_findings(memory), mutated=mutated)
+    reused = _reused(outputs, state.earlier_outputs)
+    state.earlier_outputs = _held(outputs)
+    if reused:
+        return m.RunReply(ok=False, kind="output-reused", forbidden_ops=forbidden, device_trace=trace,
+                          error=reused, host_writes=_host_findings(memory), mutated=mutated)
     size = sum(o.numel() * o.element_size() for o in outputs)
     if size > (msg.max_output_bytes if msg.max_output_bytes is not None else math.inf):
         return m.RunReply(ok=False, kind="runtime", forbidden_ops=forbidden, device_trace=trace,
@@ -414,18 +423,42 @@ def _host_findings(memory: Any) -> list[str]:
 def _aliased(outputs: list[torch.Tensor], inputs: dict[str, Any]) -> str | None:
     """An output whose memory overlaps an input's: the caller's result would change with its input (and
     the other way round), and a call that returns its input computed nothing."""
-    def span(t: torch.Tensor) -> tuple[int, int]:
-        storage = t.untyped_storage()
-        return storage.data_ptr(), storage.data_ptr() + storage.nbytes()
-
-    spans = {name: span(v) for name, v in inputs.items() if isinstance(v, torch.Tensor) and v.numel()}
+    spans = {name: _span(v) for name, v in inputs.items() if isinstance(v, torch.Tensor) and v.numel()}
     for i, out in enumerate(outputs):
         if not out.numel():
             continue
-        start, end = span(out)
+        start, end = _span(out)
         for name, (lo, hi) in spans.items():
             if start < hi and end > lo:
                 return message("output-aliases-input", index=i, name=name)
+    return None
+
+
+HELD_OUTPUT_BYTES = 1 << 28
+"""The most output memory held from one checked call to the next (bench-size outputs are not held)."""
+
+
+def _span(t: torch.Tensor) -> tuple[int, int]:
+    storage = t.untyped_storage()
+    return storage.data_ptr(), storage.data_ptr() + storage.nbytes()
+
+
+def _held(outputs: list[torch.Tensor]) -> list[torch.Tensor]:
+    """The outputs kept until the next call (none past ``HELD_OUTPUT_BYTES``, and none empty)."""
+    kept = [o for o in outputs if o.numel()]
+    return kept if sum(o.untyped_storage().nbytes() for o in kept) <= HELD_OUTPUT_BYTES else []
+
+
+def _reused(outputs: list[torch.Tensor], earlier: list[torch.Tensor]) -> str | None:
+    """An output in the memory of the previous call's outputs, which this process still holds: the
+    candidate returned the same buffer twice (a cache of outputs by shape, a CUDA graph's static output)."""
+    spans = [_span(t) for t in earlier]
+    for i, out in enumerate(outputs):
+        if not out.numel():
+            continue
+        start, end = _span(out)
+        if any(start < hi and end > lo for lo, hi in spans):
+            return message("output-reused", index=i)
     return None
 
 
@@ -545,7 +578,7 @@ def op_stage(state: State, msg: m.StageRequest) -> m.StageReply:
         state.staged_entry, _ = _entry(state, msg.model)
     except models.ModelBuildError as exc:
         return m.StageReply(ok=False, kind="runtime", error=str(exc))
-    state.staged, state.guards = [], []
+    state.staged, state.guards, state.earlier_outputs = [], [], []
     for inputs in msg.input_sets:
         guarded, guards = _guarded(_on_device(inputs, state.device))
         state.staged.append(guarded)
