@@ -116,6 +116,27 @@ def test_the_timing_loop_holds_only_the_kept_call_s_result():
     assert timing.time_calls(fn, [{"x": torch.zeros(2)}], 2, **common).kept is None
 
 
+def test_the_kept_call_is_read_before_a_later_call_could_repair_it():
+    """A candidate that skips part of its work, then finishes an earlier output in a later call only when
+    that output is still held (a sampled call's): the read comes first, so the skipped part shows."""
+    import weakref
+
+    earlier: list = []
+
+    def fn(x: torch.Tensor) -> torch.Tensor:
+        for ref in earlier:
+            if (held := ref()) is not None:
+                held.fill_(1.0)  # the work the earlier call skipped, done now that it is being read
+        out = torch.zeros(4)  # 1.0 everywhere is the right answer
+        earlier[:] = [weakref.ref(out)]
+        return out
+
+    common = {"event_cls": FakeEvent, "synchronize": lambda: None, "flush": torch.zeros(4),
+              "sleep": lambda cycles: None, "cycles_per_ms": 1.0}
+    calls = timing.time_calls(fn, [{"x": torch.zeros(4)}], 5, keep=1, read=lambda out: out.tolist(), **common)
+    assert calls.kept == [0.0, 0.0, 0.0, 0.0], "read after the next call had rewritten it"
+
+
 # ----------------------------------------------------------------------------------------- the verdict
 def _ev(expected: torch.Tensor) -> SimpleNamespace:
     task = get_task("math/add")

@@ -212,7 +212,8 @@ class Calls:
     spin_cycles: int = 0
     """The spin the last call ran after: the next block starts from it (HOST_BOUND: no spin, no retry)."""
     kept: Any = None
-    """What the call at ``time_calls``'s ``keep`` returned (its last attempt's), held until the block ends."""
+    """What ``time_calls``'s ``read`` made of the result of the call at ``keep`` (its last attempt's), as soon
+    as that call was done: the result itself without a ``read``."""
 
 
 MAX_STARVED_RETRIES = 3
@@ -224,7 +225,8 @@ HOST_BOUND = -1
 def time_calls(fn: Callable[..., Any], input_sets: Sequence[dict[str, Any]], count: int, *, event_cls: Any,
                synchronize: Callable[[], None], flush: torch.Tensor, start: int = 0, spin_cycles: int = 0,
                sleep: Callable[[int], None] | None = None, cycles_per_ms: float | None = None,
-               before: Callable[[], None] | None = None, keep: int | None = None) -> Calls:
+               before: Callable[[], None] | None = None, keep: int | None = None,
+               read: Callable[[Any], Any] | None = None) -> Calls:
     """``count`` calls of ``fn``, rotating over ``input_sets`` from position ``start``, each after an L2
     flush and timed by both clocks: the one loop behind every timing, the harness's and the worker's.
 
@@ -239,8 +241,10 @@ def time_calls(fn: Callable[..., Any], input_sets: Sequence[dict[str, Any]], cou
     side stream that runs under the spin is what the device trace of sampled timed calls looks for.
     ``before`` runs ahead of each attempt's synchronise, outside both clocks (the worker poisons memory
     there, as before a checked call); HOST_BOUND as ``spin_cycles`` times every call once, with no spin.
-    The ``keep``-th call's result (0 is the first of the block) is held in ``Calls.kept``: every other
-    call's is dropped as it returns, so only calls after it could see its memory still held."""
+    The ``keep``-th call's result (0 is the first of the block) goes through ``read`` once the call is done
+    (after its end event and synchronise, before the next call starts: a later call cannot change what is
+    read), and ``Calls.kept`` holds what ``read`` returned; every other call's result is dropped as it
+    returns."""
     sleep = sleep or torch.cuda._sleep
     calls = Calls(spin_cycles=spin_cycles)
     longest = spin_cycles_of(MAX_PREROLL_MS, cycles_per_ms)
@@ -274,6 +278,8 @@ def time_calls(fn: Callable[..., Any], input_sets: Sequence[dict[str, Any]], cou
             calls.retimed += 1
             calls.spin_cycles = min(longest, max(2 * calls.spin_cycles,
                                                  spin_cycles_of(issued + PREROLL_MARGIN_MS, cycles_per_ms)))
+        if i - start == keep and read is not None:
+            calls.kept = read(calls.kept)
         calls.starved += starved
         event_ms = begin.elapsed_time(end)
         calls.issue_ms.append(issued)

@@ -7,14 +7,15 @@ its timed calls still take most of the time its work takes (the timed work rule,
 lets through up to a third less). Here each timed block of a window is sampled with the same probability,
 drawn from a seed the worker never holds; a window that ends without one samples an extra block after its
 last round, which the worker cannot tell from a round's. The request names the sampled call and the
-positions only in the block it samples, as a traced block's does (judge/timed_trace.py); the worker holds
-that call's outputs until the block ends and sends back their values there. A value outside the task's
-element-wise tolerance fails the candidate (``timed-wrong-answer``), and its speedup is withdrawn.
+positions only in the block it samples, as a traced block's does (judge/timed_trace.py); the worker reads
+that call's outputs as soon as it is done, before the next call starts (a later call that finished an
+earlier output only while it was still held would otherwise repair the sample), and sends their values
+back with the block. A value outside the task's element-wise tolerance fails the candidate
+(``timed-wrong-answer``), and its speedup is withdrawn.
 
-What it leaves: the sampled call's outputs stay allocated until its block ends, so a call after it in the
-same block could notice fresh memory where its predecessor's outputs would have been freed; by then the
-sampled call is done. A timed answer kept from an earlier call on the same inputs is right, so no value
-shows it: the timed work rule bounds what it saves.
+What it leaves: the read makes the pause before the next call a little longer, so that call could tell
+that its predecessor was sampled, after its values were taken. A timed answer kept from an earlier call on
+the same inputs is right, so no value shows it: the timed work rule bounds what it saves.
 """
 
 from __future__ import annotations

@@ -613,6 +613,11 @@ def op_time_block(state: State, msg: m.TimeBlockRequest) -> m.TimeBlockReply:
     def prepare() -> None:
         poison(device, state.poison_bytes, state.output_bytes)
 
+    def read_sample(kept: Any) -> tuple[list[m.SampledOutput] | None, str | None]:
+        """The sampled call's values, read as soon as it is done: no later call of the block can rewrite
+        its outputs first. The harness's frames call it, so the policy counts none of its ops."""
+        return _sample(kept, msg.sample_at)
+
     try:
         with triton_support.RECORDER.unrecorded(), policy.watching() as mode:
             started = time.perf_counter()
@@ -632,14 +637,13 @@ def op_time_block(state: State, msg: m.TimeBlockRequest) -> m.TimeBlockReply:
                                               synchronize=synchronize, flush=flush, start=msg.start,
                                               spin_cycles=state.spin_cycles,
                                               sleep=_PRISTINE["torch.cuda._sleep"], before=prepare,
-                                              keep=msg.sample_call)
+                                              keep=msg.sample_call, read=read_sample)
                 del flush
                 if not msg.trace:  # a traced call's times carry the tracer's overhead
                     state.spin_cycles = calls.spin_cycles
-        # Outside the watch: reading the kept outputs is the harness's work, not the candidate's.
         sample, sample_error = None, None
         if msg.sample_call is not None:
-            sample, sample_error = _sample(calls.kept, msg.sample_at)
+            sample, sample_error = calls.kept or (None, "the sampled call did not run")
         calls.kept = None
         overrun = _overrun_inputs(state) if msg.calls or warmed else []
     finally:
