@@ -264,6 +264,7 @@ def test_every_loophole_in_the_design_has_a_candidate():
         "timed_kept_answer_token_kernel",
         "timed_kept_answer_copied",
         "timed_short_tail",
+        "timed_repaired_tail",
         # tests/adversarial/test_known_inputs.py
         "stored_answers",
         # GPU-only: tests/gpu/test_adversarial_gpu.py

@@ -63,7 +63,8 @@ def test_a_cached_answer_in_timed_calls_wins_nothing_on_the_cpu(cpu_evaluator):
 
 @pytest.mark.parametrize(("name", "task_id"), [("timed_kept_answer_token_kernel", "math/add"),
                                                ("timed_kept_answer_copied", "matmul/matmul"),
-                                               ("timed_short_tail", "math/add")])
+                                               ("timed_short_tail", "math/add"),
+                                               ("timed_repaired_tail", "math/add")])
 def test_a_kept_answer_beside_a_launch_of_its_own_passes_every_checked_call(cpu_evaluator, name, task_id):
     """Right in every checked call, with the kernels the timed calls launch: only the device's time tells
     these from honest work (tests/gpu/test_timed_trace_gpu.py). The timed path runs under the policy

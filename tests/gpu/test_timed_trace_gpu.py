@@ -83,10 +83,12 @@ def test_a_kept_answer_beside_a_launch_of_its_own_is_rejected_by_the_device_time
     assert result.speedup is None and result.speedup_low is None, explain(result)
 
 
-def test_a_timed_call_that_skips_a_tail_of_its_work_is_caught_by_its_sampled_values(gpu_evaluator):
-    """Three quarters of its work in every timed call, the tail left as the fresh output holds it: within
-    what the timed work rule lets through, but a timed call's answer read back is wrong."""
-    result = judge(gpu_evaluator, "math/add", (CANDIDATES / "timed_short_tail.py").read_text())
+@pytest.mark.parametrize("name", ["timed_short_tail", "timed_repaired_tail"])
+def test_a_timed_call_that_skips_a_tail_of_its_work_is_caught_by_its_sampled_values(gpu_evaluator, name):
+    """Three quarters of its work in every timed call, the tail left as the fresh output holds it (or
+    finished by the next call for an output still held): within what the timed work rule lets through, but
+    a timed call's answer read back is wrong."""
+    result = judge(gpu_evaluator, "math/add", (CANDIDATES / f"{name}.py").read_text())
     print("\n" + explain(result))
     for t in result.timing or []:
         print(f"{t.case}: timed {t.median_ms:.4f} ms, traced {t.traced_device_ms} ms, checked "
