@@ -191,6 +191,54 @@ def test_no_sample_no_finding_and_an_unread_sample_is_a_finding():
     assert "returned int" in judge_sample(ev, {"n": 10}, sample)["message"]
 
 
+
+def _random_ev(checked_answer: torch.Tensor, passes: bool = True) -> SimpleNamespace:
+    """An evaluation of a task judged by its own check: its checked call on the timing inputs answers
+    ``checked_answer``, and the check passes it or not."""
+    from warpgym.env.judge.result import CaseResult
+
+    ran = []
+
+    def run(check):
+        ran.append(check)
+        return m.RunReply(ok=True, outputs=[checked_answer])
+
+    def judge(check, reply):
+        return CaseResult(shape_set=check.shape_set, case=check.case, seed=check.seed,
+                          distribution=check.distribution, passed=passes,
+                          message="" if passes else "element 3 is nan; a kept element must be x / (1 - p)")
+
+    return SimpleNamespace(task=get_task("random/dropout"), run=run, judge=judge, ran=ran,
+                           result=SimpleNamespace(cases=[]))
+
+
+def test_a_random_op_s_sampled_values_are_its_own_checked_answer_on_the_same_inputs():
+    """No reference answer exists for a random op, but one seed gives one output: the timed call's values
+    must be the checked call's on the same timing inputs (drawn for timing, not for a check)."""
+    answer = torch.rand(1000)
+    at = [i / 64 for i in range(64)]
+    sample = ValueSample(1, 6, seed=0)
+    sample.taken = [_taken(answer, at)]
+    ev = _random_ev(answer)
+    assert judge_sample(ev, {"n": 1000}, sample) == {"calls": 1, "elements": 64, "mismatches": 0,
+                                                     "message": ""}
+    (check,) = ev.ran
+    assert check.purpose == "timing" and check.distribution == "normal" and check.shape_set == "bench"
+    short = torch.where(torch.arange(1000) >= 750, torch.nan, answer)
+    sample.taken = [_taken(short, at)]
+    assert "sampled elements outside" in judge_sample(_random_ev(answer), {"n": 1000}, sample)["message"]
+
+
+def test_a_random_op_whose_checked_answer_on_the_timing_inputs_fails_its_check_fails_the_sample():
+    answer = torch.rand(1000)
+    sample = ValueSample(1, 6, seed=0)
+    sample.taken = [_taken(answer, [0.5])]
+    ev = _random_ev(answer, passes=False)
+    message = judge_sample(ev, {"n": 1000}, sample)["message"]
+    assert "fails the task's check (element 3 is nan" in message
+    assert [c.passed for c in ev.result.cases] == [False], "the failed check is in the verdict's cases"
+
+
 # ----------------------------------------------------------------------------------------- the bench phase
 def _sampled_bench(monkeypatch, tmp_path, worker: FakeWorker, **paired: Any):
     options = EvalOptions(device="cpu", paired=PairedTiming(trace_seed=0, **paired))

@@ -139,8 +139,8 @@ def bench_cases(ev: Evaluation, alone: bool) -> None:
         try:
             started = time.perf_counter()
             traced_ms: list[float] = []
-            sample = ValueSample(ev.options.paired.value_samples if ev.task.check is None else 0,
-                                 ev.options.paired.min_rounds, ev.options.paired.value_seed)
+            sample = ValueSample(ev.options.paired.value_samples, ev.options.paired.min_rounds,
+                                 ev.options.paired.value_seed)
             outcome, machine, baseline_errors = paired_window(ev, case, alone, traced_ms, sample)
             _add_seconds(ev, "timing_window", started)
         except WorkerError as exc:

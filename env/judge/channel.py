@@ -182,7 +182,8 @@ def run(ev: Evaluation, check: Check, settle_ms: float = 0.0) -> m.RunReply | No
     # On the host before the request: the judge's GPU copy is freed while the worker runs (the wire would
     # copy each tensor to the host anyway).
     inputs = {k: v.to("cpu") if isinstance(v, torch.Tensor) else v
-              for k, v in call_inputs(ev, check.case, check.seed, check.distribution).items()}
+              for k, v in call_inputs(ev, check.case, check.seed, check.distribution,
+                                      purpose=check.purpose).items()}
 
     def request() -> m.RunRequest:  # the model call depends on what the worker holds: made per send
         return m.RunRequest(inputs=inputs, poison_bytes=poisoned, output_bytes=[itemsize(t) for t in meta],

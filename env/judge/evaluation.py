@@ -124,8 +124,8 @@ class Evaluation:
 
     def reference(self, check: Check) -> Reference:
         """The expected outputs of ``check``'s inputs (its role's derived seed)."""
-        return self.references.get(self.task, check.case, self.seeds.seed(check.seed), check.distribution,
-                                   self.gpu_shared, role=check.seed, salt=self.seeds.salt)
+        return self.references.get(self.task, check.case, self.seeds.seed(check.seed, check.purpose),
+                                   check.distribution, self.gpu_shared, role=check.seed, salt=self.seeds.salt)
 
     def load(self) -> bool:
         return channel.load(self)

@@ -42,6 +42,8 @@ class Check:
     distribution: str
     fault: str | None = None
     """Why the CPU's interpreter cannot be trusted with it, or None."""
+    purpose: str = "check"
+    """Which draw of the role's inputs: ``check``, or ``timing`` for a timing window's input set."""
 
     def again(self, seed: int, distribution: str | None = None) -> Check:
         """The same case on other inputs (always runnable: the late and after-timing re-checks)."""

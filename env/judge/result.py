@@ -134,9 +134,9 @@ class Timing:
     checked_device_ms: float | None = None
     """The same for the bench case's check after the window: the work of a call whose answer was judged."""
     sampled_values: dict[str, Any] | None = None
-    """Timed calls whose outputs were read at sampled positions and set against the reference of their
-    inputs (judge/timed_values.py): ``calls``, ``elements``, ``mismatches`` and, for a wrong answer, the
-    ``message``. None when none was sampled (the task judges its outputs with a check of its own)."""
+    """Timed calls whose outputs were read at sampled positions and set against what their inputs must
+    give (judge/timed_values.py): ``calls``, ``elements``, ``mismatches`` and, for a wrong answer, the
+    ``message``. None when none was sampled."""
 
 
 @dataclass

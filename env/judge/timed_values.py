@@ -1,5 +1,5 @@
-"""Timed calls' answers, sampled: a few timed calls keep their outputs, and the judge sets them, at secret
-positions, against the reference of those calls' inputs.
+"""Timed calls' answers, sampled: a few timed calls' outputs are read, and the judge sets them, at secret
+positions, against what those calls' inputs must give.
 
 A timed call's outputs are otherwise never read. A candidate that recognises the recurring timed inputs
 could compute less there and answer wrongly (skip a tail of rows, drop to a lower precision), as long as
@@ -11,7 +11,9 @@ positions only in the block it samples, as a traced block's does (judge/timed_tr
 that call's outputs as soon as it is done, before the next call starts (a later call that finished an
 earlier output only while it was still held would otherwise repair the sample), and sends their values
 back with the block. A value outside the task's element-wise tolerance fails the candidate
-(``timed-wrong-answer``), and its speedup is withdrawn.
+(``timed-wrong-answer``), and its speedup is withdrawn. A task judged by a check of its own (a random op)
+has no reference answer; one seed gives it one output, so its sampled values must be those of a checked call
+on the same inputs, whose output passes the check.
 
 What it leaves: the read makes the pause before the next call a little longer, so that call could tell
 that its predecessor was sampled, after its values were taken. A timed answer kept from an earlier call on
@@ -29,6 +31,7 @@ import torch
 from warpgym.env.common.bits import flat_positions, take_bits
 from warpgym.env.judge.baselines import seeds_for
 from warpgym.env.judge.compare import compare_outputs
+from warpgym.env.judge.plan import Check
 from warpgym.env.protocol import messages as m
 from warpgym.tasks import case_label
 
@@ -102,22 +105,39 @@ class ValueSample:
 
 
 def judge_sample(ev: Evaluation, case: dict[str, Any], sample: ValueSample) -> dict[str, Any] | None:
-    """The sampled calls set against the reference of their inputs: None when nothing was sampled, else
+    """The sampled calls set against what their inputs must give: None when nothing was sampled, else
     the calls, the elements read, the mismatches and (for a wrong answer) what was wrong."""
     if not sample.taken:
         return None
     task, roles = ev.task, seeds_for(ev.task, case)
     found: dict[str, Any] = {"calls": len(sample.taken), "elements": 0, "mismatches": 0, "message": ""}
     for staged in sorted({s.staged for s in sample.taken}):
-        role = roles[staged % len(roles)]
-        expected, meta = ev.references.get(task, case, ev.seeds.seed(role, "timing"), "normal", ev.gpu_shared,
-                                           role=role, salt=ev.seeds.salt)
+        expected, meta, unchecked = _expected(ev, case, roles[staged % len(roles)])
         for taken in (s for s in sample.taken if s.staged == staged):
-            problem = _compare(task, taken, expected, meta, found)
+            problem = unchecked or _compare(task, taken, expected, meta, found)
             if problem and not found["message"]:
                 found["message"] = f"on {case_label(case)} (call {taken.call + 1} of its block): {problem}"
         del expected
     return found
+
+
+def _expected(ev: Evaluation, case: dict[str, Any], role: int) -> tuple[list[Any], list[Any], str | None]:
+    """What a call on ``role``'s timing inputs must answer: the reference's outputs, or, for a task judged
+    by a check of its own (a random op: no reference answer exists, and one seed gives one output, which
+    the evaluator checks), the candidate's own in a checked call on the same inputs that passes the check.
+    The third item says why there is nothing to compare with."""
+    if ev.task.check is None:
+        expected, meta = ev.references.get(ev.task, case, ev.seeds.seed(role, "timing"), "normal",
+                                           ev.gpu_shared, role=role, salt=ev.seeds.salt)
+        return expected, meta, None
+    check = Check("bench", case, role, "normal", purpose="timing")
+    reply = ev.run(check) or m.RunReply(ok=False, error="no reply")
+    verdict = ev.judge(check, reply)
+    if not verdict.passed:
+        ev.result.cases.append(verdict)
+        return [], [], f"a checked call on the same inputs fails the task's check ({verdict.message})"
+    outputs = list(reply.outputs or [])
+    return outputs, outputs, None
 
 
 def _compare(task: Any, taken: SampledCall, expected: list[Any], meta: list[Any],

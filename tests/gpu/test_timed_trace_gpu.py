@@ -130,6 +130,19 @@ def test_honest_triton_candidates_pass_timed_with_the_sample_in_the_verdict(gpu_
         assert base_name(name) in own or is_fill(name), (name, timed)
 
 
+
+def test_a_random_op_s_sampled_timed_values_match_its_checked_call_on_the_same_inputs(gpu_evaluator):
+    """No reference answer exists for dropout; its timed values are read against its own checked call on
+    the same timing inputs (one seed, one output), which must pass the task's check."""
+    task = get_task("random/dropout")
+    result = judge(gpu_evaluator, task.id, task.solution_source())
+    print("\n" + explain(result))
+    assert result.correct is True and not result.violations and result.timing, explain(result)
+    for t in result.timing:
+        sampled = t.sampled_values or {}
+        print(f"{t.case}: sampled timed calls {sampled}")
+        assert sampled.get("calls", 0) >= 1 and sampled["mismatches"] == 0 and not sampled["message"], sampled
+
 PROBE = '''
 import torch
 import triton
