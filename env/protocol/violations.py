@@ -124,8 +124,8 @@ CODES: dict[str, Code] = {
         "the timed calls took less time than the candidate's kernels took on the device when traced or "
         "checked on the same case"),
     "timed-wrong-answer": timing_code(
-        "a timed call's outputs, read at sampled positions, were outside the tolerance of the reference for "
-        "its inputs"),
+        "a timed call's outputs, read at sampled positions, were not what its inputs give (the reference's "
+        "answer, or a random op's own checked answer on the same inputs)"),
     "reserved-kernel-name": timing_code(
         "a kernel of the candidate's takes a library kernel's name",
         "your kernels {names} take the names of library kernels; name your kernels yourself (a device trace "

@@ -111,13 +111,13 @@ class State:
         """What the timing requests call: the entrypoint, or the model instance staged with the inputs."""
         self.params: list[str] = []
         self.models: dict[str, tuple[Any, dict[str, int]]] = {}
+        """Instances of a module-class candidate by ``ModelCall.key`` with the ops refused while each
+        loaded its parameters (cleared at each load)."""
         self.earlier_outputs: list[torch.Tensor] = []
         """The last checked call's outputs, held until the next call returns (up to ``HELD_OUTPUT_BYTES``):
         no fresh allocation can land in their memory, so an output there is one returned twice."""
         self.layout = False
         """The staged case is a layout task's (its host copies count as computing when timed too)."""
-        """Instances of a module-class candidate by ``ModelCall.key`` with the ops refused while each
-        loaded its parameters (cleared at each load)."""
 
 
 def _on_device(inputs: dict[str, Any], device: str) -> dict[str, Any]:
