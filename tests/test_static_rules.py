@@ -209,3 +209,15 @@ def test_a_faked_dead_branch_run_at_import_is_caught_at_run_time(cpu_evaluator):
     assert [v.code for v in result.violations] == ["torch-op"], result.feedback
     assert "while the module was imported" in result.violations[0].message
     assert "REJECTED (policy)" in result.feedback
+
+
+def test_a_candidate_s_invalid_escape_warns_nobody_in_the_judge():
+    """A model's "\\>" in a string warns at parse time (DeprecationWarning, SyntaxWarning from 3.12): the
+    judge's process, and a Gymnasium env checker that records warnings while it steps with random text,
+    should hear nothing of it."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        report = check_source(HEAD + 'def f(x):\n    return "a \\> b"\n', "f", ["x"])
+    assert report.ok and [str(w.message) for w in caught] == []

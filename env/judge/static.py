@@ -8,6 +8,7 @@ These checks give early, line-numbered feedback. They are not the last word on h
 from __future__ import annotations
 
 import ast
+import warnings
 from dataclasses import dataclass, field
 
 from warpgym.env.judge.result import Violation
@@ -368,7 +369,10 @@ def check_source(source: str, entrypoint: str, params: list[str], language: str 
         return StaticReport(False, [Violation("syntax", f"the source contains a NUL byte (first on line "
                                               f"{line}); a module is text: remove it", line)])
     try:
-        tree = ast.parse(source)
+        with warnings.catch_warnings():  # a candidate's invalid escape ("\\d") warns nobody in the judge
+            warnings.simplefilter("ignore", SyntaxWarning)  # Python 3.12 on
+            warnings.simplefilter("ignore", DeprecationWarning)  # Python 3.11
+            tree = ast.parse(source)
     except SyntaxError as exc:
         where = f"line {exc.lineno}" + (f", column {exc.offset}" if exc.offset else "")
         text = (exc.text or "").rstrip()
