@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 from warpgym.env.common.bits import same_bits
+from warpgym.env.judge.channel import call_inputs
 from warpgym.env.judge.compare import compare_outputs
 from warpgym.env.judge.plan import (
     INTERPRETER_LIMITATION,
@@ -122,8 +123,7 @@ def judge(ev: Evaluation, check: Check, reply: RunReply) -> CaseResult:
     if task.check is not None:
         # The worker's very inputs: drawn on this evaluation's device (a CUDA generator's numbers are
         # not the CPU's), and checked there too, with the outputs moved to it.
-        inputs = task.make_inputs(check.case, ev.seeds.sampler(check.seed, check.distribution, ev.device,
-                                                               check.purpose))
+        inputs = call_inputs(ev, check.case, check.seed, check.distribution, purpose=check.purpose)
         outputs = [o.to(ev.device) if isinstance(o, torch.Tensor) else o for o in outputs]
         with torch.no_grad(), ev.gpu_shared():
             problem = task.check(outputs[0] if len(outputs) == 1 else outputs, inputs, check.case)

@@ -423,14 +423,21 @@ def _host_findings(memory: Any) -> list[str]:
 def _aliased(outputs: list[torch.Tensor], inputs: dict[str, Any]) -> str | None:
     """An output whose memory overlaps an input's: the caller's result would change with its input (and
     the other way round), and a call that returns its input computed nothing."""
-    spans = {name: _span(v) for name, v in inputs.items() if isinstance(v, torch.Tensor) and v.numel()}
+    found = _overlap(outputs, {name: v for name, v in inputs.items() if isinstance(v, torch.Tensor)})
+    return message("output-aliases-input", index=found[0], name=found[1]) if found else None
+
+
+def _overlap(outputs: list[torch.Tensor], others: dict[Any, torch.Tensor]) -> tuple[int, Any] | None:
+    """The first output whose storage overlaps one of ``others``' (empty tensors overlap nothing): its
+    index and that other's key."""
+    spans = {key: _span(t) for key, t in others.items() if t.numel()}
     for i, out in enumerate(outputs):
         if not out.numel():
             continue
         start, end = _span(out)
-        for name, (lo, hi) in spans.items():
+        for key, (lo, hi) in spans.items():
             if start < hi and end > lo:
-                return message("output-aliases-input", index=i, name=name)
+                return i, key
     return None
 
 
@@ -452,14 +459,8 @@ def _held(outputs: list[torch.Tensor]) -> list[torch.Tensor]:
 def _reused(outputs: list[torch.Tensor], earlier: list[torch.Tensor]) -> str | None:
     """An output in the memory of the previous call's outputs, which this process still holds: the
     candidate returned the same buffer twice (a cache of outputs by shape, a CUDA graph's static output)."""
-    spans = [_span(t) for t in earlier]
-    for i, out in enumerate(outputs):
-        if not out.numel():
-            continue
-        start, end = _span(out)
-        if any(start < hi and end > lo for lo, hi in spans):
-            return message("output-reused", index=i)
-    return None
+    found = _overlap(outputs, dict(enumerate(earlier)))
+    return message("output-reused", index=found[0]) if found else None
 
 
 def _layout_problem(outputs: list[torch.Tensor], device: str, contiguous: bool) -> str | None:

@@ -116,11 +116,10 @@ def _check_one(task_id: str, shapes: tuple[str, ...], target: str, timing: bool,
 
 
 def beside_others_failure(row: dict[str, Any]) -> bool:
-    """The harness or the reference ran out of GPU memory, perhaps memory other evaluations on the GPU held
-    (a bench case's eager baseline can take tens of gigabytes), so the task is checked again alone before
-    its row counts."""
-    short = row.get("harness_failure") == "OutOfMemoryError" or bool(row.get("out_of_memory"))
-    return not row["ok"] and short
+    """The harness or the reference ran out of GPU memory (``out_of_memory``: the runtime error names it in
+    either case), perhaps memory other evaluations on the GPU held (a bench case's eager baseline can take
+    tens of gigabytes), so the task is checked again alone before its row counts."""
+    return not row["ok"] and bool(row.get("out_of_memory"))
 
 
 def sampled_mismatches(timings: list[Timing]) -> list[list[int] | None] | None:

@@ -101,7 +101,7 @@ def test_rows_out_of_gpu_memory_beside_others_are_checked_again_alone_and_replac
     from warpgym.experiments.cli.suite_cmd import check_again_alone
 
     oom = {"task": "fusion/attention-gqa", "reference": None, "ok": False,
-           "harness_failure": "OutOfMemoryError"}
+           "harness_failure": "OutOfMemoryError", "out_of_memory": True}
     wrong = {"task": "math/add", "reference": None, "ok": False, "harness_failure": None}
     crashed = {"task": "math/exp", "reference": None, "ok": False, "harness_failure": "RuntimeError"}
     # the reference's own process short of memory in the bench check, while another evaluation held 58 GiB
