@@ -24,7 +24,8 @@
 # then EXTRA (a command). SKIP=timing leaves the probe out; REPEAT_SECONDS (310) caps the five processes.
 # followup: `warpgym eval --verbose` of the fp8 CUDA GEMM (where it stalls), paired_repeat.py (five processes) and
 # `warpgym bench`'s first pass under the shipped defaults, then the TF32 probe on four convolution problems (.kb).
-# testsuite: GPU_TESTS (default tests/gpu/test_timed_trace_gpu.py), then SUITE_TASKS through `warpgym suite check`.
+# testsuite: GPU_TESTS (default tests/gpu/test_timed_trace_gpu.py; none skips them), then SUITE_TASKS through
+# `warpgym suite check` (SUITE_RESUME=path: an earlier call's rows, whose passing tasks are not checked again).
 # bwdsweep: scripts/attention_bwd_sweep.py run .sweep-bwd (made here first by its emit; carry .sweep-bwd).
 # verify: tests/gpu/test_executed_work_gpu.py (required instructions beside an FFMA product) and
 # tests/gpu/test_profile_confined_gpu.py (ncu and compute-sanitizer behind the confined worker), then scripts/gpu_ptx_check.py
@@ -115,9 +116,10 @@ if [[ $part == refsweep ]]; then  # Triton references old and new, a few tile co
 fi
 if [[ $part == testsuite ]]; then  # GPU_TESTS, then SUITE_TASKS through the suite check (SUITE_JOBS at once)
   export CUDA_VISIBLE_DEVICES=$(g 0)
+  cp -n "${SUITE_RESUME:-/dev/null}" "$OUT/suite.jsonl" 2>/dev/null  # an earlier call's rows: passing ones are kept
   # shellcheck disable=SC2086
-  timeout "$(cap ${TESTS_SECONDS:-200})" python3 -m pytest -q ${GPU_TESTS:-tests/gpu/test_timed_trace_gpu.py} \
-    -p no:cacheprovider -rA -s --timeout 150 > "$OUT/A-gpu-tests.log" 2>&1
+  [[ ${GPU_TESTS:-} != none ]] && timeout "$(cap ${TESTS_SECONDS:-200})" python3 -m pytest -q \
+    ${GPU_TESTS:-tests/gpu/test_timed_trace_gpu.py} -p no:cacheprovider -rA -s --timeout 150 > "$OUT/A-gpu-tests.log" 2>&1
   # shellcheck disable=SC2046
   timeout "$(cap 560)" warpgym suite check --device cuda --suite triton --shapes dev --jobs "${SUITE_JOBS:-6}" \
     --jsonl "$OUT/suite.jsonl" $(printf -- '--task %s ' $SUITE_TASKS) > "$OUT/B-suite.log" 2>&1

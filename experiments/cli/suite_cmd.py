@@ -212,7 +212,8 @@ def check_suite(args: argparse.Namespace) -> int:
         unknown = [t for t in args.task if t not in known]
         if unknown:
             raise UsageError(f"unknown task id {unknown[0]!r} (see `warpgym tasks list`)")
-        tasks = [t for t in tasks if t.id in set(args.task)]
+        chosen = {t.id: t for t in tasks}  # in the order given: the first named are checked first
+        tasks = [chosen[i] for i in dict.fromkeys(args.task) if i in chosen]
     if not tasks:
         raise UsageError("no task matches")
     shapes = tuple(s for s in (args.shapes.split(",") if args.shapes else

@@ -26,6 +26,15 @@ def test_suite_check_streams_rows_and_resumes(tmp_path, capsys):
     assert "| math/add | yes |" in (tmp_path / "t.md").read_text()
 
 
+def test_named_tasks_are_checked_in_the_order_given(tmp_path):
+    """The first named are checked first, so a device call cut short by its time limit has the ones that
+    matter most."""
+    log = tmp_path / "rows.jsonl"
+    assert main(["suite", "check", "--device", "cpu", "--shapes", "dev", "--task", "math/axpy",
+                 "--task", "math/add", "--jsonl", str(log)]) == 0
+    assert [json.loads(line)["task"] for line in log.read_text().splitlines()] == ["math/axpy", "math/add"]
+
+
 def test_a_line_cut_short_by_a_crash_is_run_again(tmp_path, capsys):
     log = tmp_path / "rows.jsonl"
     log.write_text('{"task": "math/add", "ok": tr\n')
