@@ -78,6 +78,13 @@ def _open_evaluator(device: str) -> None:
     Finalize(_EVALUATOR, _EVALUATOR.close, exitpriority=10)
 
 
+def _close_evaluator() -> None:
+    global _EVALUATOR
+    if _EVALUATOR is not None:
+        _EVALUATOR.close()
+        _EVALUATOR = None
+
+
 def _start_evaluator(devices: Any) -> None:
     """Pool initializer: each process takes the next device of the shared queue (one GPU each in turn)."""
     _open_evaluator(devices.get())
@@ -178,10 +185,12 @@ def label(row: dict[str, Any]) -> str:
     return row["task"] + (f" ({row['reference']})" if row.get("reference") else "")
 
 
-def _read_done(path: str | None) -> dict[str, dict[str, Any]]:
+def _read_done(path: str | None) -> tuple[dict[str, dict[str, Any]], set[str]]:
     """Passing rows of an earlier run's ``--jsonl`` file, by label: a resumed run does not repeat them, and
-    checks a failed task again (the failure may have been the run's, such as memory another task held)."""
+    checks a failed task again (the failure may have been the run's, such as memory another task held).
+    Also the labels whose last row ran out of GPU memory beside other evaluations: checked alone first."""
     done: dict[str, dict[str, Any]] = {}
+    short_of_memory: set[str] = set()
     if path and os.path.exists(path):
         with open(path) as f:
             for line in f:
@@ -195,7 +204,11 @@ def _read_done(path: str | None) -> dict[str, dict[str, Any]]:
                         done[label(row)] = row
                     else:
                         done.pop(label(row), None)
-    return done
+                    if beside_others_failure(row):
+                        short_of_memory.add(label(row))
+                    else:
+                        short_of_memory.discard(label(row))
+    return done, short_of_memory
 
 
 def check_suite(args: argparse.Namespace) -> int:
@@ -229,14 +242,18 @@ def check_suite(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise UsageError(f"--input-seed: {exc}") from None
     timing = not args.no_timing
-    done = _read_done(args.jsonl)
+    done, short_of_memory = _read_done(args.jsonl)
     work = [(t.id, extra) for t in tasks for extra in (None, *(() if args.no_extra else t.extra_solutions))]
     names = {item: label({"task": item[0], "reference": item[1]}) for item in work}
     rows: list[dict[str, Any]] = [done[names[item]] for item in work if names[item] in done]
-    ids = [item for item in work if names[item] not in done]
+    # Those that ran out of memory beside others last time go first, alone: a run cut short by a time
+    # limit would otherwise never reach its retry at the end.
+    first_alone = [item for item in work if names[item] in short_of_memory]
+    ids = [item for item in work if names[item] not in done and item not in first_alone]
     total = len(work)
     if rows:
-        print(f"resuming: {len(rows)} tasks already in {args.jsonl}, {len(ids)} to check", flush=True)
+        print(f"resuming: {len(rows)} tasks already in {args.jsonl}, {len(ids) + len(first_alone)} to check",
+              flush=True)
     log = open(args.jsonl, "a") if args.jsonl else None  # noqa: SIM115 - closed below
     started = time.perf_counter()
 
@@ -248,7 +265,15 @@ def check_suite(args: argparse.Namespace) -> int:
             log.flush()
 
     try:
+        if first_alone:
+            print(f"{len(first_alone)} ran out of GPU memory beside other evaluations in the earlier run: "
+                  "checking them first, one at a time", flush=True)
+            _open_evaluator(device)
+            for task_id, extra in first_alone:
+                finished(_check_one(task_id, shapes, args.target, timing, args.reps, extra, args.input_seed))
         jobs = max(1, min(args.jobs, len(ids) or 1))
+        if first_alone and jobs > 1:
+            _close_evaluator()  # the pool's evaluators get the whole GPU
         if device.startswith("cuda"):
             import torch
 
@@ -258,7 +283,8 @@ def check_suite(args: argparse.Namespace) -> int:
                       f"cases take gigabytes each); using {most}", flush=True)
                 jobs = most
         if jobs == 1 and ids:
-            _open_evaluator(device)
+            if _EVALUATOR is None:
+                _open_evaluator(device)
             for task_id, extra in ids:
                 finished(_check_one(task_id, shapes, args.target, timing, args.reps, extra, args.input_seed))
         elif ids:

@@ -53,6 +53,27 @@ def test_a_resumed_run_checks_a_failed_task_again_and_keeps_the_new_row(tmp_path
     assert "resuming: 1 tasks already" in capsys.readouterr().out, "the later passing row counts"
 
 
+def test_a_task_that_ran_out_of_memory_beside_others_is_checked_first_alone_when_resumed(tmp_path, capsys):
+    """A device call cut short by its time limit never reaches the retry at the end of its run: the next
+    run, resumed from the same file, checks those tasks first and one at a time."""
+    log = tmp_path / "rows.jsonl"
+    oom = {"task": "math/add", "category": "math", "ok": False, "out_of_memory": True,
+           "feedback": "bench check after the timing loop: torch.OutOfMemoryError: CUDA out of memory"}
+    wrong = {"task": "math/axpy", "category": "math", "ok": False, "out_of_memory": False}
+    log.write_text(json.dumps(oom) + "\n" + json.dumps(wrong) + "\n")
+    assert main(["suite", "check", "--device", "cpu", "--shapes", "dev", "--task", "math/axpy",
+                 "--task", "math/add", "--jsonl", str(log)]) == 0
+    out = capsys.readouterr().out
+    assert "1 ran out of GPU memory beside other evaluations in the earlier run" in out
+    new = [json.loads(line)["task"] for line in log.read_text().splitlines()[2:]]
+    assert new == ["math/add", "math/axpy"], "the one short of memory first, though named last"
+    # a later passing row ends it: the next run has nothing left to check
+    assert main(["suite", "check", "--device", "cpu", "--shapes", "dev", "--task", "math/axpy",
+                 "--task", "math/add", "--jsonl", str(log)]) == 0
+    out = capsys.readouterr().out
+    assert "resuming: 2 tasks already" in out and "0 to check" in out and "ran out of GPU memory" not in out
+
+
 def test_bad_input_is_a_usage_error(capsys):
     assert main(["suite", "check", "--device", "cpu", "--task", "math/nope"]) == 2
     assert "unknown task id 'math/nope'" in capsys.readouterr().err
