@@ -110,6 +110,9 @@ def _check_one(task_id: str, shapes: tuple[str, ...], target: str, timing: bool,
         "task": task.id, "reference": reference, "category": task.category, "ok": ok,
         "correct": result.correct, "compiled": result.compiled, "input_seed": result.input_seed,
         "seconds": round(time.perf_counter() - started, 2),
+        # where those seconds went (compile, correctness, timing, its windows...): on a shared GPU the rest
+        # of the timing stage is the wait for the bench slot
+        "stage_seconds": {k: round(v, 2) for k, v in result.seconds.items()},
         "device": evaluator.device, "speedup": result.speedup, "skipped": result.skipped_checks,
         "candidate_ms": [round(t.median_ms, 5) for t in result.timing or []] or None,
         # the device time of the same work, traced timed calls and the check after the window

@@ -16,6 +16,9 @@ def test_suite_check_streams_rows_and_resumes(tmp_path, capsys):
     rows = [json.loads(line) for line in log.read_text().splitlines()]
     assert [(r["task"], r["correct"]) for r in rows] == [("math/add", True)]
     assert isinstance(rows[0]["input_seed"], int)  # the root its inputs were drawn from, to replay them
+    stages = rows[0]["stage_seconds"]
+    assert {"compile", "correctness", "total"} <= stages.keys()
+    assert 0 < stages["correctness"] <= stages["total"]
     capsys.readouterr()
     # A second run with the same file repeats nothing it already has.
     assert main(["suite", "check", "--device", "cpu", "--task", "math/add", "--jsonl", str(log),
