@@ -22,6 +22,13 @@ class Ceilings:
     """Dense arithmetic ceilings, TFLOP/s, by input dtype."""
     source: str
 
+    def without_tensor_cores(self, dtype: str) -> float:
+        """The most dense arithmetic, TFLOP/s, this card does on CUDA cores alone: the FP32 FMA rate
+        (``tflops["float32"]``, which no tensor core serves), twice that for 16-bit and 8-bit floats (packed
+        half-precision FMAs, what an 8-bit input is widened to) and four times for int8 (dp4a)."""
+        fp32 = self.tflops["float32"]
+        return fp32 * (1 if dtype == "float32" else 4 if dtype == "int8" else 2)
+
 
 KNOWN_CEILINGS = {
     "H200": Ceilings("NVIDIA H200", 4240.0,

@@ -28,6 +28,7 @@ from warpgym.env.judge import (
     device_evidence,
     inspection,
     kernels,
+    tensor_core_timing,
     timed_evidence,
 )
 from warpgym.env.judge import feedback as feedback_mod
@@ -250,6 +251,7 @@ class Evaluation:
                 if channel.worker_pid(self.workers.run) == self.loaded and not kernels.compile(self):
                     result.correct = False
                 timed_evidence.judge_after_timing(self)
+            tensor_core_timing.judge(self)
             result.seconds["timing"] = time.perf_counter() - t0
         else:
             result.skipped_checks.append("timing: turned off for this evaluation")

@@ -152,6 +152,8 @@ class EvalResult:
     compiled: bool = False
     correct: bool | None = None
     arch_verified: bool | None = None
+    """The required instructions shown executed in the profiled call (``required_features_met``) and, for a
+    tensor-core feature, shown at work in the timed calls by their speed (``timed_tensor_cores``)."""
     violations: list[Violation] = field(default_factory=list)
     compile_errors: list[str] = field(default_factory=list)
     runtime_error: str | None = None
@@ -196,6 +198,11 @@ class EvalResult:
     extensions: list[str] = field(default_factory=list)
     """The CUDA extensions (``load_inline``) the candidate built and loaded: native host code ran in its
     worker, whose in-process evidence such code could reach (docs/threat-model.md)."""
+    timed_tensor_cores: list[dict[str, Any]] | None = None
+    """Per bench case of a task that requires tensor-core instructions: the timed calls' best rate
+    (``tflops``), what CUDA cores reach without tensor cores (``cuda_core_tflops``), and whether the first
+    is far enough above the second to show the tensor cores at work (``shown``):
+    judge/tensor_core_timing.py."""
     device_activity: dict[str, Any] | None = None
     """What the GPU ran inside the entrypoint, by CUDA activity tracing: ``traced_calls``, ``kernels``
     (each name seen and how often), ``seconds`` the tracing took; None without a GPU. After a timing,
