@@ -53,7 +53,7 @@ def test_an_honest_wgmma_gemm_keeps_the_mark_with_its_rate_in_the_verdict():
     result = judged(719.0, 760.0)
     assert result.arch_verified is True
     [evidence] = result.timed_tensor_cores
-    assert evidence["shown"] and evidence["tflops"] == pytest.approx(760.0, abs=0.1)
+    assert evidence["shown"] and evidence["tflops"] == pytest.approx(719.0, abs=0.1)
     assert evidence["cuda_core_tflops"] == 134.0
     assert not tensor_core_timing.feedback_lines(result.timed_tensor_cores)
 
@@ -64,7 +64,7 @@ def test_a_kernel_whose_tensor_cores_run_only_under_the_profiler_loses_the_mark_
     assert result.arch_verified is False
     assert result.required_features_met is True and result.correct is True  # reward and verdict stand
     [line] = tensor_core_timing.feedback_lines(result.timed_tensor_cores)
-    assert "121.0 TFLOP/s" in line and "(134)" in line and "no arch-verified mark" in line
+    assert "118.0 TFLOP/s" in line and "(134)" in line and "no arch-verified mark" in line
 
 
 def test_a_product_with_fewer_multiplications_cannot_read_as_tensor_cores():
@@ -74,10 +74,11 @@ def test_a_product_with_fewer_multiplications_cannot_read_as_tensor_cores():
     assert judged(202.0).arch_verified is True
 
 
-def test_the_faster_of_the_timed_median_and_the_traced_device_time_counts():
-    """A host-bound call's median reads slower than its kernels ran: the device time shows them."""
-    assert judged(150.0, 400.0).arch_verified is True
-    assert judged(150.0, 180.0).arch_verified is False
+def test_a_fast_traced_block_does_not_count_only_the_timed_median_does():
+    """A candidate that tells the traced blocks apart could run less there (the timed work rule bounds the
+    untraced calls below by the traced ones, not the other way): their device time shows nothing."""
+    assert judged(150.0, 400.0).arch_verified is False
+    assert judged(400.0, 150.0).arch_verified is True
 
 
 def test_the_mark_stays_the_profile_s_alone_where_nothing_was_timed(monkeypatch):

@@ -199,7 +199,7 @@ class EvalResult:
     """The CUDA extensions (``load_inline``) the candidate built and loaded: native host code ran in its
     worker, whose in-process evidence such code could reach (docs/threat-model.md)."""
     timed_tensor_cores: list[dict[str, Any]] | None = None
-    """Per bench case of a task that requires tensor-core instructions: the timed calls' best rate
+    """Per bench case of a task that requires tensor-core instructions: the timed median's rate
     (``tflops``), what CUDA cores reach without tensor cores (``cuda_core_tflops``), and whether the first
     is far enough above the second to show the tensor cores at work (``shown``):
     judge/tensor_core_timing.py."""
