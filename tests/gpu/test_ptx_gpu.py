@@ -94,6 +94,19 @@ def test_reference_is_correct_and_arch_verified(task_id):
         assert result.instructions[feature]["executed"] > 0
 
 
+def test_a_timed_reference_shows_its_tensor_cores_by_its_rate():
+    """The arch-verified mark with timing on: the timed median must run the task's flops above 1.5x what CUDA
+    cores reach without tensor cores (judge/tensor_core_timing.py); the GEMM reference runs near 760 TFLOP/s."""
+    task = get_task("ptx/gemm-bf16")
+    with Evaluator("cuda") as evaluator:
+        result = evaluator.evaluate(task, task.solution_candidate(),
+                                    EvalOptions(shape_sets=("dev",), timing=True))
+    print(result.timed_tensor_cores)
+    assert result.correct and result.arch_verified, result.feedback
+    [evidence] = result.timed_tensor_cores
+    assert evidence["shown"] and evidence["tflops"] > 3 * evidence["cuda_core_tflops"], evidence
+
+
 def test_wgmma_in_dead_code_fails_with_a_message(tmp_path):
     """A correct GEMM whose wgmma path is compiled in but never taken."""
     reference = get_task("ptx/gemm-bf16").solution_candidate()
