@@ -103,6 +103,7 @@ def _row(task, result, seconds: float, label: str) -> dict:
         "stage": result.stage,
         "correct": result.correct,
         "arch_verified": result.arch_verified,
+        "timed_tensor_cores": result.timed_tensor_cores,
         "missing": result.missing_features,
         "executed": executed,
         "sass": {f: result.instructions.get(f, {}).get("sass") for f in FAMILIES_SHOWN},
