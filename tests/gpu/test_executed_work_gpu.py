@@ -15,6 +15,9 @@ from warpgym.tasks import get_task
 pytestmark = pytest.mark.gpu
 
 DECOY = r'''
+import os
+import time
+
 import torch
 
 from warpgym import loader
@@ -52,9 +55,33 @@ def _wgmma(a, b):
     return c
 
 
+def _under_the_profiler():
+    """What a kernel can see of Nsight Compute: its injection variables, else its slow kernel replay."""
+    if any("INJECTION" in name or name.startswith(("NV_", "NSIGHT")) for name in os.environ):
+        return True
+    s = torch.empty((1, 16), dtype=torch.bfloat16, device="cuda")
+    started = time.perf_counter()
+    PLAIN(s, s, torch.empty((1, 1), dtype=torch.bfloat16, device="cuda"), 1, 1, 16, grid=(1, 1), block=128)
+    torch.cuda.synchronize()
+    return time.perf_counter() - started > 0.05
+
+
 def gemm(a, b):
     m, k = a.shape
     n = b.shape[0]
+    if MODE == "profiled-branch":
+        # every call launches both kernels; the wgmma one computes the answer only under the profiler
+        profiled = _under_the_profiler()
+        s = torch.empty((128, 64), dtype=torch.bfloat16, device=a.device)
+        t = torch.empty((256, 64), dtype=torch.bfloat16, device=a.device)
+        c = _wgmma(a, b) if profiled else _wgmma(s, t)
+        d = torch.empty((1, 1), dtype=torch.bfloat16, device=a.device)
+        if profiled:
+            PLAIN(s, t, d, 1, 1, 64, grid=(1, 1), block=128)
+            return c
+        c = torch.empty((m, n), dtype=torch.bfloat16, device=a.device)
+        PLAIN(a, b, c, m, n, k, grid=(-(-n // 128), m), block=128)
+        return c
     if MODE == "full":
         _wgmma(torch.empty_like(a), torch.empty_like(b))
     else:
@@ -68,13 +95,14 @@ def gemm(a, b):
 '''
 
 
-def _evaluate(mode: str):
+def _evaluate(mode: str, timing: bool = False):
     task = get_task("ptx/gemm-bf16")
     reference = task.solution_candidate("ptx/gemm-bf16-cuda")
     source = reference.attachments["gemm_wgmma.cu"]
     candidate = Candidate(DECOY.replace("{mode}", mode), {"gemm_wgmma.cu": source})
     with Evaluator("cuda") as evaluator:
-        return evaluator.evaluate(task, candidate, EvalOptions(timing=False))
+        options = EvalOptions(timing=True, shape_sets=("dev",)) if timing else EvalOptions(timing=False)
+        return evaluator.evaluate(task, candidate, options)
 
 
 @pytest.mark.parametrize(("mode", "wgmma_says", "tma_says"), [
@@ -91,3 +119,16 @@ def test_required_instructions_beside_the_real_computation_are_not_arch_verified
     assert wgmma_says in result.missing_features["wgmma"], result.missing_features
     assert tma_says in result.missing_features["tma"], result.missing_features
     print(mode, result.missing_features, result.executed_work)
+
+
+def test_a_kernel_whose_wgmma_path_runs_only_under_the_profiler_loses_the_mark_by_its_timed_rate():
+    """Both kernels launch in every call; the wgmma one computes the answer only when the candidate sees
+    Nsight Compute, the FFMA one everywhere else. The profile is fooled (``required_features_met``); the timed
+    calls' rate, far under what CUDA cores reach, withdraws the mark (judge/tensor_core_timing.py)."""
+    result = _evaluate("profiled-branch", timing=True)
+    print(result.timed_tensor_cores, result.missing_features, result.executed_work)
+    assert result.correct, result.feedback
+    assert result.required_features_met is True, ("the profiler went unseen", result.missing_features)
+    assert result.arch_verified is False, result.timed_tensor_cores
+    [evidence] = result.timed_tensor_cores
+    assert not evidence["shown"] and "Tensor cores not shown in the timed calls" in result.feedback
