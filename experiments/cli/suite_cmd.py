@@ -12,7 +12,7 @@ import json
 import multiprocessing
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import TYPE_CHECKING, Any
 
@@ -141,14 +141,18 @@ def sampled_mismatches(timings: list[Timing]) -> list[list[int] | None] | None:
 
 
 def check_again_alone(rows: list[dict[str, Any]], check: Callable[[str, str | None], dict[str, Any]],
-                      finished: Callable[[dict[str, Any]], None]) -> int:
+                      finished: Callable[[dict[str, Any]], None], checked_alone: Collection[str] = ()) -> int:
     """The rows that ran out of GPU memory beside other evaluations, checked again one at a time in this
-    process: their new rows replace them. Returns how many."""
-    again = [(r["task"], r.get("reference")) for r in rows if beside_others_failure(r)]
+    process: their new rows replace them. Rows already checked alone (``checked_alone``, by label) ran out
+    by themselves and stay. Returns how many."""
+    def retried(r: dict[str, Any]) -> bool:
+        return beside_others_failure(r) and label(r) not in checked_alone
+
+    again = [(r["task"], r.get("reference")) for r in rows if retried(r)]
     if again:
         print(f"{len(again)} ran out of GPU memory beside other evaluations: checking them again, one at a "
               "time", flush=True)
-        rows[:] = [r for r in rows if not beside_others_failure(r)]
+        rows[:] = [r for r in rows if not retried(r)]
         for task_id, extra in again:
             finished(check(task_id, extra))
     return len(again)
@@ -317,7 +321,7 @@ def check_suite(args: argparse.Namespace) -> int:
                     _open_evaluator(device)
                 return _check_one(task_id, shapes, args.target, timing, args.reps, extra, args.input_seed)
 
-            check_again_alone(rows, alone, finished)
+            check_again_alone(rows, alone, finished, {names[item] for item in first_alone})
     finally:
         if log:
             log.close()

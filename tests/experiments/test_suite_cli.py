@@ -158,3 +158,7 @@ def test_rows_out_of_gpu_memory_beside_others_are_checked_again_alone_and_replac
                                          "fusion/decode-attention"] and rows[-1]["ok"]
     assert "2 ran out of GPU memory beside other evaluations" in capsys.readouterr().out
     assert check_again_alone(rows, check, done) == 0
+    # a task already checked alone in this run that ran out again ran out by itself: it is not repeated
+    alone_too = {**oom, "task": "fusion/attention-mask"}
+    rows.append(alone_too)
+    assert check_again_alone(rows, check, done, {"fusion/attention-mask"}) == 0 and alone_too in rows
