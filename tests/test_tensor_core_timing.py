@@ -35,6 +35,7 @@ def judged(median_tflops: float | None, traced_tflops: float | None = None, task
     case = task.cases("bench")[0]
     timing = None if median_tflops is None else [Timing(
         case=case, median_ms=ms_at(median_tflops, case, task), min_ms=0.0, max_ms=0.0, runs=30,
+        tflops=median_tflops,  # as the bench phase sets it from the median
         traced_device_ms=None if traced_tflops is None else ms_at(traced_tflops, case, task))]
     res = EvalResult(task=task.id, target="sm_90a", device="cuda", correct=True, timing=timing,
                      required_features_met=True, arch_verified=True, **result)

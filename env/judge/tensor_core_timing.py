@@ -41,18 +41,18 @@ def judge(ev: Evaluation) -> None:
         result.skipped_checks.append(f"tensor cores in the timed calls: {why}; the required instructions are "
                                      "shown executed in the profiled call only")
         return
-    evidence = [_case_evidence(task.flops(t.case), t, ceilings.without_tensor_cores(
-        t.case.get("dtype", task.dtypes[0]))) for t in result.timing]
+    evidence = [_case_evidence(t, ceilings.without_tensor_cores(t.case.get("dtype", task.dtypes[0])))
+                for t in result.timing]
     result.timed_tensor_cores = evidence
     if not all(e["shown"] for e in evidence):
         result.arch_verified = False
 
 
-def _case_evidence(flops: int, timing: Timing, cuda_cores: float) -> dict[str, object]:
-    """The rate of the timed median. Not the device time of the traced blocks: a candidate that tells them
-    apart could run less there, and only its untraced calls' events are bound to its full work (the
-    timed work rule, the sampled answers)."""
-    tflops = flops / (timing.median_ms * 1e9) if timing.median_ms > 0 else 0.0
+def _case_evidence(timing: Timing, cuda_cores: float) -> dict[str, object]:
+    """The rate of the timed median (``Timing.tflops``, the task's flops over it). Not the device time of the
+    traced blocks: a candidate that tells them apart could run less there, and only its untraced calls'
+    events are bound to its full work (the timed work rule, the sampled answers)."""
+    tflops = timing.tflops or 0.0
     return {"case": case_label(timing.case), "tflops": round(tflops, 1), "cuda_core_tflops": cuda_cores,
             "shown": tflops > MARGIN * cuda_cores}
 

@@ -94,12 +94,14 @@ def test_reference_is_correct_and_arch_verified(task_id):
         assert result.instructions[feature]["executed"] > 0
 
 
-def test_a_timed_reference_shows_its_tensor_cores_by_its_rate():
+@pytest.mark.parametrize("solution", [None, "ptx/gemm-bf16-cuda"], ids=["triton-ptx", "cuda-c++"])
+def test_a_timed_reference_shows_its_tensor_cores_by_its_rate(solution):
     """The arch-verified mark with timing on: the timed median must run the task's flops above 1.5x what CUDA
-    cores reach without tensor cores (judge/tensor_core_timing.py); the GEMM reference runs near 760 TFLOP/s."""
+    cores reach without tensor cores (judge/tensor_core_timing.py); both GEMM references run near 720-770
+    TFLOP/s, the hand-written one warp-specialised through the loader."""
     task = get_task("ptx/gemm-bf16")
     with Evaluator("cuda") as evaluator:
-        result = evaluator.evaluate(task, task.solution_candidate(),
+        result = evaluator.evaluate(task, task.solution_candidate(solution),
                                     EvalOptions(shape_sets=("dev",), timing=True))
     print(result.timed_tensor_cores)
     assert result.correct and result.arch_verified, result.feedback
