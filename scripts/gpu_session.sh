@@ -63,7 +63,7 @@ g() { echo $(( $1 % (gpus > 0 ? gpus : 1) )); }
 watch() {  # every 30 s while the suite runs: who holds and who waits for the GPU locks, GPU load
   while sleep 30; do
     { echo "== $(( SECONDS - START )) s, $(wc -l < "$OUT/suite.jsonl" 2>/dev/null) rows"
-      for f in /tmp/warpgym-gpu-*.lock; do [[ -e $f ]] && echo "$(stat -c %i "$f") $f"; done
+      for f in /tmp/warpgym-gpu-*.lock /tmp/warpgym-gpu-*.gate; do [[ -e $f ]] && echo "$(stat -c %i "$f") $f"; done
       cat /proc/locks
       ps -eo pid,ppid,etimes,stat,wchan:28,args --sort=pid | grep -E "[p]ython|[k]ernelgym" | cut -c1-170
       nvidia-smi --query-gpu=index,utilization.gpu,memory.used --format=csv,noheader

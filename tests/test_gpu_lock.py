@@ -73,7 +73,37 @@ def test_a_check_waits_for_a_timing_loop_and_gpus_are_separate(tmp_path, monkeyp
     assert not same_gpu.is_set()
     release.set()
     assert same_gpu.wait(5)
-    assert {p.name for p in tmp_path.iterdir()} == {"warpgym-gpu-3.lock", "warpgym-gpu-5.lock"}
+    assert {p.name for p in tmp_path.iterdir()} == {f"warpgym-gpu-{gpu}.{kind}" for gpu in (3, 5)
+                                                    for kind in ("lock", "gate")}
+
+
+def test_checks_asked_for_after_a_timing_loop_wait_behind_it(tmp_path, monkeypatch):
+    """Overlapping checks must not keep a timing loop waiting for good: flock alone grants a shared lock
+    while an exclusive one waits, so evaluations that keep checking could starve every timing."""
+    monkeypatch.setenv("WARPGYM_LOCK_DIR", str(tmp_path))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    order: list[str] = []
+
+    def hold(name: str, shared: bool, entered: threading.Event, seconds: float) -> None:
+        with gpu_lock(0, shared=shared):
+            order.append(name)
+            entered.set()
+            time.sleep(seconds)
+
+    first_check, timing, later_check = threading.Event(), threading.Event(), threading.Event()
+    threads = [threading.Thread(target=hold, args=("first check", True, first_check, 0.6))]
+    threads[0].start()
+    assert first_check.wait(5)
+    threads.append(threading.Thread(target=hold, args=("timing", False, timing, 0.3)))
+    threads[-1].start()
+    time.sleep(0.2)  # the timing loop is waiting for the first check
+    threads.append(threading.Thread(target=hold, args=("later check", True, later_check, 0)))
+    threads[-1].start()
+    time.sleep(0.2)
+    assert not later_check.is_set(), "a check overtook the timing loop waiting before it"
+    for t in threads:
+        t.join(5)
+    assert order == ["first check", "timing", "later check"]
 
 
 def test_a_thread_holding_the_gpu_does_not_wait_for_itself(tmp_path, monkeypatch):

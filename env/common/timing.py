@@ -45,18 +45,29 @@ def gpu_lock(device_index: int | None = None, *, shared: bool = False) -> Iterat
     their checks on the GPU together (shared), but a timing loop has the GPU to itself: it waits
     for the checks in flight, and new ones wait for it. A thread that already holds the lock (a
     check inside a timed section, or the reverse) does not take it again.
+
+    Linux's flock grants a shared lock while an exclusive one is waiting, so with several evaluations
+    checking on one GPU a timing loop could wait for as long as their checks kept overlapping. Every
+    request therefore passes a gate first: a timing loop holds it exclusively while it waits, so checks
+    asked for after it wait behind it, and a check holds it shared only until it is in.
     """
     physical, held = _physical_and_held(device_index, "gpus")
     if physical in held:
         yield
         return
-    path = _lock_path(f"warpgym-gpu-{physical}.lock")
-    if not os.path.exists(path):
-        open(path, "a").close()  # noqa: SIM115 - created once, then only read-opened (a sandbox may forbid writes)
+    path, gate_path = (_created(_lock_path(f"warpgym-gpu-{physical}.{kind}")) for kind in ("lock", "gate"))
     with open(path) as handle:
-        fcntl.flock(handle, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        with open(gate_path) as gate:
+            fcntl.flock(gate, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+            fcntl.flock(handle, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
         with _marked_held(held, physical, handle):
             yield
+
+
+def _created(path: str) -> str:
+    if not os.path.exists(path):
+        open(path, "a").close()  # noqa: SIM115 - created once, then only read-opened (a sandbox may forbid writes)
+    return path
 
 
 BENCH_SLOTS = 2  # bench phases at once on one GPU: each can hold tens of GB (inputs, float64 answers)

@@ -105,11 +105,11 @@ def _create_gpu_locks(env: dict[str, str]) -> None:
     ids = [v.strip() for v in visible.split(",") if v.strip()] if visible else \
         [str(i) for i in range(torch.cuda.device_count())]
     for physical in ids:
-        try:
-            path = os.path.join(env["WARPGYM_LOCK_DIR"], f"warpgym-gpu-{physical}.lock")
-            open(path, "a").close()  # noqa: SIM115
-        except (OSError, KeyError):
-            pass
+        for kind in ("lock", "gate"):
+            try:
+                open(os.path.join(env["WARPGYM_LOCK_DIR"], f"warpgym-gpu-{physical}.{kind}"), "a").close()  # noqa: SIM115
+            except (OSError, KeyError):
+                pass
 
 
 class Worker:
