@@ -25,7 +25,7 @@
 # followup: `warpgym eval --verbose` of the fp8 CUDA GEMM (where it stalls), paired_repeat.py (five processes) and
 # `warpgym bench`'s first pass under the shipped defaults, then the TF32 probe on four convolution problems (.kb).
 # testsuite: GPU_TESTS (default tests/gpu/test_timed_trace_gpu.py; none skips them), then SUITE_TASKS through
-# `warpgym suite check` (SUITE_RESUME=path: an earlier call's rows, whose passing tasks are not checked again).
+# `warpgym suite check` (SUITE_RESUME=path: an earlier call's rows, whose passing tasks are not checked again; watch.log as for the suite).
 # bwdsweep: scripts/attention_bwd_sweep.py run .sweep-bwd (made here first by its emit; carry .sweep-bwd).
 # verify: tests/gpu/test_executed_work_gpu.py (required instructions beside an FFMA product) and
 # tests/gpu/test_profile_confined_gpu.py (ncu and compute-sanitizer behind the confined worker), then scripts/gpu_ptx_check.py
@@ -65,8 +65,9 @@ watch() {  # every 30 s while the suite runs: who holds and who waits for the GP
     { echo "== $(( SECONDS - START )) s, $(wc -l < "$OUT/suite.jsonl" 2>/dev/null) rows"
       for f in /tmp/warpgym-gpu-*.lock /tmp/warpgym-gpu-*.gate; do [[ -e $f ]] && echo "$(stat -c %i "$f") $f"; done
       cat /proc/locks
-      ps -eo pid,ppid,etimes,stat,wchan:28,args --sort=pid | grep -E "[p]ython|[k]ernelgym" | cut -c1-170
+      ps -eo pid,ppid,etimes,stat,wchan:28,args --sort=pid | grep -E "[p]ython|[w]arpgym" | cut -c1-170
       nvidia-smi --query-gpu=index,utilization.gpu,memory.used --format=csv,noheader
+      nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader  # who holds the memory
     } >> "$OUT/watch.log" 2>&1
   done
 }
@@ -120,9 +121,11 @@ if [[ $part == testsuite ]]; then  # GPU_TESTS, then SUITE_TASKS through the sui
   # shellcheck disable=SC2086
   [[ ${GPU_TESTS:-} != none ]] && timeout "$(cap ${TESTS_SECONDS:-200})" python3 -m pytest -q \
     ${GPU_TESTS:-tests/gpu/test_timed_trace_gpu.py} -p no:cacheprovider -rA -s --timeout 150 > "$OUT/A-gpu-tests.log" 2>&1
+  watch & watcher=$!
   # shellcheck disable=SC2046
   timeout "$(cap 560)" warpgym suite check --device cuda --suite triton --shapes dev --jobs "${SUITE_JOBS:-6}" \
     --jsonl "$OUT/suite.jsonl" $(printf -- '--task %s ' $SUITE_TASKS) > "$OUT/B-suite.log" 2>&1
+  kill $watcher
 fi
 if [[ $part == trust ]]; then  # the device evidence: probes, then every GPU test of the trust layers
   export CUDA_VISIBLE_DEVICES=$(g 0)
