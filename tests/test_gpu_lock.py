@@ -198,14 +198,29 @@ def test_a_phase_alone_waits_for_every_slot_and_holds_them_all(tmp_path, monkeyp
     assert late.wait(5)
 
 
+def _checks_could_run(lock_dir, gpu: str = "0") -> bool:
+    """Whether another evaluation's check could take the GPU now (the shared lock)."""
+    path = lock_dir / f"warpgym-gpu-{gpu}.lock"
+    if not path.exists():
+        return True
+    with open(path) as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return True
+
+
 class _OutOfMemoryWorker:
     """A run worker whose timing runs out of GPU memory, as when another bench phase fills the GPU."""
 
     def __init__(self, lock_dir) -> None:
-        self.lock_dir, self.free_slots = lock_dir, []
+        self.lock_dir, self.free_slots, self.checks_could_run = lock_dir, [], []
 
     def request(self, msg: dict, timeout: float) -> dict:
         self.free_slots.append(_free_slots(self.lock_dir))
+        self.checks_could_run.append(_checks_could_run(self.lock_dir))
         return {"ok": False, "error": "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 32 GiB"}
 
     def stop(self) -> None:
@@ -224,6 +239,9 @@ def test_a_bench_phase_out_of_memory_runs_again_alone_and_only_then_is_a_verdict
     result.suspicious.append("kept: found before the bench phase")
     bench.timing(evaluation)
     assert worker.free_slots == [1, 0], "first beside another phase (one slot), then alone (none left)"
+    assert worker.checks_could_run == [True, False], \
+        "alone, no other evaluation's check may hold GPU memory meanwhile: the GPU lock is held throughout"
+    assert _checks_could_run(tmp_path), "and given back after"
     assert result.correct is False and result.runtime_error.startswith("timing: torch.OutOfMemoryError")
     assert result.suspicious == ["kept: found before the bench phase"]
 

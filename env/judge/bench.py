@@ -65,13 +65,14 @@ def raise_if_shared_oom(reply: m.Reply, alone: bool) -> None:
 def in_bench_slot(ev: Evaluation, attempt: Callable[[bool], _T],
                   undo: Callable[[], None] = lambda: None) -> _T:
     """``attempt(alone)`` in one of the GPU's bench slots; if the GPU's memory runs out while another
-    evaluation's bench phase shares it, ``undo`` what the attempt recorded and run it again with every
-    slot (alone on the GPU)."""
-    from warpgym.env.common.timing import bench_slot
+    evaluation's bench phase shares it, ``undo`` what the attempt recorded and run it again alone: with
+    every slot, and the GPU lock held exclusively throughout, so that no other evaluation's check holds
+    memory meanwhile (each gives its cache back after a check: ``Evaluation.release_memory``)."""
+    from warpgym.env.common.timing import bench_slot, gpu_lock
 
     index = torch.device(ev.device).index or 0
     for alone in (False, True):
-        with bench_slot(index, alone=alone):
+        with bench_slot(index, alone=alone), (gpu_lock(index) if alone else contextlib.nullcontext()):
             try:
                 return attempt(alone)
             # torch's: the harness's own reference or inputs at a bench shape ran out here

@@ -69,6 +69,7 @@ def check_all(ev: Evaluation, checks: list[Check], probe: Check | None, probe_re
             case_result = check_randomness(ev, check, reply, seen_outputs) or case_result
         case_result = stale(ev, check, reply, digests) or case_result
         result.cases.append(case_result)
+        ev.release_memory()
         launched += reply.launches if reply.ok else 0
         loader_launched += reply.loader_launches if reply.ok else 0
         for note in reply.interpreter_notes:

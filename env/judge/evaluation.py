@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 from warpgym.env.candidate import Candidate
-from warpgym.env.common.device import device_name, release_cached_memory
+from warpgym.env.common.device import RESERVED_LIMIT, device_name, release_cached_memory
 from warpgym.env.judge import (
     bench,
     channel,
@@ -122,6 +122,15 @@ class Evaluation:
         from warpgym.env.common.timing import gpu_lock
 
         return gpu_lock(torch.device(self.device).index or 0, shared=True)
+
+    def release_memory(self) -> None:
+        """Give cached GPU memory above ``RESERVED_LIMIT`` back after a check. A large check's answers would
+        otherwise stay cached in this process until the evaluation ends, and another evaluation's bench
+        phase, alone in the GPU's bench slots, ran out of memory beside them (57 GiB held so on an H100).
+        Under the shared lock, so that no timing window sees memory unmapped."""
+        if self.on_gpu and torch.cuda.memory_reserved(torch.device(self.device)) > RESERVED_LIMIT:
+            with self.gpu_shared():
+                release_cached_memory(self.device)
 
     def reference(self, check: Check) -> Reference:
         """The expected outputs of ``check``'s inputs (its role's derived seed)."""
