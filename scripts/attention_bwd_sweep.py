@@ -140,13 +140,13 @@ def _launchers(folder: Path):
     return out
 
 
-def run(folder: Path, reps: int) -> None:
+def run(folder: Path, reps: int, masks: tuple[str, ...] = ("full", "causal")) -> None:
     import torch
     from warpgym.env.common.timing import time_callable
     from warpgym.tasks import Sampler, get_task
 
     results: dict = {}
-    for causal in (False, True):
+    for causal in (mask == "causal" for mask in masks):
         task = get_task("ptx/attention-bwd" + ("-causal" if causal else ""))
         case = task.shapes["bench"][0]
         inputs = [task.make_inputs(case, Sampler(seed, task.distributions[0], "cuda")) for seed in range(2)]
@@ -180,8 +180,10 @@ def main() -> None:
     parser.add_argument("action", choices=["emit", "run"])
     parser.add_argument("folder", type=Path)
     parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--masks", nargs="+", choices=["full", "causal"], default=["full", "causal"],
+                        help="which tasks' variants to time, in this order")
     args = parser.parse_args()
-    emit(args.folder) if args.action == "emit" else run(args.folder, args.reps)
+    emit(args.folder) if args.action == "emit" else run(args.folder, args.reps, tuple(args.masks))
 
 
 if __name__ == "__main__":

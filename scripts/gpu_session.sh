@@ -26,7 +26,8 @@
 # `warpgym bench`'s first pass under the shipped defaults, then the TF32 probe on four convolution problems (.kb).
 # testsuite: GPU_TESTS (default tests/gpu/test_timed_trace_gpu.py; none skips them), then SUITE_TASKS through
 # `warpgym suite check` (SUITE_RESUME=path: an earlier call's rows, whose passing tasks are not checked again; watch.log as for the suite).
-# bwdsweep: scripts/attention_bwd_sweep.py run .sweep-bwd (made here first by its emit; carry .sweep-bwd).
+# bwdsweep: scripts/attention_bwd_sweep.py run .sweep-bwd (made here first by its emit; carry .sweep-bwd; MASKS="causal" times
+# the causal task's variants only).
 # verify: tests/gpu/test_executed_work_gpu.py (required instructions beside an FFMA product) and
 # tests/gpu/test_profile_confined_gpu.py (ncu and compute-sanitizer behind the confined worker), then scripts/gpu_ptx_check.py
 # (every ptx reference and its hand-written CUDA ones through the evaluator; PTX_TASKS picks tasks).
@@ -188,7 +189,8 @@ if [[ $part == verify ]]; then  # the profilers in the confined worker, then eve
 fi
 if [[ $part == bwdsweep ]]; then  # attention backward variants (.sweep-bwd: scripts/attention_bwd_sweep.py emit)
   export CUDA_VISIBLE_DEVICES=$(g 0)
-  timeout "$(cap 400)" python3 scripts/attention_bwd_sweep.py run .sweep-bwd --reps "${REPS:-20}" \
+  # shellcheck disable=SC2086
+  timeout "$(cap 400)" python3 scripts/attention_bwd_sweep.py run .sweep-bwd --reps "${REPS:-20}" --masks ${MASKS:-full causal} \
     > "$OUT/A-bwd-sweep.log" 2>&1
   cp .sweep-bwd/results.out.json "$OUT/bwd_sweep.json" 2>/dev/null
 fi
