@@ -23,6 +23,7 @@ def emitted(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("sweep-bwd")
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(sweep, "ATOMIC", ((64, 128, 8, 2, True), (64, 128, 8, 2, False)))
+        mp.setattr(sweep, "TWO_PASS", ((64, 128, 8, 3), (128, 128, 8, 2)))
         sweep.emit(folder)
     return folder
 
@@ -53,9 +54,9 @@ def test_every_launch_passes_the_loader_s_checks(emitted, monkeypatch):
     q, k, v, o, do = (torch.zeros(b, h, s, d, dtype=torch.bfloat16) for _ in range(5))
     lse = torch.zeros(b, h, s)
     variants = sweep._launchers(emitted)
-    assert len(variants) == 6  # the two-pass kernel and two atomic ones, each full and causal
+    assert len(variants) == 8  # two two-pass tilings and two atomic variants, each full and causal
     for _, run in variants.values():
         run(q, k, v, o, lse, do)
     names = [name for name, _ in launched]
-    assert names.count("attn_bwd_delta") == 6 and names.count("attn_bwd_dq") == 4
-    assert names.count("attn_bwd") == 2 and names.count("attn_bwd_atomic") == 4
+    assert names.count("attn_bwd_delta") == 8 and names.count("attn_bwd_dq") == 4
+    assert names.count("attn_bwd") == 4 and names.count("attn_bwd_atomic") == 4
