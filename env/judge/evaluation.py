@@ -125,9 +125,9 @@ class Evaluation:
 
     def release_memory(self) -> None:
         """Give cached GPU memory above ``RESERVED_LIMIT`` back after a check. A large check's answers would
-        otherwise stay cached in this process until the evaluation ends, and another evaluation's bench
-        phase, alone in the GPU's bench slots, ran out of memory beside them (57 GiB held so on an H100).
-        Under the shared lock, so that no timing window sees memory unmapped."""
+        otherwise stay cached in this process until the evaluation ends, where another evaluation's bench
+        phase, alone in the GPU's bench slots, needs the memory (on an H100 one ran out while another judge
+        process held 57 GiB). Under the shared lock, so that no timing window sees memory unmapped."""
         if self.on_gpu and torch.cuda.memory_reserved(torch.device(self.device)) > RESERVED_LIMIT:
             with self.gpu_shared():
                 release_cached_memory(self.device)
