@@ -77,6 +77,21 @@ def test_a_check_waits_for_a_timing_loop_and_gpus_are_separate(tmp_path, monkeyp
                                                     for kind in ("lock", "gate")}
 
 
+def _held_exclusively(path, seconds: float = 5.0) -> bool:
+    """Whether someone takes ``path``'s lock exclusively within ``seconds`` (polled)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if path.exists():
+            with open(path) as handle:
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    return True
+                fcntl.flock(handle, fcntl.LOCK_UN)
+        time.sleep(0.01)
+    return False
+
+
 def test_checks_asked_for_after_a_timing_loop_wait_behind_it(tmp_path, monkeypatch):
     """Overlapping checks must not keep a timing loop waiting for good: flock alone grants a shared lock
     while an exclusive one waits, so evaluations that keep checking could starve every timing."""
@@ -84,23 +99,26 @@ def test_checks_asked_for_after_a_timing_loop_wait_behind_it(tmp_path, monkeypat
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     order: list[str] = []
 
-    def hold(name: str, shared: bool, entered: threading.Event, seconds: float) -> None:
+    def hold(name: str, shared: bool, entered: threading.Event, leave: threading.Event) -> None:
         with gpu_lock(0, shared=shared):
             order.append(name)
             entered.set()
-            time.sleep(seconds)
+            leave.wait(10)
 
-    first_check, timing, later_check = threading.Event(), threading.Event(), threading.Event()
-    threads = [threading.Thread(target=hold, args=("first check", True, first_check, 0.6))]
+    first_check, timing, later_check, release, go = (threading.Event() for _ in range(5))
+    go.set()
+    threads = [threading.Thread(target=hold, args=("first check", True, first_check, release))]
     threads[0].start()
     assert first_check.wait(5)
-    threads.append(threading.Thread(target=hold, args=("timing", False, timing, 0.3)))
+    threads.append(threading.Thread(target=hold, args=("timing", False, timing, go)))
     threads[-1].start()
-    time.sleep(0.2)  # the timing loop is waiting for the first check
-    threads.append(threading.Thread(target=hold, args=("later check", True, later_check, 0)))
+    assert _held_exclusively(tmp_path / "warpgym-gpu-0.gate"), "the timing loop never reached the gate"
+    threads.append(threading.Thread(target=hold, args=("later check", True, later_check, go)))
     threads[-1].start()
-    time.sleep(0.2)
+    time.sleep(0.3)
+    assert not timing.is_set(), "the timing loop must wait for the first check"
     assert not later_check.is_set(), "a check overtook the timing loop waiting before it"
+    release.set()
     for t in threads:
         t.join(5)
     assert order == ["first check", "timing", "later check"]
