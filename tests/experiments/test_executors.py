@@ -59,8 +59,10 @@ def _play(exp: config.Experiment, run_dir: Path, executor: Any) -> runner.Outcom
 
 def _judged(result: dict[str, Any]) -> dict[str, Any]:
     """A verdict less what differs between two evaluations of one candidate: timings, sandbox paths, and which
-    cases failed by how much (each evaluation draws its inputs from its own secret root), with the text."""
-    kept = {k: v for k, v in result.items() if k not in ("sandbox", "seconds", "input_seed", "feedback")}
+    cases failed by how much (each evaluation draws its inputs from its own secret root), with the text, and
+    what the candidate printed (a warning on some inputs only, and Python warns once per worker process)."""
+    kept = {k: v for k, v in result.items()
+            if k not in ("sandbox", "seconds", "input_seed", "feedback", "stdout")}
     kept["cases"] = sorted({c.get("shape_set") for c in result.get("cases") or []})  # which ones ran; a wrong
     kept["errors"] = sorted(result.get("errors") or {})  # kernel may fail other cases on other inputs
     return kept
