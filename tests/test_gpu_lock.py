@@ -77,17 +77,25 @@ def test_a_check_waits_for_a_timing_loop_and_gpus_are_separate(tmp_path, monkeyp
                                                     for kind in ("lock", "gate")}
 
 
+def _could_share(path) -> bool:
+    """Whether another process could take ``path``'s lock shared now (nobody holds it exclusively)."""
+    if not path.exists():
+        return True
+    with open(path) as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return True
+
+
 def _held_exclusively(path, seconds: float = 5.0) -> bool:
     """Whether someone takes ``path``'s lock exclusively within ``seconds`` (polled)."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if path.exists():
-            with open(path) as handle:
-                try:
-                    fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    return True
-                fcntl.flock(handle, fcntl.LOCK_UN)
+        if not _could_share(path):
+            return True
         time.sleep(0.01)
     return False
 
@@ -218,16 +226,7 @@ def test_a_phase_alone_waits_for_every_slot_and_holds_them_all(tmp_path, monkeyp
 
 def _checks_could_run(lock_dir, gpu: str = "0") -> bool:
     """Whether another evaluation's check could take the GPU now (the shared lock)."""
-    path = lock_dir / f"warpgym-gpu-{gpu}.lock"
-    if not path.exists():
-        return True
-    with open(path) as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
-        fcntl.flock(handle, fcntl.LOCK_UN)
-        return True
+    return _could_share(lock_dir / f"warpgym-gpu-{gpu}.lock")
 
 
 class _OutOfMemoryWorker:

@@ -55,13 +55,18 @@ def gpu_lock(device_index: int | None = None, *, shared: bool = False) -> Iterat
     if physical in held:
         yield
         return
-    path, gate_path = (_created(_lock_path(f"warpgym-gpu-{physical}.{kind}")) for kind in ("lock", "gate"))
+    path, gate_path = (_created(_lock_path(name)) for name in gpu_lock_files(physical))
     with open(path) as handle:
         with open(gate_path) as gate:
             fcntl.flock(gate, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
             fcntl.flock(handle, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
         with _marked_held(held, physical, handle):
             yield
+
+
+def gpu_lock_files(physical: str) -> tuple[str, str]:
+    """The names of a GPU's lock file and of the gate in front of it (``gpu_lock``)."""
+    return f"warpgym-gpu-{physical}.lock", f"warpgym-gpu-{physical}.gate"
 
 
 def _created(path: str) -> str:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from warpgym.env.common.device import physical_gpu
+from warpgym.env.common.timing import gpu_lock_files
 from warpgym.env.judge import crash
 from warpgym.env.judge import sandbox as sandbox_mod
 from warpgym.env.protocol import wire
@@ -105,9 +106,9 @@ def _create_gpu_locks(env: dict[str, str]) -> None:
     ids = [v.strip() for v in visible.split(",") if v.strip()] if visible else \
         [str(i) for i in range(torch.cuda.device_count())]
     for physical in ids:
-        for kind in ("lock", "gate"):
+        for name in gpu_lock_files(physical):
             try:
-                open(os.path.join(env["WARPGYM_LOCK_DIR"], f"warpgym-gpu-{physical}.{kind}"), "a").close()  # noqa: SIM115
+                open(os.path.join(env["WARPGYM_LOCK_DIR"], name), "a").close()  # noqa: SIM115
             except (OSError, KeyError):
                 pass
 
