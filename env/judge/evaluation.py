@@ -28,6 +28,7 @@ from warpgym.env.judge import (
     device_evidence,
     inspection,
     kernels,
+    tensor_core_kind,
     tensor_core_timing,
     timed_evidence,
 )
@@ -255,11 +256,15 @@ class Evaluation:
             t0 = time.perf_counter()
             bench.timing(self)
             # Kernels first launched at a bench size are the candidate's too (and must compile, as those of
-            # any other case): known before the device's verdict on the timed calls.
-            if self.timed_traces or len(self.device_traces) > self.traces_judged:
-                if channel.worker_pid(self.workers.run) == self.loaded and not kernels.compile(self):
-                    result.correct = False
+            # any other case): known before the device's verdict on the timed calls. Loader modules built
+            # during the timing are counted whether or not a timed block was traced.
+            traced = self.timed_traces or len(self.device_traces) > self.traces_judged
+            if (traced or task.language == "cuda") and channel.worker_pid(self.workers.run) == self.loaded \
+                    and not kernels.compile(self):
+                result.correct = False
+            if traced:
                 timed_evidence.judge_after_timing(self)
+            tensor_core_kind.judge(self)
             tensor_core_timing.judge(self)
             result.seconds["timing"] = time.perf_counter() - t0
         else:

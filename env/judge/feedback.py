@@ -6,7 +6,7 @@ import re
 import statistics
 from typing import TYPE_CHECKING
 
-from warpgym.env.judge import tensor_core_timing
+from warpgym.env.judge import tensor_core_kind, tensor_core_timing
 from warpgym.env.judge.plan import INTERPRETER_LIMITATION
 from warpgym.tasks import Task, case_label
 
@@ -172,6 +172,7 @@ def render(result: EvalResult, task: Task, reveal_shapes: bool = True) -> str:
                          + "".join(f"\n  compiler warning: {redact_paths(w)}" for w in k.warnings[:3]))
     for feature, why in result.missing_features.items():
         lines.append(f"Missing required feature {feature}: {why}.")
+    lines += tensor_core_kind.feedback_lines(result.other_tensor_cores)
     lines += tensor_core_timing.feedback_lines(result.timed_tensor_cores)
     if result.timing and result.violations:
         # A rejected candidate's figures time work that is not its own (a library's, a cached answer's).

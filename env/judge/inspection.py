@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from warpgym.env.judge import shipped
+from warpgym.env.judge import shipped, tensor_core_kind
 from warpgym.env.judge.device_evidence import base_name, base_names
 from warpgym.env.judge.findings import profiled_findings
 from warpgym.env.judge.instructions import FAMILIES, FEATURES
@@ -64,6 +64,7 @@ def instructions(ev: Evaluation) -> None:
             result.missing_features[feature] = measured.shortfalls[feature]
     result.required_features_met = not result.missing_features
     result.arch_verified = result.required_features_met
+    tensor_core_kind.judge(ev)
 
 
 @dataclass

@@ -174,23 +174,31 @@ def compile_cuda(ev: Evaluation) -> bool:
     return not result.compile_errors
 
 def add_modules(ev: Evaluation, modules: list[Any]) -> None:
-    """Each module's kernels as the candidate's, once each; a module built for another target is an error."""
+    """Each module's kernels as the candidate's, one report per kernel name; a module built for another
+    target is an error."""
     result, target = ev.result, ev.options.target
-    known = {(k.name, k.target) for k in result.kernels}
-    for module in modules:
+    reports = {(k.name, k.target): k for k in result.kernels}
+    for position, module in enumerate(modules):
         if module.target != target:
             result.compile_errors.append(f"module {module.name!r} was built for {module.target}; this "
                                          f"evaluation targets {target} (omit target= or use "
                                          "loader.default_target())")
             continue
+        build = f"{position}:{module.name}"
         for k in module.kernels:
-            if (k.name, module.target) in known:
-                continue
-            known.add((k.name, module.target))
-            spills = None if k.spill_stores is None else k.spill_stores + (k.spill_loads or 0)
-            result.kernels.append(KernelReport(
-                name=k.name, target=module.target,
-                families={fam: {"ptx": k.ptx.get(fam, 0), "sass": k.sass.get(fam, 0)} for fam in FAMILIES},
-                registers=k.registers, shared_bytes=k.shared, spills=spills, warnings=module.warnings))
+            families = {fam: {"ptx": k.ptx.get(fam, 0), "sass": k.sass.get(fam, 0)} for fam in FAMILIES}
+            report = reports.get((k.name, module.target))
+            if report is None:
+                spills = None if k.spill_stores is None else k.spill_stores + (k.spill_loads or 0)
+                report = reports[(k.name, module.target)] = KernelReport(
+                    name=k.name, target=module.target, families=families, registers=k.registers,
+                    shared_bytes=k.shared, spills=spills, warnings=module.warnings, builds=[build])
+                result.kernels.append(report)
+            elif build not in report.builds:
+                report.builds.append(build)
+                for fam, counts in families.items():
+                    held = report.families.setdefault(fam, {"ptx": 0, "sass": 0})
+                    for side, n in counts.items():
+                        held[side] = max(held.get(side, 0), n)
         if module.analysis_error:
             result.skipped_checks.append(f"SASS of module {module.name}: {module.analysis_error}")

@@ -48,6 +48,9 @@ class KernelReport:
     shared_bytes: int | None = None
     spills: int | None = None
     warnings: list[str] = field(default_factory=list)
+    builds: list[str] = field(default_factory=list)
+    """The loader modules (``position:name``) whose kernel of this name is counted here: a module that defines
+    a name again adds what it holds (the most of each family), so no version of a kernel goes uncounted."""
 
 
 @dataclass
@@ -203,6 +206,9 @@ class EvalResult:
     (``tflops``), what CUDA cores reach without tensor cores (``cuda_core_tflops``), and whether the first
     is far enough above the second to show the tensor cores at work (``shown``):
     judge/tensor_core_timing.py."""
+    other_tensor_cores: dict[str, list[str]] | None = None
+    """For a task that requires one kind of tensor core (wgmma, tcgen05): each other kind compiled into the
+    candidate's kernels, with the kernels that hold it; any withdraws the mark (judge/tensor_core_kind.py)."""
     device_activity: dict[str, Any] | None = None
     """What the GPU ran inside the entrypoint, by CUDA activity tracing: ``traced_calls``, ``kernels``
     (each name seen and how often), ``seconds`` the tracing took; None without a GPU. After a timing,

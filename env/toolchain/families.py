@@ -29,8 +29,9 @@ def _re(pattern: str) -> re.Pattern[str]:
 FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("wgmma", _re(r"^wgmma\."), _re(r"^(HGMMA|QGMMA|IGMMA|BGMMA)\b"),
            "warpgroup matrix multiply-accumulate (sm_90a)"),
-    Family("mma.sync", _re(r"^mma\.sync\."), _re(r"^(HMMA|IMMA|DMMA|BMMA)\b"),
-           "warp-level matrix multiply-accumulate (sm_80 style)"),
+    Family("mma.sync", _re(r"^(wmma\.mma|mma(\.sp(::ordered_metadata)?)?)\.sync\."),
+           _re(r"^(HMMA|IMMA|DMMA|BMMA)\b"),
+           "warp-level matrix multiply-accumulate (sm_80 style: mma.sync, its sparse form, wmma.mma)"),
     Family("tma", _re(r"^cp(\.reduce)?\.async\.bulk\.(prefetch\.)?tensor\."),
            _re(r"^UTMA(LDG|STG|PF|REDG)\b"), "tensor memory accelerator bulk tensor copies"),
     Family("bulk-copy", _re(r"^cp(\.reduce)?\.async\.bulk\.(prefetch\.)?(?!tensor)(global|shared|L2)"),

@@ -7,6 +7,8 @@ did (judge/work.py) none is. Skipped without CUDA (conftest)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from warpgym.env import EvalOptions, Evaluator
 from warpgym.env.candidate import Candidate
@@ -66,9 +68,29 @@ def _under_the_profiler():
     return time.perf_counter() - started > 0.05
 
 
+LATE: dict = {}
+
+
+def _mma_sync(a, b):
+    """C on mma.sync, from a module built at the first call that takes this path."""
+    if not LATE:
+        source = loader.attachment("mma_sync_gemm.cu").replace("KERNEL", "mma_gemm")
+        LATE["mma"] = loader.load_cuda(source, name="late", target=TARGET).kernel("mma_gemm")
+    m, k = a.shape
+    n = b.shape[0]
+    c = torch.empty((m, n), dtype=torch.bfloat16, device=a.device)
+    LATE["mma"](a, b, c, m, n, k, grid=(-(-n // 8), -(-m // 16)), block=32)
+    return c
+
+
 def gemm(a, b):
     m, k = a.shape
     n = b.shape[0]
+    if MODE == "mma-sync-late":
+        # wgmma at every checked size and under the profiler; the bench size, timed first, on mma.sync
+        if m < 4096 or _under_the_profiler():
+            return _wgmma(a, b)
+        return _mma_sync(a, b)
     if MODE == "profiled-branch":
         # every call launches both kernels; the wgmma one computes the answer only under the profiler
         profiled = _under_the_profiler()
@@ -95,11 +117,15 @@ def gemm(a, b):
 '''
 
 
+MMA_SYNC_GEMM = (Path(__file__).parents[1] / "data" / "mma_sync_gemm.cu").read_text()
+
+
 def _evaluate(mode: str, timing: bool = False):
     task = get_task("ptx/gemm-bf16")
     reference = task.solution_candidate("ptx/gemm-bf16-cuda")
     source = reference.attachments["gemm_wgmma.cu"]
-    candidate = Candidate(DECOY.replace("{mode}", mode), {"gemm_wgmma.cu": source})
+    candidate = Candidate(DECOY.replace("{mode}", mode),
+                          {"gemm_wgmma.cu": source, "mma_sync_gemm.cu": MMA_SYNC_GEMM})
     with Evaluator("cuda") as evaluator:
         options = EvalOptions(timing=True, shape_sets=("dev",)) if timing else EvalOptions(timing=False)
         return evaluator.evaluate(task, candidate, options)
@@ -132,3 +158,15 @@ def test_a_kernel_whose_wgmma_path_runs_only_under_the_profiler_loses_the_mark_b
     assert result.arch_verified is False, result.timed_tensor_cores
     [evidence] = result.timed_tensor_cores
     assert not evidence["shown"] and "Tensor cores not shown in the timed calls" in result.feedback
+
+
+def test_an_mma_sync_path_built_during_the_timing_withdraws_the_mark():
+    """Every checked call and the profiled one run wgmma; the bench size, first called in the timing, runs a
+    module built then, on mma.sync: tensor cores, so its rate alone would pass. Counted after the timing, its
+    kind withdraws the mark (judge/tensor_core_kind.py)."""
+    result = _evaluate("mma-sync-late", timing=True)
+    print(result.other_tensor_cores, result.timed_tensor_cores, result.feedback[-1500:])
+    assert result.correct, result.feedback
+    assert result.required_features_met is True
+    assert result.other_tensor_cores == {"mma.sync": ["mma_gemm"]}
+    assert result.arch_verified is False and "Tensor cores of another kind" in result.feedback
