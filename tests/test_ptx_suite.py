@@ -162,6 +162,22 @@ def test_only_the_public_loader_of_warpgym_may_be_imported(line, allowed):
     assert report.ok is allowed, report.violations
 
 
+@pytest.mark.parametrize("line", [
+    "from cuda.bindings import driver, nvrtc", "import cuda.core.experimental as core", "from cuda import cuda",
+    "import cupy", "from numba import cuda", "import pycuda.driver", "import cutlass.cute as cute",
+])
+def test_device_code_is_built_through_the_loader_only(cpu_evaluator, line):
+    """A module loaded through cuda-python's driver (or CuPy, Numba, ...) never reaches the loader's record:
+    its instructions would go uncounted and a kernel of an own kernel's name would pass for that one."""
+    task = get_task("ptx/gemm-bf16")
+    reference = task.solution_candidate()
+    result = cpu_evaluator.evaluate(task, Candidate(f"{line}\n{reference.source}", reference.attachments),
+                                    EvalOptions(shape_sets=("dev",)))
+    [violation] = result.violations
+    assert violation.code == "forbidden-import" and "through warpgym.loader" in violation.message
+    assert result.stage == "static" and not result.compiled
+
+
 @needs_tools
 @pytest.mark.parametrize("task_id", ["ptx/gemm-bf16", "ptx/gemm-fp8", "ptx/attention-fwd-causal",
                                      "ptx/attention-bwd"])

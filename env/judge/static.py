@@ -40,6 +40,10 @@ FORBIDDEN_MODULES = frozenset({
     "resource", "sysconfig", "code", "codeop", "runpy", "builtins", "pickle", "marshal",
 })
 FORBIDDEN_MODULES = FORBIDDEN_MODULES | {"inspect", "traceback", "__main__", "mmap"}
+DEVICE_TOOLCHAINS = frozenset({"cuda", "cupy", "cupyx", "pycuda", "numba", "nvmath", "cutlass"})
+"""Other ways to build and launch device code (cuda-python's driver and NVRTC, CuPy, PyCUDA, Numba, CUTLASS's
+DSL): a module loaded through them never reaches the loader's record, so its instructions go uncounted and a
+kernel it launches under an own kernel's name passes for that one. Device code comes through the loader."""
 HARNESS_MODULES_ALLOWED = ("warpgym.loader",)
 """The only part of warpgym a candidate may import: the CUDA/PTX loader. The rest is the judge."""
 FORBIDDEN_BUILTINS = frozenset({"eval", "exec", "compile", "__import__", "globals", "breakpoint", "input"})
@@ -178,6 +182,10 @@ class _Scanner(ast.NodeVisitor):
         if root == "warpgym" and not module.startswith(HARNESS_MODULES_ALLOWED):
             self.flag("forbidden-import", f"importing {module!r}: the harness is not the candidate's to use "
                       f"(only {', '.join(HARNESS_MODULES_ALLOWED)} is)", node)
+            return
+        if root in DEVICE_TOOLCHAINS:
+            self.flag("forbidden-import", f"importing {module!r}: device code is built and launched through "
+                      "warpgym.loader (load_cuda, load_ptx), whose modules the judge reads", node)
             return
         if root in FORBIDDEN_MODULES and not (root == "ctypes" and self.language == "cuda"):
             self.flag("forbidden-import", f"importing {module!r} is not allowed in a candidate (no "

@@ -162,8 +162,9 @@ def test_a_kernel_whose_wgmma_path_runs_only_under_the_profiler_loses_the_mark_b
 
 def test_an_mma_sync_path_built_during_the_timing_withdraws_the_mark():
     """Every checked call and the profiled one run wgmma; the bench size, first called in the timing, runs a
-    module built then, on mma.sync: tensor cores, so its rate alone would pass. Counted after the timing, its
-    kind withdraws the mark (judge/tensor_core_kind.py)."""
+    module built then, on mma.sync. A tiled mma.sync kernel would pass the rate line (tensor cores all the
+    same); this one reads its fragments from global memory and is slow, and the rule does not look at speed:
+    the module is counted after the timing, and its kind withdraws the mark (judge/tensor_core_kind.py)."""
     result = _evaluate("mma-sync-late", timing=True)
     print(result.other_tensor_cores, result.timed_tensor_cores, result.feedback[-1500:])
     assert result.correct, result.feedback
