@@ -53,3 +53,23 @@ def test_every_judged_check_is_followed_by_a_release(monkeypatch):
     late = sum(1 for case in result.cases if case.seed >= LATE_SEED - 1)  # the late re-check's own calls
     assert late >= 1 and released == list(range(1, len(result.cases) - late + 1)), \
         "a release after each check, once its case is recorded"
+
+
+def test_the_judge_gives_the_windows_memory_back_before_the_bench_check_after_it(monkeypatch):
+    """The baselines' inputs and outputs of a timing window stay in the judge's cache after it: they go back
+    before the worker's bench check, which needs the memory, and the check then holds the GPU alone."""
+    from warpgym.env.judge import bench
+
+    events: list[str] = []
+
+    @contextlib.contextmanager
+    def lock(index, shared=False):
+        events.append(f"lock {index} {'shared' if shared else 'alone'}")
+        yield
+        events.append("unlock")
+
+    monkeypatch.setattr("warpgym.env.common.timing.gpu_lock", lock)
+    ev = SimpleNamespace(device="cuda:0", release_memory=lambda: events.append("release"),
+                         run=lambda check, settle_ms: events.append(f"run {check}") or "reply")
+    assert bench.check_after_window(ev, "the check") == "reply"
+    assert events == ["release", "lock 0 alone", "run the check", "unlock"]

@@ -126,9 +126,18 @@ class _WindowEnded(Exception):
     """The candidate's side of a timing window failed (the reason is recorded, or is ``args[0]``)."""
 
 
-def bench_cases(ev: Evaluation, alone: bool) -> None:
+def check_after_window(ev: Evaluation, after: Check) -> m.RunReply:
+    """The bench check after a timing window, with the GPU held alone (no other context's work stretches
+    it). The window's baselines leave their inputs and outputs in this process's cache first: on an H100
+    the worker ran out of memory in this check while the judge still held 65 GiB of them."""
     from warpgym.env.common.timing import gpu_lock
 
+    ev.release_memory()
+    with gpu_lock(torch.device(ev.device).index or 0):
+        return ev.run(after, settle_ms=SETTLE_MS) or NO_REPLY
+
+
+def bench_cases(ev: Evaluation, alone: bool) -> None:
     task, result = ev.task, ev.result
     ceilings = ceilings_for(ev.device)
     timings: list[Timing] = []
@@ -162,8 +171,7 @@ def bench_cases(ev: Evaluation, alone: bool) -> None:
                 "used")
         # Check on fresh inputs after the timing window: a kernel that behaves differently once warm fails.
         after = Check("bench", case, AFTER_TIMING_SEED, BENCH_DISTRIBUTION)
-        with gpu_lock(torch.device(ev.device).index or 0):  # alone: no other context's work stretches it
-            reply = ev.run(after, settle_ms=SETTLE_MS) or NO_REPLY
+        reply = check_after_window(ev, after)
         timing.checked_device_ms = device_ms(reply.device_trace)
         if out_of_memory(reply):
             # Not evidence of a kernel that changes once warm: the GPU's memory ran out under it.

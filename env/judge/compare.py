@@ -10,6 +10,7 @@ pass on the absolute tolerance alone); a single-value output is judged element-w
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -58,52 +59,87 @@ def _abs_error(o: torch.Tensor, r: torch.Tensor) -> tuple[torch.Tensor, torch.Te
     return same, torch.where(torch.isnan(diff), float("inf"), diff)
 
 
-def _compare_tensor(out: torch.Tensor, ref: torch.Tensor, tol: Any) -> dict[str, Any]:
-    device = ref.device
-    o = out.to(device=device, dtype=torch.float64)
-    if tol.atol == 0 and tol.rtol == 0 and out.dtype.is_floating_point and ref.dtype != out.dtype:
-        ref = ref.to(out.dtype)  # an exact task's answer is the reference as the output's dtype holds it
+CHUNK_ELEMENTS = 1 << 25
+"""Elements compared at a time: each float64 temporary of a chunk is 256 MiB. A bench-sized output (2^30
+elements) compared whole took a dozen 8 GiB temporaries, more than an 80 GB GPU holds beside the reference."""
+LOWERED_SAMPLE = 1 << 24
+"""Elements, evenly spaced, that the half-precision diagnosis of a failed float32 output looks at."""
+
+
+@dataclass
+class _Tally:
+    """What the chunks of one output add up to."""
+
+    mismatches: int = 0
+    nan_out: int = 0
+    max_abs: float = 0.0
+    max_rel: float = 0.0
+    ref_norms: list[float] = field(default_factory=list)
+    err_norms: list[float] = field(default_factory=list)
+    first: int | None = None
+    """Flat index of the first mismatch."""
+
+
+def _compare_chunk(o: torch.Tensor, ref: torch.Tensor, out_dtype: torch.dtype, tol: Any, start: int,
+                   tally: _Tally) -> None:
+    """Fold one chunk of the flattened output (``o``, float64) and reference into ``tally``."""
     r = ref.to(dtype=torch.float64)
-    if o.numel() == 0:
-        return {"passed": True, "max_abs_error": 0.0, "max_rel_error": 0.0, "rel_l2_error": 0.0,
-                "mismatches": 0, "message": ""}
     same, diff = _abs_error(o, r)
-    converted = out.dtype.is_floating_point and ref.dtype != out.dtype
-    as_held = ref.to(out.dtype).to(torch.float64) if converted else r  # the answer in the output dtype
+    converted = out_dtype.is_floating_point and ref.dtype != out_dtype
+    as_held = ref.to(out_dtype).to(torch.float64) if converted else r  # the answer in the output dtype
     if converted:
         # Beyond the output dtype's range the answer it holds is an infinity (float16 above 65520): that
         # infinity is right, as the reference computed in that dtype gives it.
         overflowed = torch.isfinite(r) & torch.isinf(as_held) & (o == as_held)
         same = same | overflowed
         diff = torch.where(overflowed, 0.0, diff)
-    bound = tol.atol + tol.rtol * r.abs()
-    bad = ~((diff <= bound) | same)
+    bad = ~((diff <= tol.atol + tol.rtol * r.abs()) | same)
     mismatches = int(bad.sum())
+    if mismatches and tally.first is None:
+        tally.first = start + int(bad.nonzero()[0])
+    tally.mismatches += mismatches
     finite = torch.isfinite(r)
     held, held_diff = r, diff
-    if out.dtype in (torch.float16, torch.bfloat16) and converted:
+    if out_dtype in (torch.float16, torch.bfloat16) and converted:
         # The norm-wise bound is against the answer as the output dtype holds it: a softmax over 2^26
         # elements is ~1e-8 per element, below float16's range, and zero is then the best answer.
         held = as_held
         finite = finite & torch.isfinite(held)
         held_diff = _abs_error(o, held)[1]
-    ref_norm = float(torch.linalg.vector_norm(torch.where(finite, held, 0.0)))
-    err_norm = float(torch.linalg.vector_norm(torch.where(finite, held_diff, 0.0)))
-    rel_l2 = err_norm / ref_norm if ref_norm > 0 else (0.0 if err_norm == 0 else float("inf"))
-    max_abs = float(diff.max())
+    tally.ref_norms.append(float(torch.linalg.vector_norm(torch.where(finite, held, 0.0))))
+    tally.err_norms.append(float(torch.linalg.vector_norm(torch.where(finite, held_diff, 0.0))))
+    tally.max_abs = _worse(tally.max_abs, float(diff.max()))
     rel = diff / r.abs().clamp_min(1e-30)
-    max_rel = float(torch.where(same, torch.zeros_like(rel), rel).max())
-    fields: dict[str, Any] = {"max_abs_error": max_abs, "max_rel_error": max_rel, "rel_l2_error": rel_l2,
-                              "mismatches": mismatches}
-    nan_out = int((torch.isnan(o) & ~torch.isnan(r)).sum())
+    tally.max_rel = _worse(tally.max_rel, float(torch.where(same, torch.zeros_like(rel), rel).max()))
+    tally.nan_out += int((torch.isnan(o) & ~torch.isnan(r)).sum())
+
+
+def _compare_tensor(out: torch.Tensor, ref: torch.Tensor, tol: Any) -> dict[str, Any]:
+    device = ref.device
+    if tol.atol == 0 and tol.rtol == 0 and out.dtype.is_floating_point and ref.dtype != out.dtype:
+        ref = ref.to(out.dtype)  # an exact task's answer is the reference as the output's dtype holds it
+    if out.numel() == 0:
+        return {"passed": True, "max_abs_error": 0.0, "max_rel_error": 0.0, "rel_l2_error": 0.0,
+                "mismatches": 0, "message": ""}
+    flat_out, flat_ref = out.reshape(-1), ref.reshape(-1)
+    tally = _Tally()
+    for start in range(0, flat_out.numel(), CHUNK_ELEMENTS):
+        stop = start + CHUNK_ELEMENTS
+        o = flat_out[start:stop].to(device=device, dtype=torch.float64)
+        _compare_chunk(o, flat_ref[start:stop], out.dtype, tol, start, tally)
+    ref_norm, err_norm = math.hypot(*tally.ref_norms), math.hypot(*tally.err_norms)
+    rel_l2 = err_norm / ref_norm if ref_norm > 0 else (0.0 if err_norm == 0 else float("inf"))
+    mismatches, max_abs = tally.mismatches, tally.max_abs
+    fields: dict[str, Any] = {"max_abs_error": max_abs, "max_rel_error": tally.max_rel,
+                              "rel_l2_error": rel_l2, "mismatches": mismatches}
     if mismatches:
-        flat = int(bad.flatten().nonzero()[0])
+        flat = tally.first
         index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), out.shape))
-        fields["first_mismatch"] = {"index": list(index), "got": float(o.flatten()[flat]),
-                                    "expected": float(r.flatten()[flat])}
+        fields["first_mismatch"] = {"index": list(index), "got": float(flat_out[flat].double()),
+                                    "expected": float(flat_ref[flat].double())}
         what = f"{mismatches} of {out.numel()} elements outside atol={tol.atol:g}, rtol={tol.rtol:g}"
-        if nan_out:
-            what += f" ({nan_out} NaN where the reference is finite)"
+        if tally.nan_out:
+            what += f" ({tally.nan_out} NaN where the reference is finite)"
         first = fields["first_mismatch"]
         fields["message"] = (f"{what}; first at index {list(index)}: got {first['got']:.6g}, "
                              f"expected {first['expected']:.6g}; max abs error {max_abs:.3g}")
@@ -118,7 +154,9 @@ def _compare_tensor(out: torch.Tensor, ref: torch.Tensor, tol: Any) -> dict[str,
         fields["message"] = ""
         fields["passed"] = True
     if not fields["passed"] and out.dtype == torch.float32:
-        lowered = lowered_precision(o, r)
+        step = max(1, -(-flat_out.numel() // LOWERED_SAMPLE))
+        lowered = lowered_precision(flat_out[::step].to(device=device, dtype=torch.float64),
+                                    flat_ref[::step].to(dtype=torch.float64))
         if lowered:
             unit = UNIT_ROUNDOFF[lowered]
             fields["message"] += (f"; the errors have the size and pattern of {lowered} rounding (unit "
