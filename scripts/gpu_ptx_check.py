@@ -1,7 +1,7 @@
 """Run every `ptx` reference through the evaluator on a GPU and print PTXBench's three answers.
 
     python scripts/gpu_ptx_check.py [--tasks ptx/gemm-bf16 ...] [--reps N] [--memcheck] [--no-profile]
-                                    [--no-extra]
+                                    [--no-extra | --extra-only]
 
 For each task, and each of its extra reference solutions (the hand-written CUDA ones) unless
 --no-extra: correct (dev + heldout shapes), arch-verified (required features present in the SASS
@@ -38,6 +38,7 @@ def main() -> int:
     parser.add_argument("--no-profile", action="store_true", help="skip Nsight Compute executed counts")
     parser.add_argument("--no-timing", action="store_true")
     parser.add_argument("--no-extra", action="store_true", help="the tasks' default references only")
+    parser.add_argument("--extra-only", action="store_true", help="the tasks' extra references only")
     args = parser.parse_args()
 
     import torch
@@ -69,7 +70,8 @@ def main() -> int:
     )
     records = []
     with Evaluator("cuda") as evaluator:
-        work = [(t, extra) for t in tasks for extra in (None, *(() if args.no_extra else t.extra_solutions))]
+        work = [(t, extra) for t in tasks for extra in (None, *(() if args.no_extra else t.extra_solutions))
+                if extra is not None or not args.extra_only]
         for task, extra in work:
             label = task.id if extra is None else f"{task.id} ({extra})"
             started = time.perf_counter()

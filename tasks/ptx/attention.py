@@ -266,5 +266,6 @@ counted as 2.5 forwards, the usual convention); the baseline is cuDNN's attentio
             vendor_name="cuDNN attention backward (torch SDPA autograd)",
             reference_precision="float64",
             notes=_NOTES,
+            extra_solutions=(f"ptx/attention-bwd{_suffix}-cuda",),
         )
     )
