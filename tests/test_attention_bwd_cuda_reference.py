@@ -25,7 +25,7 @@ TASKS = {"ptx/attention-bwd": "ptx/attention-bwd-cuda",
 SOURCE = "attention_bwd_wgmma.cu"
 PROVEN = ("wgmma", "tma", "mbarrier", "setmaxnreg")
 OPCODES = ("HGMMA.64x64x16.F32.BF16", "UTMALDG.2D", "UBLKCP", "USETMAXREG.TRY_ALLOC", "USETMAXREG.DEALLOC",
-           "SYNCS.PHASECHK", "REDG.E.ADD.F32x2")
+           "SYNCS.PHASECHK", "UTMAREDG.2D.ADD")
 RS_HGMMA = re.compile(r"HGMMA\.64x128x16\.F32\.BF16 R\d+, R\d+, gdesc\[UR\d+\]\.tnspB")
 """dV += P^T dO and dK += dS^T Q: A from registers, B (dO, Q) from shared memory, transposed."""
 TNSP_A = re.compile(r"HGMMA\.64x64x16\.F32\.BF16 R\d+, gdesc\[UR\d+\]\.tnspA\.tnspB")
@@ -76,6 +76,10 @@ def test_the_kernels_prove_hoppers_features_in_the_sass(solution, task_id):
     assert [op for op in OPCODES if op not in record.sass] == []
     assert len(RS_HGMMA.findall(record.sass)) >= 8 and len(TNSP_A.findall(record.sass)) >= 8
     assert "HMMA" not in record.sass   # one kind of tensor core: wgmma only
+    # dQ leaves by TMA reduce-adds, and the passes beside the backward read o, do and the fp32 dQ by bulk
+    # copies: the only ordinary global load left is lse's (4 bytes a row).
+    assert "REDG.E" not in record.sass
+    assert re.findall(r"\bLDG\.E\S*", record.sass) == ["LDG.E.CONSTANT"]
     for kernel in kernels.values():
         assert kernel.info.spills == 0 and kernel.info.stack == 0, record.log
     for warning in ("C7515", "C7508", "C7510", "C7520"):   # wgmma serialised, setmaxnreg dropped
@@ -87,25 +91,27 @@ def test_the_kernels_prove_hoppers_features_in_the_sass(solution, task_id):
 
 
 @needs_tools
-@pytest.mark.parametrize("defines", [{"STAGES": 3}, {"EARLY_DV": 0}, {"DS_KMAJOR": 1}, {"DQ_RED": 2},
-                                     {"DQ_RED": 0}, {"DQ_TMA": 1}])
+@pytest.mark.parametrize("defines", [{"STAGES": 3}, {"EARLY_DV": 0}, {"DS_KMAJOR": 1}, {"DQ_TMA": 0},
+                                     {"DQ_TMA": 0, "DQ_RED": 2}, {"DQ_TMA": 0, "DQ_RED": 0}, {"AUX_BULK": 0}])
 def test_every_option_compiles_without_spills(solution, defines):
     config, kernels = solution("ptx/attention-bwd")["build"]("sm_90a", defines)
     main = kernels["attention_bwd_wgmma"]
     assert [f for f in PROVEN if not main.info.sass_counts.get(f)] == [] and main.info.spills == 0
-    if "DQ_TMA" in defines:
-        assert "UTMAREDG.2D.ADD" in main.module.record.sass and "REDG.E" not in main.module.record.sass
-    else:
-        assert f"bwd_shared_bytes = {config['shared']};" in main.module.record.ptx
-    if defines.get("DQ_RED") == 2:
-        assert "REDG.E.ADD.F32x4" in main.module.record.sass
+    sass = main.module.record.sass
+    assert f"bwd_shared_bytes = {config['shared']};" in main.module.record.ptx
+    assert ("UTMAREDG.2D.ADD" in sass) == (defines.get("DQ_TMA", 1) == 1)
+    assert ("LDG.E.128" in sass) == (defines.get("AUX_BULK", 1) == 0)   # the dQ conversion's plain loads
+    width = {0: "REDG.E.ADD.F32.", 1: "REDG.E.ADD.F32x2", 2: "REDG.E.ADD.F32x4"}.get(defines.get("DQ_RED", 1))
+    assert (width in sass) == (defines.get("DQ_TMA", 1) == 0)
 
 
 @needs_tools
 def test_options_outside_the_kernels_layouts_are_refused(solution):
     build = solution("ptx/attention-bwd")["build"]
     with pytest.raises(loader.CompileError, match="DQ_RED"):
-        build("sm_90a", {"DQ_RED": 3})
+        build("sm_90a", {"DQ_RED": 3, "DQ_TMA": 0})
+    with pytest.raises(loader.CompileError, match="DQ_TMA"):
+        build("sm_90a", {"DQ_RED": 2})   # the reduce-add replaces the vector reductions
     with pytest.raises(loader.LoaderError, match="sm_90a"):
         build("sm_100a")
 

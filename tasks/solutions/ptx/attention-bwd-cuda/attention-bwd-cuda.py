@@ -7,8 +7,9 @@ one block per head and 128-key block (one producer warpgroup issuing TMA loads o
 dO, lse and delta tiles of each 64-query block into mbarrier-guarded stages; two consumer warpgroups of 64
 keys each running the five products S^T = K Q^T, dP^T = V dO^T, dV += P^T dO, dK += dS^T Q on wgmma with
 P^T and dS^T taken from registers, and dQ = dS K with dS read back from shared memory through a transposed
-descriptor, added into the accumulator with vector reductions; registers moved to the consumers with
-setmaxnreg); and a pass that writes dq = accumulator / sqrt(D) as bf16. No sm_100a (tcgen05) version yet.
+descriptor, staged in shared memory and added into the accumulator by TMA reduce-adds; registers moved to
+the consumers with setmaxnreg); and a pass that writes dq = accumulator / sqrt(D) as bf16. The two passes
+beside the backward read their operands by bulk copies. No sm_100a (tcgen05) version yet.
 """
 
 import math
@@ -21,16 +22,18 @@ CAUSAL = False
 BM, BN, HEAD_DIM = 64, 128, 128
 THREADS = 384
 LOG2E = 1.4426950408889634
-DEFINES = {"STAGES": 2, "EARLY_DV": 1, "DQ_RED": 1, "DS_KMAJOR": 0}
+DEFINES = {"STAGES": 2, "EARLY_DV": 1, "DQ_RED": 1, "DS_KMAJOR": 0, "DQ_TMA": 1}
 """The pipeline options (the attachment's header says what each does)."""
 ENTRIES = ("bwd_preprocess", "attention_bwd_wgmma", "bwd_convert_dq")
 
 
 def shared_bytes(defines: dict) -> int:
     """Dynamic shared memory as the kernel lays it out (it traps when given less): K and V, the stages of
-    Q, dO, lse and delta, dS^T for both consumers, the mbarriers, and 1024 bytes to align for the swizzle."""
+    Q, dO, lse and delta, dS^T for both consumers, with DQ_TMA their fp32 dQ staging, the mbarriers, and 1024
+    bytes to align for the swizzle."""
     stages = defines["STAGES"]
-    return 2 * 32768 + stages * 32768 + 2 * 16384 + stages * 512 + 8 * (1 + 2 * stages) + 1024
+    staging = 2 * 16384 if defines["DQ_TMA"] else 0
+    return 2 * 32768 + stages * 32768 + 2 * 16384 + staging + stages * 512 + 8 * (1 + 2 * stages) + 1024
 
 
 def build(target: str, defines: dict | None = None) -> tuple[dict, dict]:
@@ -64,6 +67,8 @@ def launch(config: dict, kernels: dict, q: torch.Tensor, k: torch.Tensor, v: tor
                               grid=rows // 8, block=256)
     maps = [loader.tensor_map(t.view(rows, d), (box, 64), swizzle=128)
             for t, box in ((q, BM), (k, BN), (v, BN), (do, BM))]
+    if config["defines"]["DQ_TMA"]:  # where TMA adds dQ: fp32 rows, boxes of 64 rows x 32 columns (128 bytes)
+        maps.append(loader.tensor_map(dq_accum, (BM, 32), swizzle=128))
     kernels["attention_bwd_wgmma"](*maps, lse2, delta, dq_accum, dk.view(rows, d), dv.view(rows, d), s,
                                    scale * LOG2E, scale, grid=b * h * (s // BN), block=THREADS,
                                    shared_mem=config["shared"])

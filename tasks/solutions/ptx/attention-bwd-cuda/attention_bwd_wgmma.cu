@@ -37,6 +37,8 @@
 //            cp.reduce.async.bulk.tensor (TMA reduce-add, the host passes dq_map). +32 KB of shared memory.
 //   DS_KMAJOR 0: dS^T stored [key][query] and read by the dQ GEMM through a transposed (tnspA) descriptor;
 //            1: fallback without tnspA: dS stored [query][key] (two 64 x 64 boxes, K-major, 2-byte stores).
+//   AUX_BULK 1: the passes beside the backward (delta, the dQ conversion) read o, do and dq_accum by bulk
+//            copies on an mbarrier; 0: by ordinary loads.
 // Launch: grid = B*H*(S/128), block 384, dynamic shared memory = bwd_shared_bytes (the kernel traps if less);
 // with DQ_TMA the kernel takes a fifth tensor map, dq_map, right after do_map.
 
@@ -51,6 +53,9 @@ typedef unsigned long long uint64_t;   // NVRTC has no <cstdint> without extra i
 #endif
 #ifndef EARLY_DV
 #define EARLY_DV 1
+#endif
+#ifndef AUX_BULK
+#define AUX_BULK 1
 #endif
 #ifndef DQ_RED
 #define DQ_RED 1
@@ -543,6 +548,70 @@ attention_bwd_wgmma(const __grid_constant__ TensorMap q_map, const __grid_consta
 __device__ __forceinline__ float bf16_lo(uint32_t x) { return __int_as_float((int)(x << 16)); }
 __device__ __forceinline__ float bf16_hi(uint32_t x) { return __int_as_float((int)(x & 0xffff0000u)); }
 
+#if AUX_BULK
+// delta = rowsum(o * do), lse2 = lse * log2(e) and a zeroed row of dq_accum, for 8 rows a block (a warp a
+// row). The 8 rows of o and of do are contiguous: each arrives by one bulk copy on an mbarrier, so no operand
+// of the task is read through ordinary loads. Launch: block 256, grid = rows / 8 (rows a multiple of 8).
+extern "C" __global__ void __launch_bounds__(256)
+bwd_preprocess(const unsigned short* __restrict__ o, const unsigned short* __restrict__ d_o,
+               const float* __restrict__ lse, float* __restrict__ delta, float* __restrict__ lse2,
+               float* __restrict__ dq_accum, int rows) {
+    constexpr uint32_t SLAB_BYTES = 8 * HEAD_DIM * 2;
+    __shared__ alignas(128) unsigned short slab[2][8 * HEAD_DIM];
+    __shared__ alignas(8) uint64_t bar;
+    const int first = blockIdx.x * 8, warp = threadIdx.x / 32, lane = threadIdx.x % 32, row = first + warp;
+    const uint32_t b = smem_addr(&bar);
+    if (threadIdx.x == 0) {
+        mbar_init(b, 1);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        mbar_arrive_expect_tx(b, 2 * SLAB_BYTES);
+        bulk_load(smem_addr(slab[0]), o + (size_t)first * HEAD_DIM, SLAB_BYTES, b);
+        bulk_load(smem_addr(slab[1]), d_o + (size_t)first * HEAD_DIM, SLAB_BYTES, b);
+    }
+    mbar_wait(b, 0);
+    const uint2 a = *reinterpret_cast<const uint2*>(&slab[0][warp * HEAD_DIM + 4 * lane]);
+    const uint2 c = *reinterpret_cast<const uint2*>(&slab[1][warp * HEAD_DIM + 4 * lane]);
+    float sum = bf16_lo(a.x) * bf16_lo(c.x) + bf16_hi(a.x) * bf16_hi(c.x)
+                + bf16_lo(a.y) * bf16_lo(c.y) + bf16_hi(a.y) * bf16_hi(c.y);
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+    if (row >= rows) return;
+    *reinterpret_cast<float4*>(dq_accum + (size_t)row * HEAD_DIM + 4 * lane) = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (lane == 0) {
+        delta[row] = sum;
+        lse2[row] = lse[row] * LOG2E;
+    }
+}
+
+// dq = bf16(dq_accum * scale) for 1024 elements a block, which arrive by one bulk copy (count a multiple of 4).
+// Launch: block 256, grid = ceil(count / 1024).
+extern "C" __global__ void __launch_bounds__(256)
+bwd_convert_dq(const float* __restrict__ dq_accum, unsigned short* __restrict__ dq, int count, float scale) {
+    __shared__ alignas(128) float chunk[1024];
+    __shared__ alignas(8) uint64_t bar;
+    const int first = blockIdx.x * 1024, n = min(1024, count - first), i = 4 * threadIdx.x;
+    const uint32_t b = smem_addr(&bar);
+    if (threadIdx.x == 0) {
+        mbar_init(b, 1);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        mbar_arrive_expect_tx(b, 4 * n);
+        bulk_load(smem_addr(chunk), dq_accum + first, 4 * n, b);
+    }
+    mbar_wait(b, 0);
+    if (i >= n) return;
+    const float4 x = *reinterpret_cast<const float4*>(&chunk[i]);
+    uint2 y;
+    y.x = pack_bf16x2(x.x * scale, x.y * scale);
+    y.y = pack_bf16x2(x.z * scale, x.w * scale);
+    *reinterpret_cast<uint2*>(dq + first + i) = y;
+}
+#else  // the same passes reading o, do and dq_accum with ordinary loads
 // One warp per row of 128: delta = sum o * do (fp32), lse2 = lse * log2(e), dq_accum row = 0.
 // Launch: block 256 (8 rows), grid = rows / 8.
 extern "C" __global__ void __launch_bounds__(256)
@@ -575,3 +644,4 @@ bwd_convert_dq(const float* __restrict__ dq_accum, unsigned short* __restrict__ 
     y.y = pack_bf16x2(x.z * scale, x.w * scale);
     *reinterpret_cast<uint2*>(dq + i) = y;
 }
+#endif
