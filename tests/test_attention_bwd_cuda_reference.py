@@ -15,6 +15,7 @@ import re
 import attention_bwd_model as model
 import pytest
 import torch
+from reference_module import run_reference
 from warpgym.env.judge.static import check_source
 from warpgym.env.toolchain import attachments, loader
 from warpgym.env.toolchain.registry import REGISTRY
@@ -39,14 +40,7 @@ def solution():
     """The reference's module executed as the worker runs it, for a task: its namespace."""
     def load(task_id: str) -> dict:
         candidate = get_task(task_id).solution_candidate(TASKS[task_id])
-        attachments.install(candidate.attachments)
-        loader.set_default_target("sm_90a")
-        try:
-            namespace: dict = {"__name__": "candidate"}
-            exec(compile(candidate.source, "attention-bwd-cuda.py", "exec"), namespace)  # noqa: S102 - ours
-            return namespace
-        finally:
-            loader.set_default_target(None)
+        return run_reference(candidate, "sm_90a", "attention-bwd-cuda.py")
     yield load
     attachments.clear()
 

@@ -16,6 +16,7 @@ import re
 
 import pytest
 import torch
+from reference_module import run_reference
 from warpgym.env.judge.static import check_source
 from warpgym.env.toolchain import attachments, loader
 from warpgym.env.toolchain.registry import REGISTRY, KernelInfo
@@ -54,14 +55,7 @@ def solution():
     """The reference's module executed as the worker runs it, for a task and a target: its namespace."""
     def load(task_id: str, target: str) -> dict:
         candidate = get_task(task_id).solution_candidate(TASKS[task_id])
-        attachments.install(candidate.attachments)
-        loader.set_default_target(target)
-        try:
-            namespace: dict = {"__name__": "candidate"}
-            exec(compile(candidate.source, "attention-fwd-cuda.py", "exec"), namespace)  # noqa: S102 - ours
-            return namespace
-        finally:
-            loader.set_default_target(None)
+        return run_reference(candidate, target, "attention-fwd-cuda.py")
     yield load
     attachments.clear()
 

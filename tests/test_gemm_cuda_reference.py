@@ -9,6 +9,7 @@ import json
 
 import pytest
 import torch
+from reference_module import run_reference
 from warpgym.env.judge.static import check_source
 from warpgym.env.toolchain import attachments, loader
 from warpgym.env.toolchain.registry import REGISTRY, KernelInfo, ModuleRecord
@@ -41,16 +42,7 @@ def candidate():
 
 def _executor(candidate, filename: str):
     """A function running the reference's module as the worker runs it, for a target: its namespace."""
-    def load(target: str) -> dict:
-        attachments.install(candidate.attachments)
-        loader.set_default_target(target)
-        try:
-            namespace: dict = {"__name__": "candidate"}
-            exec(compile(candidate.source, filename, "exec"), namespace)  # noqa: S102 - our own file
-            return namespace
-        finally:
-            loader.set_default_target(None)
-    return load
+    return lambda target: run_reference(candidate, target, filename)
 
 
 @pytest.fixture
