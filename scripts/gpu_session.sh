@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every GPU test and measurement of warpgym, in one device call (10 minutes at most there):
 #
-#   bash scripts/gpu_session.sh [streams|scale|all|suite|trust|refsweep|kbside|quote|followup|stall|verify|bwdsweep]   # carry .whl (gymnasium, pydantic), .kb, .sweep
+#   bash scripts/gpu_session.sh [streams|scale|all|suite|trust|refsweep|kbside|quote|followup|stall|verify|bwdcheck|bwdsweep]   # carry .whl (gymnasium, pydantic), .kb, .sweep
 #
 # streams (the default): four streams at once, one GPU each where there are four (timing holds its
 # GPU alone, so streams never disturb each other's timings): A the timing probes, `warpgym bench`,
@@ -26,6 +26,8 @@
 # `warpgym bench`'s first pass under the shipped defaults, then the TF32 probe on four convolution problems (.kb).
 # testsuite: GPU_TESTS (default tests/gpu/test_timed_trace_gpu.py; none skips them), then SUITE_TASKS through
 # `warpgym suite check` (SUITE_RESUME=path: an earlier call's rows, whose passing tasks are not checked again; watch.log as for the suite).
+# bwdcheck: scripts/cuda_attention_bwd_check.py (the hand-written CUDA backward's variants: correct at every shape, time
+# against cuDNN; BWD_SECONDS caps it).
 # bwdsweep: scripts/attention_bwd_sweep.py run .sweep-bwd (made here first by its emit; carry .sweep-bwd; MASKS="causal" times
 # the causal task's variants only).
 # verify: tests/gpu/test_executed_work_gpu.py (required instructions beside an FFMA product) and
@@ -186,6 +188,12 @@ if [[ $part == verify ]]; then  # the profilers in the confined worker, then eve
   OUT=$J timeout "$(cap 420)" python3 scripts/gpu_ptx_check.py ${PTX_TASKS:+--tasks $PTX_TASKS} \
     > "$OUT/B-ptx-check.log" 2>&1
   cp $J/ptx_check.json "$OUT/" 2>/dev/null
+fi
+if [[ $part == bwdcheck ]]; then  # the hand-written CUDA backward: every variant's correctness and time
+  export CUDA_VISIBLE_DEVICES=$(g 0)
+  timeout "$(cap 200)" python3 scripts/cuda_attention_bwd_check.py --out $J --budget "${BWD_SECONDS:-140}" \
+    > "$OUT/A-bwd-check.log" 2>&1
+  cp $J/cuda_attention_bwd_check.json "$OUT/" 2>/dev/null
 fi
 if [[ $part == bwdsweep ]]; then  # attention backward variants (.sweep-bwd: scripts/attention_bwd_sweep.py emit)
   export CUDA_VISIBLE_DEVICES=$(g 0)
