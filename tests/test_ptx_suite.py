@@ -178,6 +178,13 @@ def test_device_code_is_built_through_the_loader_only(cpu_evaluator, line):
     assert result.stage == "static" and not result.compiled
 
 
+@pytest.mark.parametrize("line", ["import torch.cuda", "from torch.cuda import Event", "import numba_like_name"])
+def test_torchs_own_cuda_module_and_lookalike_names_stay_allowed(line):
+    from warpgym.env.judge.static import check_source
+
+    assert check_source(f"{line}\n\ndef f(x):\n    return x\n", "f", ["x"], "cuda").ok
+
+
 @needs_tools
 @pytest.mark.parametrize("task_id", ["ptx/gemm-bf16", "ptx/gemm-fp8", "ptx/attention-fwd-causal",
                                      "ptx/attention-bwd"])
