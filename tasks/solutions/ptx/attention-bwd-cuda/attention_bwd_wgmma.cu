@@ -458,8 +458,9 @@ attention_bwd_wgmma(const __grid_constant__ TensorMap q_map, const __grid_consta
         gemm_rs(dk, dsb, q_tile);
         wgmma_commit();
 #if DQ_TMA
-        // The reduce copies this thread issued last iteration have finished reading dq_stage; every writer of
-        // dq_stage below passes the barrier after this thread arrives, so after this wait (NOTES.md).
+        // Before dq_stage is written again: the reduce copies this thread issued last iteration must have read
+        // it. It waits for that here, before it arrives at the barrier below; every thread that writes dq_stage
+        // does so only after passing that barrier, so after the wait.
         if (dq_issuer) bulk_wait_read0();
 #endif
         asm volatile("bar.sync 1, 256;" ::: "memory");                 // both consumers' dS^T are stored
