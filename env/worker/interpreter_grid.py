@@ -25,6 +25,7 @@ Triton without it gets none of these checks, never a false rejection.
 from __future__ import annotations
 
 import functools
+import inspect
 import weakref
 from dataclasses import dataclass, field
 from typing import Any
@@ -253,8 +254,15 @@ def install() -> bool:
 
         setattr(builder, name, wrapper)
 
-    wrap("create_masked_load", lambda ptrs, mask, other=None, cache_policy=None, is_volatile=False, **_:
-         _on_load(ptrs, mask, is_volatile))
+    # Its parameters differ between Triton versions (3.8 has cache_modifier and eviction_policy before
+    # is_volatile, 3.9 cache_policy): read them by name.
+    load_names = list(inspect.signature(builder.create_masked_load).parameters)
+
+    def before_load(*args: Any, **kwargs: Any) -> None:
+        named = {**dict(zip(load_names, args, strict=False)), **kwargs}
+        _on_load(named["ptrs"], named["mask"], bool(named.get("is_volatile", False)))
+
+    wrap("create_masked_load", before_load)
     wrap("create_masked_store", lambda ptrs, value, mask, *_, **__: _on_store(ptrs, value, mask))
     wrap("create_atomic_rmw", lambda op, ptrs, val, mask, sem, *_: _on_atomic(ptrs, mask, sem, "write"))
     wrap("create_atomic_cas", lambda ptrs, cmp, val, sem, *_: _on_atomic(ptrs, None, sem, "write"))
