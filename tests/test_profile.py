@@ -274,3 +274,54 @@ def test_memcheck_runs_without_the_network_layer_and_says_why(monkeypatch):
         pytest.skip("the sandbox is turned off here")
     assert sandbox["not_applied"].get("network") == profile.SANITIZER_NETWORK, sandbox
     assert "network" not in sandbox["applied"] and "audit" in sandbox["applied"]
+
+
+def _blocks(*blocks: tuple[str, list[tuple[str, str, int, int]]]) -> str:
+    """Source-page output in the layout ncu printed on an H100 (a ``Kernel Name`` row before each launch)."""
+    out = ["==PROF== Connected to process 1487 (/usr/bin/python3.12)",
+           "==PROF== Disconnected from process 1487"]
+    for name, rows in blocks:
+        out += [f'"Kernel Name","{name}",', '"Address","Source","inst_executed","thread_inst_executed_true"']
+        out += [f'"{a}","      {src}","{n}","{t}"' for a, src, n, t in rows]
+    return "\n".join(out) + "\n"
+
+
+PREPROCESS = [("0x7fd5337b2a00", "LDG.E.128 R4, desc[UR4][R2.64]", 1152, 36864),
+              ("0x7fd5337b2a10", "EXIT", 1152, 36864)]
+BACKWARD = [("0x7fd5337b4b30", "HGMMA.64x64x16.F32.BF16 R184, gdesc[UR20], RZ, !UPT", 432, 13824),
+            ("0x7fd5337b4c50", "UTMALDG.2D [UR8], [UR4]", 18, 18),
+            ("0x7fd5337b4d20", "EXIT", 3456, 110592)]
+CONVERT = [("0x7fd5337b3000", "FMUL R3, R2, R5", 144, 4608), ("0x7fd5337b3010", "EXIT", 144, 4608)]
+
+
+def test_a_launch_printed_twice_counts_once():
+    """The H100's output for one call of a three-kernel module: each launch twice in a row, identical.
+    With the call's three launches known, each counts once, so the work is one call's."""
+    from warpgym.env.judge.work import executed_work
+
+    text = _blocks(("pre", PREPROCESS), ("pre", PREPROCESS), ("bwd", BACKWARD), ("bwd", BACKWARD),
+                   ("conv", CONVERT), ("conv", CONVERT))
+    kernels = profile.parse_ncu_source_csv(text)
+    assert [k.name for k in kernels] == ["pre", "pre", "bwd", "bwd", "conv", "conv"]
+    doubled = executed_work(k.rows for k in kernels)
+    kept, dropped = profile.collapse_reprints(kernels, 3)
+    assert dropped == 3 and [k.name for k in kept] == ["pre", "bwd", "conv"]
+    once = executed_work(k.rows for k in kept)
+    assert once.tensor_flops["wgmma"] == doubled.tensor_flops["wgmma"] / 2 == 2 * 64 * 64 * 16 / 128 * 13824
+    assert once.load_bytes == doubled.load_bytes / 2 == 16 * 36864
+    assert profile.Profile(kept).families()["wgmma"] == 432
+
+
+def test_real_repeated_launches_stay_and_only_exact_repeats_go():
+    """Two launches of one kernel that the call made are two blocks; no count, unknown or not, drops a block
+    that differs from the one before it; no more blocks go than the surplus over the call's launches."""
+    same = profile.parse_ncu_source_csv(_blocks(("bwd", BACKWARD), ("bwd", BACKWARD), ("bwd", BACKWARD)))
+    assert profile.collapse_reprints(same, 3) == (same, 0)
+    assert profile.collapse_reprints(same, None) == (same, 0)
+    kept, dropped = profile.collapse_reprints(same, 2)
+    assert dropped == 1 and len(kept) == 2
+    other = [(a, s, n * 2, t * 2) for a, s, n, t in BACKWARD]
+    differ = profile.parse_ncu_source_csv(_blocks(("bwd", BACKWARD), ("bwd", other)))
+    assert profile.collapse_reprints(differ, 1) == (differ, 0)
+    apart = profile.parse_ncu_source_csv(_blocks(("bwd", BACKWARD), ("pre", PREPROCESS), ("bwd", BACKWARD)))
+    assert profile.collapse_reprints(apart, 2) == (apart, 0)
