@@ -2,6 +2,11 @@
 
     python3 scripts/ncu_probe.py [--out DIR] [--solutions gemm-fp8-cuda,gemm-fp8] [--seconds 60]
     python3 scripts/ncu_probe.py --layers | --memcheck [--seconds 60]   # the layer a tool stalls under
+    python3 scripts/ncu_probe.py --blocks [--solutions attention-bwd-cuda,attention-fwd-cuda,attention-bwd]
+
+--blocks: how many per-launch blocks the judge's source-page output holds against how many launches ncu
+profiled (its raw page, one row a launch) and the program made, under several ncu option sets: where a
+launch is printed twice, the judge would count its instructions twice.
 
 For each ptx solution folder, the same program (the folder's module run as the worker runs it, one call at
 the dev case the judge profiles) runs: without ncu; under ncu measuring only the kernel's duration (no SASS
@@ -35,9 +40,11 @@ exec(compile(candidate.source, folder, "exec"), namespace)
 print(f"loaded in {time.perf_counter() - started:.1f} s", flush=True)
 case = max(task.cases("dev"), key=task.flops)
 inputs = task.make_inputs(case, Sampler(0, task.distributions[0], "cuda"))
+from warpgym.env.toolchain.registry import REGISTRY
+before = REGISTRY.launch_count
 namespace[task.entrypoint](**inputs)
 torch.cuda.synchronize()
-print(f"returned at {case}", flush=True)
+print(f"returned at {case}; loader launches {REGISTRY.launch_count - before}", flush=True)
 """
 NCU_DURATION = ["--clock-control", "none", "--metrics", "gpu__time_duration.sum"]
 
@@ -90,7 +97,11 @@ def main() -> None:
     parser.add_argument("--memcheck", action="store_true",
                         help="instead: the judge's compute-sanitizer memcheck of math/add with the defaults, "
                              "without the network namespace, and without the sandbox")
+    parser.add_argument("--blocks", action="store_true",
+                        help="instead: source-page blocks against profiled launches (see the docstring)")
     args = parser.parse_args()
+    if args.blocks:
+        return _blocks(args)
     if args.memcheck:
         return _memcheck(args)
     if args.layers:
@@ -112,6 +123,61 @@ def main() -> None:
             print(f"== {name}, {how}: rc {run['rc']}, {run['seconds']} s\n{run['tail']}\n", flush=True)
         rows.append({"solution": name, "runs": runs})
         Path(args.out, "ncu_probe.json").write_text(json.dumps(rows, indent=1))
+
+
+def _block_names(text: str) -> list[str]:
+    from warpgym.env.judge.profile import parse_ncu_source_csv
+
+    return [k.name for k in parse_ncu_source_csv(text)]
+
+
+def _blocks(args: argparse.Namespace) -> None:
+    """Per solution and ncu option set: the source page's blocks, the raw page's launches, the program's."""
+    from warpgym.env.judge.profile import MAX_PROFILED_LAUNCHES, NCU_METRICS, ncu_path
+
+    ncu = ncu_path()
+    judge = ["--clock-control", "none", "--target-processes", "all", "--kernel-name-base", "mangled",
+             "--launch-count", str(MAX_PROFILED_LAUNCHES), "--metrics", NCU_METRICS, "--page", "source",
+             "--csv",
+             "--print-source", "sass"]
+    variants = {
+        "judge's options": judge,
+        "one pass metric": [*judge[:9], "inst_executed", *judge[10:]],
+        "application replay": [*judge, "--replay-mode", "application"],
+        "no cache control": [*judge, "--cache-control", "none"],
+    }
+    raw = ["--clock-control", "none", "--target-processes", "all", "--metrics", "gpu__time_duration.sum",
+           "--page", "raw", "--csv"]
+    rows = []
+    solutions = args.solutions if args.solutions != "gemm-fp8-cuda,gemm-fp8" else \
+        "attention-bwd-cuda,attention-fwd-cuda,attention-bwd"
+    for name in solutions.split(","):
+        folder = ROOT / "tasks" / "solutions" / "ptx" / name
+        task_id = "ptx/" + name.removesuffix("-cuda")
+        program = [sys.executable, "-c", CHILD, task_id, str(folder)]
+        row: dict = {"solution": name}
+        for how, options in {"raw page": raw, **variants}.items():
+            started = time.perf_counter()
+            try:
+                proc = subprocess.run([ncu, *options, *program], capture_output=True, text=True,
+                                      timeout=args.seconds, cwd=ROOT)
+                said = proc.stdout + proc.stderr
+            except subprocess.TimeoutExpired:
+                row[how] = {"rc": "timeout"}
+                continue
+            launches = [ln for ln in said.splitlines() if "loader launches" in ln]
+            entry = {"rc": proc.returncode, "seconds": round(time.perf_counter() - started, 1),
+                     "program": launches[-1] if launches else _tail(said, 4)}
+            if how == "raw page":
+                entry["launch_rows"] = sum(1 for ln in said.splitlines() if "gpu__time_duration" not in ln
+                                           and ln.count('","') > 5)
+                entry["head"] = said[:1500]
+            else:
+                entry["blocks"] = _block_names(said)
+            row[how] = entry
+            print(f"== {name}, {how}: {json.dumps(entry)[:600]}", flush=True)
+        rows.append(row)
+        Path(args.out, "ncu_blocks.json").write_text(json.dumps(rows, indent=1))
 
 
 LAYERS = ({"sandbox": "off"}, {"network": False}, {"mount": False}, {"drop_uid": False}, {"cgroup": False},
