@@ -192,11 +192,11 @@ def parse_ncu_source_csv(text: str) -> list[KernelProfile]:
 def collapse_reprints(kernels: list[KernelProfile], launches: int | None) -> tuple[list[KernelProfile], int]:
     """The profiled launches with Nsight Compute's reprints taken out, and how many were taken out.
 
-    On an H100 (ncu with the judge's options, 2026-12-06) the source page printed each launch of a
-    three-kernel CUDA module twice in a row, identical to the address and the count, where the program made
-    one launch of each: counting both doubles every executed count. A block is dropped only while more
-    blocks remain than the call made launches (the worker's own count), and only when it repeats the block
-    just before it exactly; two real launches of one kernel stay two blocks."""
+    Under kernel replay, Nsight Compute's source page prints some launches twice in a row, identical to the
+    address and the count (on an H100: each of a three-kernel CUDA module's and of torch's, not the attention
+    forward's; under application replay, none): counting both doubles every executed count of that kernel.
+    A block is dropped only while more blocks remain than the call made launches (the worker's own count),
+    and only when it repeats the block just before it exactly; two real launches of one kernel stay two."""
     if launches is None or len(kernels) <= launches:
         return kernels, 0
     extra = len(kernels) - launches
