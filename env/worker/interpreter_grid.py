@@ -166,6 +166,14 @@ def _semantics(sem: Any) -> tuple[bool, bool]:
     return name in ("ACQUIRE", "ACQUIRE_RELEASE"), name in ("RELEASE", "ACQUIRE_RELEASE")
 
 
+def load_arguments(names: list[str], args: tuple, kwargs: dict[str, Any]) -> tuple[Any, Any, bool]:
+    """(ptrs, mask, is_volatile) of a ``create_masked_load`` call, read by name: the parameters differ
+    between Triton versions (3.8 has cache_modifier and eviction_policy before is_volatile, 3.9 one
+    cache_policy)."""
+    named = {**dict(zip(names, args, strict=False)), **kwargs}
+    return named["ptrs"], named["mask"], bool(named.get("is_volatile", False))
+
+
 def _on_load(ptrs: Any, mask: Any, volatile: bool) -> None:
     accesses = _accesses(ptrs, mask, "load")
     if accesses and not _INNER[0]:
@@ -254,15 +262,8 @@ def install() -> bool:
 
         setattr(builder, name, wrapper)
 
-    # Its parameters differ between Triton versions (3.8 has cache_modifier and eviction_policy before
-    # is_volatile, 3.9 cache_policy): read them by name.
     load_names = list(inspect.signature(builder.create_masked_load).parameters)
-
-    def before_load(*args: Any, **kwargs: Any) -> None:
-        named = {**dict(zip(load_names, args, strict=False)), **kwargs}
-        _on_load(named["ptrs"], named["mask"], bool(named.get("is_volatile", False)))
-
-    wrap("create_masked_load", before_load)
+    wrap("create_masked_load", lambda *args, **kwargs: _on_load(*load_arguments(load_names, args, kwargs)))
     wrap("create_masked_store", lambda ptrs, value, mask, *_, **__: _on_store(ptrs, value, mask))
     wrap("create_atomic_rmw", lambda op, ptrs, val, mask, sem, *_: _on_atomic(ptrs, mask, sem, "write"))
     wrap("create_atomic_cas", lambda ptrs, cmp, val, sem, *_: _on_atomic(ptrs, None, sem, "write"))

@@ -34,3 +34,22 @@ def test_write_past_the_end_of_an_output_is_caught(judge):
 def test_independent_programs_in_any_order_pass(judge):
     result = judge("normalization/softmax", "softmax_rows_interleaved")
     assert result.correct is True, explain(result)
+
+
+@pytest.mark.parametrize("names", [
+    ["ptrs", "mask", "other", "cache_modifier", "eviction_policy", "is_volatile"],  # Triton 3.8
+    ["ptrs", "mask", "other", "cache_policy", "is_volatile"],  # Triton 3.9
+])
+def test_a_volatile_load_is_read_as_one_in_either_triton_layout(names):
+    """A spin-wait's volatile read orders what follows it. Which positional slot holds the flag differs
+    between Triton versions, so it is read by name (3.9's layout read by position fails on 3.8)."""
+    from warpgym.env.worker.interpreter_grid import load_arguments
+
+    def call(volatile: bool) -> tuple:
+        values = {"ptrs": "P", "mask": "M", "other": None, "cache_modifier": "",
+                  "eviction_policy": "evict_last", "cache_policy": "", "is_volatile": volatile}
+        return tuple(values[n] for n in names)
+
+    assert load_arguments(names, call(True), {}) == ("P", "M", True)
+    assert load_arguments(names, call(False), {}) == ("P", "M", False)
+    assert load_arguments(names, ("P", "M"), {"is_volatile": True}) == ("P", "M", True)
