@@ -197,6 +197,12 @@ BOOL_OP_NAME = "_warpgym_interpreter_bool_op"
 
 def _bool_op_transformer(base: type) -> type:
     class BoolOpTransformer(base):  # type: ignore[misc, valid-type]
+        def visit_Assign(self, node: ast.Assign) -> ast.AST:
+            # Triton 3.8's own visit_Assign wraps the value without visiting it: visit it first.
+            node.value = self.visit(node.value)
+            own = getattr(super(), "visit_Assign", None)
+            return own(node) if own is not None else node
+
         def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
             node = self.generic_visit(node)
             op = "and" if isinstance(node.op, ast.And) else "or"
