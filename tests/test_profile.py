@@ -261,6 +261,21 @@ def test_profile_candidate_end_to_end_with_a_stand_in_for_ncu(monkeypatch):
     assert said and "under the profiler" in said[0], evaluation.result.violations
 
 
+def test_profile_candidate_counts_a_reprinted_launch_once(monkeypatch, tmp_path):
+    """Through the whole ncu path: the stand-in prints the call's one launch twice; the Profile the judge
+    gets holds it once, with the count of what it dropped."""
+    tool = tmp_path / "reprinting_profiler"  # the worker's environment is its own: the switch rides here
+    tool.write_text(f'#!/bin/sh\nFAKE_PROFILER_REPRINT=1 exec {sys.executable} {FAKE_PROFILER} "$@"\n')
+    tool.chmod(0o755)
+    monkeypatch.setattr(profile, "ncu_path", lambda: str(tool))
+    task = get_task("math/add")
+    prof = profile.profile_candidate(task.id, task.solution_source(), task.shapes["dev"][0], device="cpu",
+                                     timeout=300)
+    assert prof.run is not None and prof.run.launches == 1, prof.run
+    assert prof.reprinted == 1 and [k.name for k in prof.kernels] == ["fake_kernel"]
+    assert prof.families()["wgmma"] == 8
+
+
 def test_memcheck_runs_without_the_network_layer_and_says_why(monkeypatch):
     """compute-sanitizer reaches its target over loopback TCP on a port it picks (memcheck never finished in
     the worker's network namespace on the H200): that worker has none, and its report says so."""

@@ -89,7 +89,7 @@ def executed_counts(ev: Evaluation, totals: dict[str, dict[str, int | None]]) ->
             result.skipped_checks.append(f"executed instruction counts: {why}; required features were "
                                          "checked in the compiled code only")
         return None
-    from warpgym.env.judge.profile import ProfileError, collapse_reprints, profile_candidate
+    from warpgym.env.judge.profile import ProfileError, profile_candidate
 
     names = sorted({k.name for k in result.kernels if k.target == options.target})
     first = _first_checked_set(ev)
@@ -112,9 +112,8 @@ def executed_counts(ev: Evaluation, totals: dict[str, dict[str, int | None]]) ->
         result.seconds["profile"] = time.perf_counter() - t0
     if not profiled_findings(ev, prof.run) or not profiled_answer(ev, prof.run, profiled):
         return None
-    prof.kernels, reprinted = collapse_reprints(prof.kernels, prof.run.launches if prof.run else None)
-    if reprinted:
-        result.notes.append(f"Nsight Compute printed {reprinted} of the profiled call's launches twice; "
+    if prof.reprinted:
+        result.notes.append(f"Nsight Compute printed {prof.reprinted} of the profiled call's launches twice; "
                             "each was counted once")
     for fam, n in prof.families().items():
         if fam in totals:

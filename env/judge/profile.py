@@ -72,6 +72,8 @@ class Profile:
     log: str = ""
     run: DriverRun | None = None
     """The confined call behind it: what the policy and the sandbox saw while the profiler watched."""
+    reprinted: int = 0
+    """Launches the source page printed twice and that count once (``collapse_reprints``)."""
 
     def families(self) -> dict[str, int]:
         """Executed count per family, summed over every profiled launch."""
@@ -488,7 +490,8 @@ def profile_candidate(
         why = run.error or _tail(run.log)
         names = ", ".join(kernels) or "any"
         raise ProfileError(f"ncu profiled no kernel of the candidate (names: {names}): {why}")
-    return Profile(profiled, run.command, run.seconds, run.log[-3000:], run)
+    profiled, reprinted = collapse_reprints(profiled, run.launches)
+    return Profile(profiled, run.command, run.seconds, run.log[-3000:], run, reprinted)
 
 
 def memcheck_candidate(
