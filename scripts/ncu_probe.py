@@ -89,7 +89,8 @@ def main() -> None:
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default=os.environ.get("OUT", "."))
-    parser.add_argument("--solutions", default="gemm-fp8-cuda,gemm-fp8")
+    parser.add_argument("--solutions", help="comma-separated ptx solution folders (default: gemm-fp8-cuda,"
+                        "gemm-fp8; with --blocks attention-bwd-cuda,attention-fwd-cuda,attention-bwd)")
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--layers", action="store_true",
                         help="instead: the judge's profile of math/add, then of ptx/gemm-fp8 with one "
@@ -110,7 +111,7 @@ def main() -> None:
     source_counts = ["--clock-control", "none", "--metrics", NCU_METRICS, "--page", "source", "--csv",
                      "--print-source", "sass"]
     rows = []
-    for name in args.solutions.split(","):
+    for name in (args.solutions or "gemm-fp8-cuda,gemm-fp8").split(","):
         folder = ROOT / "tasks" / "solutions" / "ptx" / name
         task_id = "ptx/" + name.removesuffix("-cuda")
         program = [sys.executable, "-c", CHILD, task_id, str(folder)]
@@ -133,25 +134,20 @@ def _block_names(text: str) -> list[str]:
 
 def _blocks(args: argparse.Namespace) -> None:
     """Per solution and ncu option set: the source page's blocks, the raw page's launches, the program's."""
-    from warpgym.env.judge.profile import MAX_PROFILED_LAUNCHES, NCU_METRICS, ncu_path
+    from warpgym.env.judge.profile import ncu_path, ncu_source_options
 
     ncu = ncu_path()
-    judge = ["--clock-control", "none", "--target-processes", "all", "--kernel-name-base", "mangled",
-             "--launch-count", str(MAX_PROFILED_LAUNCHES), "--metrics", NCU_METRICS, "--page", "source",
-             "--csv",
-             "--print-source", "sass"]
+    judge = ncu_source_options()
     variants = {
         "judge's options": judge,
-        "one pass metric": [*judge[:9], "inst_executed", *judge[10:]],
+        "one pass metric": ncu_source_options("inst_executed"),
         "application replay": [*judge, "--replay-mode", "application"],
         "no cache control": [*judge, "--cache-control", "none"],
     }
     raw = ["--clock-control", "none", "--target-processes", "all", "--metrics", "gpu__time_duration.sum",
            "--page", "raw", "--csv"]
     rows = []
-    solutions = args.solutions if args.solutions != "gemm-fp8-cuda,gemm-fp8" else \
-        "attention-bwd-cuda,attention-fwd-cuda,attention-bwd"
-    for name in solutions.split(","):
+    for name in (args.solutions or "attention-bwd-cuda,attention-fwd-cuda,attention-bwd").split(","):
         folder = ROOT / "tasks" / "solutions" / "ptx" / name
         task_id = "ptx/" + name.removesuffix("-cuda")
         program = [sys.executable, "-c", CHILD, task_id, str(folder)]

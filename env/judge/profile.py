@@ -274,6 +274,15 @@ def sanitizer_path() -> str | None:
     return None
 
 
+def ncu_source_options(metrics: str = NCU_METRICS) -> list[str]:
+    """Nsight Compute's options for the per-instruction counts the judge reads (kernel filter and port aside):
+    clocks left alone, every process, mangled names, at most ``MAX_PROFILED_LAUNCHES``, the source page as
+    CSV with its SASS."""
+    return ["--clock-control", "none", "--target-processes", "all", "--kernel-name-base", "mangled",
+            "--launch-count", str(MAX_PROFILED_LAUNCHES), "--metrics", metrics, "--page", "source", "--csv",
+            "--print-source", "sass"]
+
+
 def kernel_filter(names: Iterable[str]) -> str | None:
     """An anchored ``--kernel-name`` regex for exactly these (mangled) kernel names."""
     names = sorted({n for n in names if n})
@@ -454,24 +463,7 @@ def profile_candidate(
     ncu = ncu_path()
     if ncu is None:
         raise ProfileError("Nsight Compute (ncu) is not installed here")
-    tool = [
-        ncu,
-        "--clock-control",
-        "none",
-        "--target-processes",
-        "all",
-        "--kernel-name-base",
-        "mangled",
-        "--launch-count",
-        str(MAX_PROFILED_LAUNCHES),
-        "--metrics",
-        NCU_METRICS,
-        "--page",
-        "source",
-        "--csv",
-        "--print-source",
-        "sass",
-    ]
+    tool = [ncu, *ncu_source_options()]
     flt = kernel_filter(kernels)
     if flt:
         tool[1:1] = ["--kernel-name", flt]
