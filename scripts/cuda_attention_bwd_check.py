@@ -11,6 +11,11 @@ torch's flash forward (cuDNN's own error on the same inputs beside it; on a fail
 block, 64-column half, head and column group), or its time at the bench case (median of 20 calls after a
 warm-up, CUDA events) and cuDNN's, in TFLOP/s (2.5 forwards, half for causal) and as a ratio. Writes
 cuda_attention_bwd_check.json under --out (default $OUT, else the cwd) and prints it.
+
+With --ab I J ..., the variants I, J, ... and cuDNN are instead timed side by side in one process, in
+rounds (a block of calls of each, the order rotated from round to round), so that the drift of a call
+moves all of them alike: each variant's ratio to cuDNN and to the shipped kernel is the median of the
+per-round ratios with its order-statistics 95% interval.
 """
 
 from __future__ import annotations
@@ -37,16 +42,21 @@ VARIANTS = [
     {"AUX_BULK": 0},                   # the delta and dQ-conversion passes on ordinary loads
     {"STAGES": 3},
     {"DS_KMAJOR": 1},                  # dQ without the transposed-A descriptor
+    {"EARLY_DV": 0, "AUX_BULK": 0},
 ]
 SMALL = [(1, 2, 256), (2, 3, 1024)]
 BENCH = (4, 32, 4096)
 D = 128
 ATOL = RTOL = 2e-2
+AB: list[int] = []
+"""The variants --ab times side by side (set from the command line, in the parent and each child)."""
 
 
 def jobs() -> list[dict]:
     """In order of importance (the budget may cut the tail): cuDNN's time (the ratios need it), then each
     variant's correctness followed by its time."""
+    if AB:
+        return [{"kind": "ab", "variants": AB}]
     out: list[dict] = [{"kind": "time_cudnn"}]
     for i in range(len(VARIANTS)):
         out += [{"kind": "correct", "variant": i, "small_only": i > 0}, {"kind": "time", "variant": i}]
@@ -227,13 +237,47 @@ def run_time(job):
     return res
 
 
+def run_ab(job, rounds=24, block=4):
+    """Each variant of ``job`` and cuDNN, a block of ``block`` calls each per round (the median call of
+    the block counts), the order rotated every round; per-round ratios summarised by their median."""
+    from warpgym.env.judge.ratios import median_interval
+    res: dict = {"variants": [VARIANTS[i] for i in job["variants"]], "rounds": rounds, "block": block}
+    b, h, s = BENCH
+    for causal in (False, True):
+        from tasks.ptx.attention import _cudnn_backward
+        args = make_inputs(b, h, s, causal)
+        sides = [lambda a=args, c=causal: _cudnn_backward(*a, c)]
+        sides += [lambda a=args, r=backward(causal, VARIANTS[i]): r(*a) for i in job["variants"]]
+        for fn in sides:
+            time_fn(fn, warmup=3, reps=3)
+        times: list[list[float]] = [[] for _ in sides]
+        for r in range(rounds):
+            for k in range(len(sides)):
+                side = (k + r) % len(sides)
+                times[side].append(time_fn(sides[side], warmup=1, reps=block)[0])
+        vendor, shipped = times[0], times[1]
+        mask = {"cudnn_ms": round(sorted(vendor)[rounds // 2], 4), "variants": []}
+        for defines, mine in zip(res["variants"], times[1:], strict=True):
+            vs_cudnn = median_interval([v / m for v, m in zip(vendor, mine, strict=True)])
+            vs_shipped = median_interval([t / m for t, m in zip(shipped, mine, strict=True)])
+            mask["variants"].append({
+                "defines": defines, "median_ms": round(sorted(mine)[rounds // 2], 4),
+                "tflops": round(flops(b, h, s, causal) / sorted(mine)[rounds // 2] / 1e9, 1),
+                "vs_cudnn": [round(x, 4) for x in (vs_cudnn.median, vs_cudnn.low, vs_cudnn.high)],
+                "vs_shipped": [round(x, 4) for x in (vs_shipped.median, vs_shipped.low, vs_shipped.high)]})
+        res[f"causal{int(causal)}"] = mask
+        del args, sides
+    return res
+
+
 def child(index: int, out_dir: pathlib.Path) -> None:
     job = jobs()[index]
     t0 = time.time()
     try:
         import torch
         res = {"job": job, "device": torch.cuda.get_device_name()}
-        res.update(run_correct(job) if job["kind"] == "correct" else run_time(job))
+        runner = {"correct": run_correct, "ab": run_ab}.get(job["kind"], run_time)
+        res.update(runner(job))
     except Exception:  # noqa: BLE001
         res = {"job": job, "error": traceback.format_exc()[-3000:]}
     res["seconds"] = round(time.time() - t0, 1)
@@ -245,7 +289,11 @@ def main() -> None:
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     ap.add_argument("--job", type=int, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--budget", type=float, default=140.0, help="seconds for the whole check")
+    ap.add_argument("--ab", type=int, nargs="+", default=[], metavar="VARIANT",
+                    help="time these variants (indices into VARIANTS; 0, the shipped one, always) and cuDNN "
+                         "side by side")
     args = ap.parse_args()
+    AB[:] = [0] + [i for i in args.ab if i != 0] if args.ab else []
     out_dir = pathlib.Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     parts = out_dir / "cuda_attention_bwd_parts"  # one file a job; the report gathers them
@@ -255,7 +303,7 @@ def main() -> None:
         return
     started = time.time()
     results = []
-    limits = {"correct": 50, "time": 22, "time_cudnn": 22}
+    limits = {"correct": 50, "time": 22, "time_cudnn": 22, "ab": args.budget}
     for i, job in enumerate(jobs()):
         left = args.budget - (time.time() - started)
         if left < 8:
@@ -264,7 +312,8 @@ def main() -> None:
         limit = min(limits[job["kind"]], left)
         part = parts / f"part_{i}.json"
         try:
-            proc = subprocess.run([sys.executable, __file__, "--job", str(i), "--out", str(out_dir)],
+            ab = ["--ab", *map(str, AB)] if AB else []
+            proc = subprocess.run([sys.executable, __file__, "--job", str(i), "--out", str(out_dir), *ab],
                                   capture_output=True, text=True, timeout=limit, check=False, cwd=str(ROOT))
             rc, tail = proc.returncode, (proc.stdout + proc.stderr)[-1500:]
         except subprocess.TimeoutExpired as e:
@@ -279,7 +328,9 @@ def main() -> None:
         results.append(res)
         print(f"[{time.time() - started:6.1f}s] job {i} {job} rc={rc}", flush=True)
 
-    summary = {"cudnn": None, "variants": []}
+    summary: dict = {"cudnn": None, "variants": []}
+    summary["ab"] = [{k: r.get(k) for k in ("causal0", "causal1")} for r in results
+                     if r.get("job", {}).get("kind") == "ab"]
     for r in results:
         if r.get("job", {}).get("kind") == "time_cudnn":
             summary["cudnn"] = {k: r.get(k) for k in ("causal0", "causal1")}

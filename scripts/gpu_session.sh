@@ -27,7 +27,7 @@
 # testsuite: GPU_TESTS (default tests/gpu/test_timed_trace_gpu.py; none skips them), then SUITE_TASKS through
 # `warpgym suite check` (SUITE_RESUME=path: an earlier call's rows, whose passing tasks are not checked again; watch.log as for the suite).
 # bwdcheck: scripts/cuda_attention_bwd_check.py (the hand-written CUDA backward's variants: correct at every shape, time
-# against cuDNN; BWD_SECONDS caps it).
+# against cuDNN; BWD_SECONDS caps it; BWD_AB="1 7" times those variants, the shipped one and cuDNN side by side instead).
 # bwdsweep: scripts/attention_bwd_sweep.py run .sweep-bwd (made here first by its emit; carry .sweep-bwd; MASKS="causal" times
 # the causal task's variants only).
 # verify: tests/gpu/test_executed_work_gpu.py (required instructions beside an FFMA product) and
@@ -191,7 +191,8 @@ if [[ $part == verify ]]; then  # the profilers in the confined worker, then eve
 fi
 if [[ $part == bwdcheck ]]; then  # the hand-written CUDA backward: every variant's correctness and time
   export CUDA_VISIBLE_DEVICES=$(g 0)
-  timeout "$(cap 200)" python3 scripts/cuda_attention_bwd_check.py --out $J --budget "${BWD_SECONDS:-140}" \
+  # shellcheck disable=SC2086
+  timeout "$(cap 200)" python3 scripts/cuda_attention_bwd_check.py --out $J --budget "${BWD_SECONDS:-140}" ${BWD_AB:+--ab $BWD_AB} \
     > "$OUT/A-bwd-check.log" 2>&1
   cp $J/cuda_attention_bwd_check.json "$OUT/" 2>/dev/null
 fi
