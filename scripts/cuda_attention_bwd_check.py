@@ -237,7 +237,7 @@ def run_time(job):
     return res
 
 
-def run_ab(job, rounds=24, block=4):
+def run_ab(job, rounds=40, block=4):
     """Each variant of ``job`` and cuDNN, a block of ``block`` calls each per round (the median call of
     the block counts), the order rotated every round; per-round ratios summarised by their median."""
     from warpgym.env.judge.ratios import median_interval
