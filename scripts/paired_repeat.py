@@ -1,10 +1,12 @@
 """Does a speedup repeat? The same candidates evaluated in separate processes (GPU only).
 
 Each of ``--processes`` fresh Python processes builds one evaluator and evaluates the reference
-solutions of the pairs below with the default options (paired timing, bench shapes); the parent
-collects, for every pair and bench case, the speedup each process reported, its interval, what ended
-the rounds and the seconds spent timing. Printed per pair: the speedups, max/min, whether every
-interval covers every other process's point estimate, and the timing seconds.
+solutions of the pairs below with the default options (paired timing, bench shapes) but for the paired
+timing's settling rounds (``--settling-rounds``); the parent collects, for every pair and bench case, the
+speedup each process reported, its interval, what ended the rounds and the seconds spent timing. Printed
+per pair: the speedups, max/min, whether every interval covers every other process's point estimate, and
+the timing seconds. The output JSON records the settling rounds asked for (``settling_rounds``) and, per
+case, how many ran.
 
     CUDA_VISIBLE_DEVICES=0 python3 scripts/paired_repeat.py --out $OUT/paired_repeat.json
 """
@@ -19,6 +21,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from warpgym.env.judge.options import PairedTiming
+
 PAIRS = (("matmul/matmul", "vendor"), ("normalization/softmax", "eager"), ("math/add", "eager"),
          ("ptx/attention-fwd", "vendor"))
 if "--pairs" in sys.argv:  # e.g. --pairs math/add=eager,normalization/softmax=eager
@@ -29,6 +33,7 @@ import json, sys, time
 import torch
 from warpgym.env import EvalOptions, Evaluator
 from warpgym.env.judge.baselines import callables
+from warpgym.env.judge.options import PairedTiming
 from warpgym.tasks import Sampler, get_task
 
 
@@ -47,13 +52,14 @@ def baseline_kernels(task, name, case):
         return [f"not traced: {type(exc).__name__}: {exc}"[:200]]
 
 
-pairs = json.loads(sys.argv[1])
+pairs, settling_rounds = json.loads(sys.argv[1]), int(sys.argv[2])
 out = []
 with Evaluator("cuda") as evaluator:
     for task_id, baseline in pairs:
         task = get_task(task_id)
         started = time.perf_counter()
-        options = EvalOptions(device="cuda", profile=False)
+        paired = PairedTiming(settling_rounds=settling_rounds)
+        options = EvalOptions(device="cuda", profile=False, paired=paired)
         result = evaluator.evaluate(task, task.solution_candidate(), options)
         cases = []
         for t in result.timing or []:
@@ -61,6 +67,7 @@ with Evaluator("cuda") as evaluator:
             cases.append({"case": t.case, "median_ms": t.median_ms,
                           "baseline_ms": t.baselines_ms.get(baseline), "rounds": t.rounds,
                           "block_calls": t.block_calls, "ended_by": t.ended_by,
+                          "settling_rounds": t.settling_rounds,
                           "baseline_kernels": baseline_kernels(task, baseline, t.case),
                           "ratio": None if r is None else {"median": r.median, "low": r.low, "high": r.high}})
         detail = [dict(vars(t), machine=str(t.machine)) for t in result.timing or []]
@@ -104,14 +111,22 @@ def main() -> None:
     parser.add_argument("--parallel", type=int, default=1,
                         help="processes at once (timing still holds the GPU alone: common/timing.gpu_lock)")
     parser.add_argument("--pairs", help="task=baseline,... (default: the four above)")
+    parser.add_argument("--settling-rounds", type=int, default=PairedTiming().settling_rounds,
+                        help="rounds timed and thrown away before the counted ones "
+                             "(PairedTiming.settling_rounds)")
     args = parser.parse_args()
+    try:  # refused once here rather than in every child
+        PairedTiming(settling_rounds=args.settling_rounds)
+    except ValueError as exc:
+        parser.error(str(exc))
     runs, errors = [], []
     started = time.perf_counter()
     pending = list(range(args.processes))
     while pending:  # --parallel processes at once: they compile side by side, their timing waits for the GPU
         batch, pending = pending[:args.parallel], pending[args.parallel:]
-        procs = {i: subprocess.Popen([sys.executable, "-c", CHILD, json.dumps(PAIRS)], stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True) for i in batch}
+        child = [sys.executable, "-c", CHILD, json.dumps(PAIRS), str(args.settling_rounds)]
+        procs = {i: subprocess.Popen(child, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for i in batch}
         for i, proc in procs.items():
             try:
                 left = args.timeout - (time.perf_counter() - started)
@@ -125,7 +140,8 @@ def main() -> None:
                 continue
             runs.append(json.loads(line[len("RESULT "):]))
             print(f"process {i}: " + ", ".join(f"{r['task']} {r['speedup']}" for r in runs[-1]), flush=True)
-            Path(args.out).write_text(json.dumps({"runs": runs, "errors": errors}, indent=1, default=str))
+            Path(args.out).write_text(json.dumps({"settling_rounds": args.settling_rounds, "runs": runs,
+                                                  "errors": errors}, indent=1, default=str))
     summary = _summary(runs)
     for row in summary:
         spread = row["max_over_min"] and round(row["max_over_min"], 4)
@@ -134,7 +150,8 @@ def main() -> None:
               f"  candidate ms {[round(x, 4) for x in row['candidate_ms']]}\n"
               f"  {row['baseline']} ms {[x and round(x, 4) for x in row['baseline_ms']]}\n"
               f"  {row['baseline']} kernels (each distinct set): {row['baseline_kernels']}")
-    Path(args.out).write_text(json.dumps({"runs": runs, "summary": summary, "errors": errors,
+    Path(args.out).write_text(json.dumps({"settling_rounds": args.settling_rounds, "runs": runs,
+                                          "summary": summary, "errors": errors,
                                           "seconds": time.perf_counter() - started}, indent=1, default=str))
 
 

@@ -4,6 +4,7 @@ run is tests/gpu/test_paired_gpu.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import random
@@ -144,6 +145,77 @@ def test_a_slow_first_block_after_the_warm_up_is_thrown_away_not_counted():
     assert slow.block_calls < SETTINGS.block_calls and not slow.settled  # long calls: no extra round
 
 
+class BlockLog:
+    """Sides that time nothing: each block's calls all read one value no other block reads, and the log keeps
+    every timed block as (side, rotation start, value), so a block can be found again among the outcome's."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.blocks: list[tuple[str, int, float]] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    def side(self, name: str, ms: float):
+        def side(calls, warmup_calls, warmup_seconds, start):
+            if not calls:  # a warm-up
+                return Calls([], [], []), ms
+            value = ms + len(self.blocks) * 1e-6
+            self.blocks.append((name, start, value))
+            self.now += calls * ms / 1e3
+            return Calls([value] * calls, [value] * calls, [0.001] * calls), None
+
+        return side
+
+    def window(self, settings: PairedTiming, ms: float = 2.0) -> PairedOutcome:
+        sides = {"eager": self.side("eager", ms / 2), "vendor": self.side("vendor", ms / 2.5)}
+        return run_rounds(self.side("C", ms), sides, settings, warmup_calls=2, clock=self.clock)
+
+
+def _kept(outcome: PairedOutcome) -> set[float]:
+    """Every value in the outcome's counted blocks."""
+    blocks = [*outcome.candidate, *(b for blocks in outcome.baselines.values() for b in blocks)]
+    return {v for block in blocks for v in block.event_ms}
+
+
+def test_settling_rounds_are_timed_before_the_first_counted_round_and_thrown_away():
+    log = BlockLog()
+    outcome = log.window(dataclasses.replace(SETTINGS, settling_rounds=3))
+    assert outcome.settled and outcome.settling_rounds == 3
+    assert len(log.blocks) == 3 * 3 + 3 * outcome.rounds  # three sides: three rounds more than counted
+    settling, counted = log.blocks[:9], log.blocks[9:]
+    assert not _kept(outcome) & {value for *_, value in settling}
+    assert _kept(outcome) == {value for *_, value in counted}
+    assert [len(b.event_ms) for b in outcome.candidate] == [SETTINGS.block_calls] * outcome.rounds
+
+
+def test_no_settling_round_with_settling_rounds_zero():
+    log = BlockLog()
+    outcome = log.window(dataclasses.replace(SETTINGS, settling_rounds=0))
+    assert not outcome.settled and outcome.settling_rounds == 0
+    assert len(log.blocks) == 3 * outcome.rounds and _kept(outcome) == {value for *_, value in log.blocks}
+    assert log.blocks[0][0] == "C" and outcome.candidate[0].event_ms[0] == log.blocks[0][2]
+
+
+def test_settling_rounds_alternate_the_order_and_the_inputs_as_counted_rounds_do():
+    log = BlockLog()
+    outcome = log.window(dataclasses.replace(SETTINGS, settling_rounds=4))
+    block = outcome.block_calls
+    one_round = [["C", "eager", "vendor"], ["vendor", "eager", "C"]]
+    settling = [(name, start) for name, start, _ in log.blocks[:12]]
+    assert settling == [(name, i * block) for i in range(4) for name in one_round[i % 2]]
+    counted = [(name, start) for name, start, _ in log.blocks[12:18]]
+    assert counted == [(name, i * block) for i in range(2) for name in one_round[i % 2]]
+
+
+def test_a_call_too_slow_for_full_blocks_gets_no_settling_round_however_many_are_asked():
+    log = BlockLog()
+    outcome = log.window(dataclasses.replace(SETTINGS, settling_rounds=5), ms=900.0)
+    assert outcome.block_calls < SETTINGS.block_calls
+    assert not outcome.settled and outcome.settling_rounds == 0
+    assert len(log.blocks) == 3 * outcome.rounds and _kept(outcome) == {value for *_, value in log.blocks}
+
+
 def test_noise_that_never_narrows_the_interval_ends_by_budget_within_the_budget():
     gpu = FakeGPU(drift=0.0, noise=0.6, seed=1)
     settings = PairedTiming(block_calls=1, min_rounds=6, max_rounds=1000, budget_seconds=0.5, precision=0.001)
@@ -195,6 +267,11 @@ def test_the_paired_settings_are_validated_and_reps_caps_the_rounds():
         PairedTiming(max_rounds=4, min_rounds=6)
     with pytest.raises(ValueError):
         PairedTiming(precision=0)
+    for settling_rounds in (-1, 21):
+        with pytest.raises(ValueError, match="settling_rounds"):
+            PairedTiming(settling_rounds=settling_rounds)
+    assert PairedTiming(settling_rounds=0).settling_rounds == 0
+    assert PairedTiming(settling_rounds=20).settling_rounds == 20
     assert EvalOptions().max_rounds() == PairedTiming().max_rounds
     assert EvalOptions(reps=100).max_rounds() == 20
     assert EvalOptions(reps=10).max_rounds() == PairedTiming().min_rounds
@@ -316,7 +393,7 @@ def _fake_baselines(gpu: FakeGPU, times: dict[str, float]):
     return FakeBaselines
 
 
-def _bench(monkeypatch, tmp_path, gpu: FakeGPU, reasons: int = 0x4):
+def _bench(monkeypatch, tmp_path, gpu: FakeGPU, reasons: int = 0x4, paired: PairedTiming | None = None):
     monkeypatch.setenv("WARPGYM_LOCK_DIR", str(tmp_path))
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.setattr(bench, "Baselines", _fake_baselines(gpu, {"eager": 3.0}))
@@ -325,7 +402,8 @@ def _bench(monkeypatch, tmp_path, gpu: FakeGPU, reasons: int = 0x4):
     task = get_task("math/add")
     evaluator = Evaluator("cpu")
     evaluator.run_worker = worker = FakeWorker(gpu, 2.0)
-    evaluation = evaluator.evaluation(task, task.solution_source(), EvalOptions(device="cpu"))
+    options = EvalOptions(device="cpu", paired=paired or PairedTiming())
+    evaluation = evaluator.evaluation(task, task.solution_source(), options)
     monkeypatch.setattr(evaluation, "run", lambda check, settle_ms=0.0: m.RunReply(ok=True, outputs=[]))
     monkeypatch.setattr(evaluation, "judge", lambda check, reply: CaseResult(
         check.shape_set, check.case, check.seed, check.distribution, True))
@@ -360,6 +438,19 @@ def test_the_bench_phase_reports_the_paired_speedup_with_its_interval_and_the_ma
     assert "software power cap" in text and "Throttled" not in text
     again = EvalResult.from_dict(result.to_dict())
     assert again.timing[0].ratios["eager"] == ratio and again.timing[0].machine == timing.machine
+
+
+def test_the_bench_phase_runs_the_settling_rounds_asked_for_and_the_result_keeps_their_number(
+        monkeypatch, tmp_path):
+    gpu = FakeGPU(drift=0.0, noise=0.001)
+    result, _, _ = _bench(monkeypatch, tmp_path, gpu, paired=PairedTiming(settling_rounds=3))
+    (timing,) = result.timing
+    assert timing.settled and timing.settling_rounds == 3
+    assert gpu.log.count("eager") == timing.rounds + 3 and timing.runs == 5 * timing.rounds
+    again = EvalResult.from_dict(json.loads(json.dumps(result.to_dict())))
+    assert again.timing[0].settled and again.timing[0].settling_rounds == 3
+    default, _, _ = _bench(monkeypatch, tmp_path, FakeGPU(drift=0.0, noise=0.001))
+    assert default.timing[0].settling_rounds == PairedTiming().settling_rounds == 1
 
 
 def test_a_window_throttled_beyond_the_power_cap_is_flagged_in_result_and_feedback(monkeypatch, tmp_path):

@@ -333,7 +333,7 @@ def timing_of(case: dict[str, Any], outcome: PairedOutcome, machine: MachineStat
         host_issue_ms=statistics.median(issue), starved_calls=sum(b.starved for b in outcome.candidate),
         retimed_calls=sum(b.retimed for b in outcome.candidate), ratios=ratios, rounds=outcome.rounds,
         block_calls=outcome.block_calls, ended_by=outcome.ended_by, settled=outcome.settled,
-        baseline_errors=baseline_errors,
+        settling_rounds=outcome.settling_rounds, baseline_errors=baseline_errors,
         round_ms=[round(statistics.median(block), 5) for block in blocks],
         round_ratios={name: [round(r, 5) for r in outcome.round_ratios(name)] for name in outcome.baselines},
         order_effect={name: round(e, 5) for name in outcome.baselines

@@ -61,6 +61,10 @@ class PairedTiming:
     of their inputs (judge/timed_values.py): each block is drawn with probability 1 / ``min_rounds``, up to
     this many, and one block more after the rounds when none was. 0 reads no timed call's outputs."""
     value_seed: int | None = None
+    settling_rounds: int = 1
+    """Rounds timed and thrown away before the first counted one, in the counted rounds' alternating order,
+    when blocks are full length (judge/paired.py ``_settle``): on the H200 the first blocks after the
+    warm-up read off. Their seconds do not count against ``budget_seconds``; 0 settles nothing."""
 
     def __post_init__(self) -> None:
         if self.block_calls < 1 or self.min_rounds < 2 or self.max_rounds < self.min_rounds:
@@ -78,6 +82,8 @@ class PairedTiming:
         if not 0 <= self.traced_blocks <= self.max_rounds:
             raise ValueError("paired timing needs 0 <= traced_blocks <= max_rounds, not "
                              f"{self.traced_blocks}")
+        if not 0 <= self.settling_rounds <= 20:
+            raise ValueError(f"paired timing needs 0 <= settling_rounds <= 20, not {self.settling_rounds}")
 
 
 @dataclass

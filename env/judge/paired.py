@@ -52,8 +52,13 @@ class PairedOutcome:
     """The candidate's blocks run under CUDA activity tracing (judge/timed_trace.py): not in ``candidate``."""
     between_evaluations: float = 0.0
     """Relative uncertainty added to every interval (options.PairedTiming.between_evaluations)."""
-    settled: bool = False
-    """A settling round ran before the first counted one, and was thrown away (``_settle``)."""
+    settling_rounds: int = 0
+    """Rounds timed and thrown away before the first counted one (``_settle``)."""
+
+    @property
+    def settled(self) -> bool:
+        """Whether a settling round ran before the first counted one."""
+        return self.settling_rounds > 0
 
     @property
     def rounds(self) -> int:
@@ -115,9 +120,9 @@ def run_rounds(candidate: TimeBlock, baselines: Mapping[str, TimeBlock], setting
     """Warm every side up, then time rounds until the stop rule ends them.
 
     The candidate warms up first, for a time (the GPU's clocks settle), then each baseline for
-    ``warmup_calls``, then one settling round is timed and thrown away (``_settle``). A baseline whose
-    block raises ``BaselineFailed`` is left out from then on, with its reason; any other exception, and
-    any from the candidate, ends the window (the caller's verdict).
+    ``warmup_calls``, then ``settings.settling_rounds`` rounds are timed and thrown away (``_settle``). A
+    baseline whose block raises ``BaselineFailed`` is left out from then on, with its reason; any other
+    exception, and any from the candidate, ends the window (the caller's verdict).
     ``after_block`` runs after every block (the machine's state is sampled there). With ``trace``, rounds
     drawn by ``TraceSample`` (settings.traced_blocks, settings.trace_seed) also run a traced block of the
     candidate on the round's inputs; its seconds are left out of the budget.
@@ -134,7 +139,7 @@ def run_rounds(candidate: TimeBlock, baselines: Mapping[str, TimeBlock], setting
             call_ms[name] = warmed[1]
     outcome.block_calls = block = block_length(settings, call_ms)
     if block == settings.block_calls:
-        _settle(candidate, sides, outcome, block)
+        _settle(candidate, sides, outcome, block, settings.settling_rounds)
 
     def traced(index: int) -> float:
         assert trace is not None
@@ -145,7 +150,7 @@ def run_rounds(candidate: TimeBlock, baselines: Mapping[str, TimeBlock], setting
     started, traced_seconds = clock(), 0.0
     while True:
         index = outcome.rounds
-        order = ["", *sides] if index % 2 == 0 else [*reversed(sides), ""]
+        order = _order(index, sides)
         side_of_trace = sample.draw()
         round_started, round_traced = clock(), 0.0
         for name in order:
@@ -173,17 +178,28 @@ def run_rounds(candidate: TimeBlock, baselines: Mapping[str, TimeBlock], setting
     return outcome
 
 
-def _settle(candidate: TimeBlock, sides: dict[str, TimeBlock], outcome: PairedOutcome, block: int) -> None:
-    """One round timed and thrown away before the first that counts, in its order (candidate first).
+def _settle(candidate: TimeBlock, sides: dict[str, TimeBlock], outcome: PairedOutcome, block: int,
+            rounds: int) -> None:
+    """``rounds`` rounds timed and thrown away before the first that counts, each in the order and on the
+    inputs of the counted round with its index (candidate first in even ones), so it is timed as one.
 
     On the H200 the candidate's first block after the baselines' warm-up read 10-15% slow in every window
     of an 8192-size GEMM (five processes, and both ptx GEMMs: docs/benchmarks.md, 2026-12-03 17:24), while
     the baseline's block right after it did not; with few rounds that one round set the interval's low end.
     Run only when blocks are full length: a call too slow for them has warmed up long enough."""
-    candidate(block, 0, 0.0, 0)
-    for name in list(sides):
-        _baseline_block(outcome, sides, name, block, 0, 0.0, 0)
-    outcome.settled = True
+    for index in range(rounds):
+        for name in _order(index, sides):
+            if name == "":
+                candidate(block, 0, 0.0, index * block)
+            elif name in sides:
+                _baseline_block(outcome, sides, name, block, 0, 0.0, index * block)
+        outcome.settling_rounds += 1
+
+
+def _order(index: int, sides: Mapping[str, TimeBlock]) -> list[str]:
+    """The sides of round ``index`` in the order they run ("" the candidate): the candidate first in even
+    rounds, last (after the baselines reversed) in odd ones, so neither side always runs first."""
+    return ["", *sides] if index % 2 == 0 else [*reversed(sides), ""]
 
 
 def _baseline_block(outcome: PairedOutcome, sides: dict[str, TimeBlock], name: str, calls: int,

@@ -122,6 +122,8 @@ class Timing:
     """"precision" (every interval narrow enough) or "budget" (rounds or seconds spent)."""
     settled: bool = False
     """A settling round ran before the counted ones and was thrown away (judge/paired.py ``_settle``)."""
+    settling_rounds: int = 0
+    """How many ran (options.PairedTiming.settling_rounds; none when the blocks were shortened)."""
     baseline_errors: dict[str, str] = field(default_factory=dict)
     """Baselines that could not be timed here, and why."""
     machine: MachineState | None = None

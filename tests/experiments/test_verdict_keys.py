@@ -32,6 +32,7 @@ VARIANTS = {
     "traced sample": EvalOptions(device="cpu", paired=PairedTiming(traced_blocks=4)),
     "tracing off": EvalOptions(device="cpu", paired=PairedTiming(traced_blocks=0)),
     "trace seed": EvalOptions(device="cpu", paired=PairedTiming(trace_seed=5)),
+    "settling rounds": EvalOptions(device="cpu", paired=PairedTiming(settling_rounds=3)),
     "limits": EvalOptions(device="cpu", limits=Limits(run=5.0)),
     "profile": EvalOptions(device="cpu", profile=True),
     "memcheck": EvalOptions(device="cpu", memcheck=True),
