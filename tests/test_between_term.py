@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
 from pathlib import Path
 
 import pytest
+from script_module import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
 def between():
-    spec = importlib.util.spec_from_file_location("between_term", ROOT / "scripts" / "between_term.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("between_term")
 
 
 def _ratio(m: float, raw: float, term: float) -> dict[str, float]:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-import sys
 from functools import partial
 from pathlib import Path
 
 import pytest
+from script_module import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 TIGHT = [1.0, 1.004, 0.998, 1.002, 0.999, 1.0]
@@ -18,11 +17,7 @@ TIGHT = [1.0, 1.004, 0.998, 1.002, 0.999, 1.0]
 
 @pytest.fixture(scope="module")
 def study():
-    spec = importlib.util.spec_from_file_location("interval_study", ROOT / "scripts" / "interval_study.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("interval_study")
 
 
 def _shifted(values: list[float], factor: float) -> list[float]:

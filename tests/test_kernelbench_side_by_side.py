@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from script_module import load_script
 from warpgym.env import EvalOptions, Evaluator
 from warpgym.tasks.importers import import_suite
 
@@ -20,11 +21,7 @@ PROBLEM = ROOT / "tests" / "fixtures" / "kernelbench" / "level2" / "1_Linear_bia
 @pytest.fixture(scope="module")
 def script():  # noqa: ANN201
     sys.path.insert(0, str(ROOT / "scripts"))
-    spec = importlib.util.spec_from_file_location("kernelbench_side_by_side", ROOT / "scripts" /
-                                                  "kernelbench_side_by_side.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("kernelbench_side_by_side")
 
 
 def test_the_candidates_keep_models_parameter_names(script, tmp_path: Path) -> None:  # noqa: ANN001

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
-_SPEC = importlib.util.spec_from_file_location(
-    "suite_table", Path(__file__).resolve().parents[1] / "scripts" / "suite_table.py")
-suite_table = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(suite_table)
+from script_module import load_script
+
+suite_table = load_script("suite_table")
 
 
 def _row(task: str, ok: bool, eager: float | None) -> dict:

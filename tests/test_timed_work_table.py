@@ -3,16 +3,15 @@ the rows `warpgym suite check --jsonl` writes; missing evidence is shown as miss
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
 
+from script_module import load_script
+
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "timed_work_table.py"
-_SPEC = importlib.util.spec_from_file_location("timed_work_table", SCRIPT)
-timed_work_table = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(timed_work_table)
+timed_work_table = load_script("timed_work_table")
 
 
 def test_ratios_per_bench_case_with_missing_evidence_left_out():

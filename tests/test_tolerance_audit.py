@@ -4,15 +4,11 @@ tolerance tighter than that rounding fails it."""
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
-from pathlib import Path
 
+from script_module import load_script
 from warpgym.tasks import Tolerance, get_task
 
-_SPEC = importlib.util.spec_from_file_location(
-    "tolerance_audit", Path(__file__).resolve().parents[1] / "scripts" / "tolerance_audit.py")
-audit = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(audit)
+audit = load_script("tolerance_audit")
 
 
 def test_a_sound_tolerance_passes_every_draw():

@@ -4,13 +4,12 @@ constant into the solution file (and refuses a file without it)."""
 from __future__ import annotations
 
 import ast
-import importlib.util
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
+from script_module import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 REL = "tasks/solutions/convolution/conv2d.py"
@@ -18,12 +17,7 @@ REL = "tasks/solutions/convolution/conv2d.py"
 
 @pytest.fixture(scope="module")
 def sweep():
-    path = ROOT / "scripts" / "triton_ref_sweep.py"
-    spec = importlib.util.spec_from_file_location("triton_ref_sweep", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("triton_ref_sweep")
 
 
 def _variant(name, override, ratio, err=1e-3):
