@@ -241,10 +241,11 @@ def run_ab(job, rounds=40, block=4):
     """Each variant of ``job`` and cuDNN, a block of ``block`` calls each per round (the median call of
     the block counts), the order rotated every round; per-round ratios summarised by their median."""
     from warpgym.env.judge.ratios import median_interval
+
+    from tasks.ptx.attention import _cudnn_backward
     res: dict = {"variants": [VARIANTS[i] for i in job["variants"]], "rounds": rounds, "block": block}
     b, h, s = BENCH
     for causal in (False, True):
-        from tasks.ptx.attention import _cudnn_backward
         args = make_inputs(b, h, s, causal)
         sides = [lambda a=args, c=causal: _cudnn_backward(*a, c)]
         sides += [lambda a=args, r=backward(causal, VARIANTS[i]): r(*a) for i in job["variants"]]
@@ -258,11 +259,12 @@ def run_ab(job, rounds=40, block=4):
         vendor, shipped = times[0], times[1]
         mask = {"cudnn_ms": round(sorted(vendor)[rounds // 2], 4), "variants": []}
         for defines, mine in zip(res["variants"], times[1:], strict=True):
+            ms = sorted(mine)[rounds // 2]
             vs_cudnn = median_interval([v / m for v, m in zip(vendor, mine, strict=True)])
             vs_shipped = median_interval([t / m for t, m in zip(shipped, mine, strict=True)])
             mask["variants"].append({
-                "defines": defines, "median_ms": round(sorted(mine)[rounds // 2], 4),
-                "tflops": round(flops(b, h, s, causal) / sorted(mine)[rounds // 2] / 1e9, 1),
+                "defines": defines, "median_ms": round(ms, 4),
+                "tflops": round(flops(b, h, s, causal) / ms / 1e9, 1),
                 "vs_cudnn": [round(x, 4) for x in (vs_cudnn.median, vs_cudnn.low, vs_cudnn.high)],
                 "vs_shipped": [round(x, 4) for x in (vs_shipped.median, vs_shipped.low, vs_shipped.high)]})
         res[f"causal{int(causal)}"] = mask

@@ -28,7 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from warpgym.env.judge.options import PairedTiming
+from warpgym.env.judge.paired import order_effect
 from warpgym.env.judge.ratios import Interval, median_interval
+from warpgym.experiments.fixit.report import table as markdown_table
 
 try:
     from scipy.stats import t as student_t
@@ -231,17 +233,8 @@ def implied_terms(recorded: Sequence[tuple[float, float, float] | None],
     return terms
 
 
-def order_effect(values: Sequence[float]) -> float | None:
-    """How much higher the ratio reads in rounds that time the candidate first (even indexes) than in the
-    others, as the judge's PairedOutcome.order_effect; None below two rounds of each."""
-    first, last = values[0::2], values[1::2]
-    if len(first) < 2 or len(last) < 2:
-        return None
-    return statistics.median(first) / statistics.median(last) - 1.0
-
-
 def largest_order_effect(rounds: Sequence[Sequence[float]]) -> float | None:
-    """The order effect of largest magnitude among the processes (signed)."""
+    """The order effect of largest magnitude among the processes (signed; the judge's own measure)."""
     effects = [e for e in map(order_effect, rounds) if e is not None]
     return max(effects, key=abs) if effects else None
 
@@ -326,8 +319,7 @@ def _share(part: int, whole: int) -> str:
 
 
 def _table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return lines + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return markdown_table(list(header), [list(row) for row in rows]).split("\n")
 
 
 def _cover_cell(part: dict[str, Any]) -> str:
@@ -429,9 +421,10 @@ def run_study(files: Sequence[tuple[str, Any]]) -> tuple[list[str], dict[str, An
     """The printed lines and every number, from (run name, parsed JSON) pairs."""
     default = PairedTiming().between_evaluations
     named = builders(default)
-    t_source = "scipy" if student_t is not None else "a table (df 1..30, then 1.96): scipy is not installed"
+    t_source = "scipy" if student_t is not None else "table"
+    said = {"scipy": "scipy", "table": "a table (df 1..30, then 1.96): scipy is not installed"}[t_source]
     lines = ["# Interval study", "", f"between_evaluations (PairedTiming default): {default}; "
-             f"t quantiles from {t_source}", ""]
+             f"t quantiles from {said}", ""]
     cases: list[CaseRounds] = []
     runs_info = []
     for run, data in files:
@@ -451,7 +444,7 @@ def run_study(files: Sequence[tuple[str, Any]]) -> tuple[list[str], dict[str, An
               f"{ORDER_LIMIT:.0%} (left out of the columns marked † below)", ""]
     lines += case_lines(cases, studies, list(named)) + [""] + totals_lines(sums) + [""]
     lines += index_lines(groups) + [""] + drop_lines(cases, drops, drop_sums, loose_sums)
-    numbers = {"between_evaluations": default, "t_source": "scipy" if student_t is not None else "table",
+    numbers = {"between_evaluations": default, "t_source": t_source,
                "off": OFF, "block": BLOCK, "min_kept": MIN_KEPT, "loose_kept": LOOSE_KEPT, "agree": AGREE,
                "order_limit": ORDER_LIMIT, "runs": runs_info,
                "cases": [{"run": c.run, "task": c.task, "baseline": c.baseline, "case": c.case,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -89,17 +89,22 @@ class PairedOutcome:
         """How much higher the baseline's ratio reads in rounds that time the candidate first (the baseline
         right after it) than in rounds that time it last, relative; None below two rounds of each. Near
         zero when neither side leaves anything behind that slows the other."""
-        ratios = self.round_ratios(name)
-        first, last = ratios[0::2], ratios[1::2]
-        if len(first) < 2 or len(last) < 2:
-            return None
-        return statistics.median(first) / statistics.median(last) - 1.0
+        return order_effect(self.round_ratios(name))
 
     def precise(self, precision: float) -> bool:
         """Every baseline's interval (the candidate's own time when there is none) within ``precision``."""
         if self.baselines:
             return all(self.speedup(name).half_width <= precision for name in self.baselines)
         return median_interval([statistics.median(c) for c in self.candidate_ms()]).half_width <= precision
+
+
+def order_effect(ratios: Sequence[float]) -> float | None:
+    """How much higher the ratios of even rounds (the candidate timed first) read than those of odd ones,
+    relative; None below two rounds of each."""
+    first, last = ratios[0::2], ratios[1::2]
+    if len(first) < 2 or len(last) < 2:
+        return None
+    return statistics.median(first) / statistics.median(last) - 1.0
 
 
 def block_length(settings: PairedTiming, call_ms: Mapping[str, float | None]) -> int:
