@@ -18,8 +18,19 @@ from warpgym.env.judge.instructions import FAMILIES, FEATURES
 from warpgym.env.judge.plan import Check
 from warpgym.env.judge.profile import DriverRun, KernelProfile, SassRow
 from warpgym.env.judge.result import EvalResult, KernelReport
-from warpgym.env.judge.work import ExecutedWork, executed_work, load_width, shortfalls, tensor_flops
+from warpgym.env.judge.work import (
+    ARITHMETIC_FLOPS,
+    ExecutedWork,
+    executed_work,
+    load_width,
+    shortfalls,
+    tensor_flops,
+)
 from warpgym.env.protocol.messages import RunReply
+from warpgym.env.toolchain import loader
+from warpgym.env.toolchain.disassemble import disassemble, sass_opcodes
+from warpgym.env.toolchain.nvrtc import compile_cuda
+from warpgym.env.toolchain.ptxas import assemble
 from warpgym.tasks import case_label, get_task
 
 DATA = Path(__file__).parent / "data" / "ncu"
@@ -107,6 +118,21 @@ def test_a_full_size_wgmma_on_scratch_beside_an_integer_emulated_product_is_caug
     assert work.other_flops == 0 and "wgmma" in missing, missing
     assert "instructions other than tensor-core ones" in missing["wgmma"]
     assert "ran 2.0" in missing["wgmma"], missing
+
+
+@pytest.mark.skipif(loader.nvrtc_version() is None or loader.ptxas_path() is None,
+                    reason="NVRTC or ptxas not available")
+def test_the_integer_decoy_of_the_gpu_tests_computes_its_product_without_floating_point_arithmetic():
+    """tests/data/int_gemm.cu is the kernel the GPU test runs beside a full-size wgmma: for that test to reach
+    the instruction count, its SASS may hold one FMUL (the final scale) and no other floating-point opcode."""
+    source = (Path(__file__).parent / "data" / "int_gemm.cu").read_text()
+    ptx, log, _ = compile_cuda(source, "int_gemm", "sm_90a", ["-arch=sm_90a"], [])
+    record = assemble(ptx, name="int_gemm", target="sm_90a", language="cuda", flags=[], nvrtc_log=log,
+                      options=[])
+    [opcodes] = sass_opcodes(disassemble(record.cubin)).values()
+    floating = [op for op in opcodes if op.split(".")[0] in ARITHMETIC_FLOPS]
+    assert floating == ["FMUL"], floating
+    assert any(op.startswith("IMAD") for op in opcodes) and any(op.startswith("SHF") for op in opcodes)
 
 
 def test_heavy_address_arithmetic_of_an_honest_kernel_passes():

@@ -1,6 +1,7 @@
 """Candidates that run the required instructions without doing the task with them, on a GPU.
 
-Each computes C = A @ B^T right, with a plain FFMA kernel, and beside it launches the reference's own
+Each computes C = A @ B^T right, with a plain FFMA kernel (or, in the integer mode, one that multiplies
+the operands' bits as integers), and beside it launches the reference's own
 warp-specialised wgmma kernel (TMA, mbarrier, setmaxnreg: every required feature, executed) on data the
 answer never uses. By executed counts alone all of them are arch-verified; by the work the instructions
 did (judge/work.py) none is. Skipped without CUDA (conftest)."""
@@ -45,6 +46,8 @@ WGMMA = loader.load_cuda(loader.attachment("gemm_wgmma.cu"), name="gemm_bf16_wgm
                          defines=DEFINES).kernel("gemm_bf16_wgmma")
 SHARED = 4 * (128 + 256) * 64 * 2 + 1024 + 8 * 8 + 16
 PLAIN = loader.load_cuda(NAIVE, name="naive_gemm", target=TARGET).kernel("naive_gemm")
+INTEGER = loader.load_cuda(loader.attachment("int_gemm.cu"), name="int_gemm",
+                           target=TARGET).kernel("int_gemm")
 MODE = "{mode}"
 
 
@@ -104,8 +107,12 @@ def gemm(a, b):
         c = torch.empty((m, n), dtype=torch.bfloat16, device=a.device)
         PLAIN(a, b, c, m, n, k, grid=(-(-n // 128), m), block=128)
         return c
-    if MODE == "full":
+    if MODE in ("full", "integer"):
         _wgmma(torch.empty_like(a), torch.empty_like(b))
+    if MODE == "integer":  # the answer from integer instructions on the operands' bits
+        c = torch.empty((m, n), dtype=torch.bfloat16, device=a.device)
+        INTEGER(a, b, c, m, n, k, grid=(-(-n // 128), m), block=128)
+        return c
     else:
         s = torch.empty((128, 64), dtype=torch.bfloat16, device=a.device)
         t = torch.empty((256, 64), dtype=torch.bfloat16, device=a.device)
@@ -117,7 +124,9 @@ def gemm(a, b):
 '''
 
 
-MMA_SYNC_GEMM = (Path(__file__).parents[1] / "data" / "mma_sync_gemm.cu").read_text()
+DATA = Path(__file__).parents[1] / "data"
+MMA_SYNC_GEMM = (DATA / "mma_sync_gemm.cu").read_text()
+INT_GEMM = (DATA / "int_gemm.cu").read_text()
 
 
 def _evaluate(mode: str, timing: bool = False):
@@ -125,7 +134,8 @@ def _evaluate(mode: str, timing: bool = False):
     reference = task.solution_candidate("ptx/gemm-bf16-cuda")
     source = reference.attachments["gemm_wgmma.cu"]
     candidate = Candidate(DECOY.replace("{mode}", mode),
-                          {"gemm_wgmma.cu": source, "mma_sync_gemm.cu": MMA_SYNC_GEMM})
+                          {"gemm_wgmma.cu": source, "mma_sync_gemm.cu": MMA_SYNC_GEMM,
+                           "int_gemm.cu": INT_GEMM})
     with Evaluator("cuda") as evaluator:
         options = EvalOptions(timing=True, shape_sets=("dev",)) if timing else EvalOptions(timing=False)
         return evaluator.evaluate(task, candidate, options)
@@ -134,6 +144,7 @@ def _evaluate(mode: str, timing: bool = False):
 @pytest.mark.parametrize(("mode", "wgmma_says", "tma_says"), [
     ("token", "of the task's", "ordinary global loads"),
     ("full", "other floating-point arithmetic", "ordinary global loads"),
+    ("integer", "instructions other than tensor-core ones", "ordinary global loads"),
     ("many", "Nsight Compute profiled 16 of them", "Nsight Compute profiled 16 of them"),
 ])
 def test_required_instructions_beside_the_real_computation_are_not_arch_verified(mode, wgmma_says, tma_says):
