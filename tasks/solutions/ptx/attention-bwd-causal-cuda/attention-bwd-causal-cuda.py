@@ -22,7 +22,7 @@ CAUSAL = True
 BM, BN, HEAD_DIM = 64, 128, 128
 THREADS = 384
 LOG2E = 1.4426950408889634
-DEFINES = {"STAGES": 2, "EARLY_DV": 1, "DQ_RED": 1, "DS_KMAJOR": 0, "DQ_TMA": 1}
+DEFINES = {"STAGES": 2, "EARLY_DV": 0, "DQ_RED": 1, "DS_KMAJOR": 0, "DQ_TMA": 1, "AUX_BULK": 0}
 """The pipeline options (the attachment's header says what each does)."""
 ENTRIES = ("bwd_preprocess", "attention_bwd_wgmma", "bwd_convert_dq")
 

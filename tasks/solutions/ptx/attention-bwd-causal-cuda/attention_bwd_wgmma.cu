@@ -52,10 +52,10 @@ typedef unsigned long long uint64_t;   // NVRTC has no <cstdint> without extra i
 #define STAGES 2
 #endif
 #ifndef EARLY_DV
-#define EARLY_DV 1
+#define EARLY_DV 0
 #endif
 #ifndef AUX_BULK
-#define AUX_BULK 1
+#define AUX_BULK 0
 #endif
 #ifndef DQ_RED
 #define DQ_RED 1
