@@ -35,14 +35,15 @@ sys.path.insert(0, str(ROOT))  # the task's cuDNN baseline: tasks/ptx/attention.
 FOLDERS = {False: "attention-bwd-cuda", True: "attention-bwd-causal-cuda"}
 
 VARIANTS = [
-    {},                                # shipped: STAGES 2, EARLY_DV 1, DQ_TMA 1 (TMA reduce-add), AUX_BULK 1
-    {"EARLY_DV": 0},
+    {},                                # shipped: STAGES 2, EARLY_DV 0, DQ_TMA 1 (TMA reduce-add), AUX_BULK 0
+    {"EARLY_DV": 1},                   # dV issued as soon as P^T is packed
     {"DQ_TMA": 0},                     # dQ by red.global.add.v2.f32
     {"DQ_TMA": 0, "DQ_RED": 2},        # by red.global.add.v4.f32 after a lane-pair shuffle
-    {"AUX_BULK": 0},                   # the delta and dQ-conversion passes on ordinary loads
+    {"AUX_BULK": 1},                   # the delta and dQ-conversion passes on bulk copies
     {"STAGES": 3},
     {"DS_KMAJOR": 1},                  # dQ without the transposed-A descriptor
-    {"EARLY_DV": 0, "AUX_BULK": 0},
+    {"EARLY_DV": 1, "AUX_BULK": 1},    # shipped until 2026-12-07
+    {"Q_ROTATE": 1},                   # the full mask's key blocks start their query loops spread out
 ]
 SMALL = [(1, 2, 256), (2, 3, 1024)]
 BENCH = (4, 32, 4096)

@@ -25,6 +25,7 @@ SRC = (pathlib.Path(__file__).parents[1] / "tasks" / "solutions" / "ptx" / "atte
 KBOX, QBOX, DS_TILE = 128 * 64 * 2, 64 * 64 * 2, 128 * 64 * 2
 D, BM, BN = 128, 64, 128
 DS_KMAJOR = [0]   # which dS layout the model follows (the kernel's DS_KMAJOR define)
+Q_ROTATE = [0]   # the kernel's Q_ROTATE define: where each key block's query loop starts
 DQ_MODE = ["red1"]   # how dQ reaches dq_accum: "red1" (DQ_RED 1, v2), "red2" (DQ_RED 2, v4), "tma" (DQ_TMA 1)
 DQ_BOX, DQ_STAGE = 64 * 32 * 4, 2 * 64 * 32 * 4
 OFF_DQ = 2 * 32768 + 2 * 32768 + 2 * DS_TILE   # the kernel's OFF_DQ at STAGES 2 (1024-aligned)
@@ -60,6 +61,12 @@ MIRRORED = [
     "red_add_v2_f32(dq_row0 + 8 * j, dq[4 * j], dq[4 * j + 1]);",
     "red_add_v2_f32(dq_row8 + 8 * j, dq[4 * j + 2], dq[4 * j + 3]);",
     "const int m_begin = CAUSAL ? n * (BN / BM) : 0;",
+    "const int n_iter = seq_len / BM - m_begin;",
+    "const int rot = (Q_ROTATE && !CAUSAL) ? n * n_iter / nblk : 0;",
+    "const int j = i + rot;",
+    "return m_begin + (j >= n_iter ? j - n_iter : j);",
+    "const int m = query_block(i, m_begin, n_iter, rot);",
+    "const int q_row = head_row + query_block(i, m_begin, n_iter, rot) * BM;",
     "wgmma_ss64<0, 1>(acc, desc_k_major(ds_tile + (kk / 4) * QBOX + (kk % 4) * 32),",
     "unsigned char* box_ptr = ds_ptr + w * QBOX;",
     "const uint32_t qa = 8 * j + 2 * t;",
@@ -208,11 +215,14 @@ def run_cta(q, k, v, do, lse2, delta, n, causal, scale_log2, dq_accum):
     smem.tma(k_tile, KBOX, k[n * BN:(n + 1) * BN])
     smem.tma(v_tile, KBOX, v[n * BN:(n + 1) * BN])
     m_begin = n * (BN // BM) if causal else 0
+    n_iter = S // BM - m_begin
+    rot = n * n_iter // (S // BN) if Q_ROTATE[0] and not causal else 0
     threads = np.arange(128)
     warp, lane = threads // 32, threads % 32
     t, r0 = lane % 4, 16 * warp + lane // 4
-    for i in range(S // BM - m_begin):
-        m = m_begin + i
+    for i in range(n_iter):
+        j = i + rot
+        m = m_begin + (j - n_iter if j >= n_iter else j)
         q_tile, do_tile = stage, stage + 2 * QBOX
         smem.val[stage // 2:(stage + 4 * QBOX) // 2] = np.nan      # a fresh stage each time
         smem.tma(q_tile, QBOX, q[m * BM:(m + 1) * BM])

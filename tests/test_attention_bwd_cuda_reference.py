@@ -93,7 +93,8 @@ def test_the_kernels_prove_hoppers_features_in_the_sass(solution, task_id):
 
 @needs_tools
 @pytest.mark.parametrize("defines", [{"STAGES": 3}, {"EARLY_DV": 1}, {"DS_KMAJOR": 1}, {"DQ_TMA": 0},
-                                     {"DQ_TMA": 0, "DQ_RED": 2}, {"DQ_TMA": 0, "DQ_RED": 0}, {"AUX_BULK": 1}])
+                                     {"DQ_TMA": 0, "DQ_RED": 2}, {"DQ_TMA": 0, "DQ_RED": 0}, {"AUX_BULK": 1},
+                                     {"Q_ROTATE": 1}])
 def test_every_option_compiles_without_spills(solution, defines):
     config, kernels = solution("ptx/attention-bwd")["build"]("sm_90a", defines)
     main = kernels["attention_bwd_wgmma"]
@@ -145,13 +146,17 @@ def test_the_model_mirrors_the_kernel_as_it_is():
     assert [line for line in model.MIRRORED if line not in model.SRC] == []
 
 
-@pytest.mark.parametrize(("ds_kmajor", "dq_mode"), [(0, "red1"), (1, "red1"), (0, "red2"), (0, "tma")])
+@pytest.mark.parametrize(("ds_kmajor", "dq_mode", "rotate"),
+                         [(0, "red1", 0), (1, "red1", 0), (0, "red2", 0), (0, "tma", 0), (0, "tma", 1)])
 @pytest.mark.parametrize("causal", [False, True])
-def test_every_operand_and_reduction_lands_where_the_math_needs_it(monkeypatch, ds_kmajor, dq_mode, causal):
+def test_every_operand_and_reduction_lands_where_the_math_needs_it(monkeypatch, ds_kmajor, dq_mode, rotate,
+                                                                  causal):
     """Whole heads of 256 keys through the modelled kernel: dq, dk and dv within bf16's rounding of the
-    float64 backward (dS^T stored one way or the other; dQ added by v2 or v4 reductions or TMA's)."""
+    float64 backward (dS^T stored one way or the other; dQ added by v2 or v4 reductions or TMA's; each key
+    block's query loop starting at block 0 or rotated)."""
     monkeypatch.setattr(model, "DS_KMAJOR", [ds_kmajor])
     monkeypatch.setattr(model, "DQ_MODE", [dq_mode])
+    monkeypatch.setattr(model, "Q_ROTATE", [rotate])
     assert model.check(256, causal, seed=int(causal))
 
 

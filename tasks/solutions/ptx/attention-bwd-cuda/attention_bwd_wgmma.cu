@@ -39,6 +39,10 @@
 //            1: fallback without tnspA: dS stored [query][key] (two 64 x 64 boxes, K-major, 2-byte stores).
 //   AUX_BULK 1: the passes beside the backward (delta, the dQ conversion) read o, do and dq_accum by bulk
 //            copies on an mbarrier; 0: by ordinary loads.
+//   Q_ROTATE 1 (full mask only): key block n of a head starts its query loop n * (S/64) / (S/128) blocks in
+//            and wraps around, so the head's key blocks add their dQ partials into different rows at any
+//            moment; 0: every key block starts at query block 0 (causal loops start at their diagonal,
+//            which spreads them already).
 // Launch: grid = B*H*(S/128), block 384, dynamic shared memory = bwd_shared_bytes (the kernel traps if less);
 // with DQ_TMA the kernel takes a fifth tensor map, dq_map, right after do_map.
 
@@ -66,6 +70,9 @@ typedef unsigned long long uint64_t;   // NVRTC has no <cstdint> without extra i
 #ifndef DQ_TMA
 #define DQ_TMA 0
 #endif
+#ifndef Q_ROTATE
+#define Q_ROTATE 0
+#endif
 
 #if STAGES < 2 || STAGES > 3
 #error "STAGES must be 2 or 3"
@@ -75,6 +82,9 @@ typedef unsigned long long uint64_t;   // NVRTC has no <cstdint> without extra i
 #endif
 #if DQ_TMA != 0 && DQ_TMA != 1
 #error "DQ_TMA must be 0 or 1"
+#endif
+#if Q_ROTATE != 0 && Q_ROTATE != 1
+#error "Q_ROTATE must be 0 or 1"
 #endif
 #if DQ_TMA && DQ_RED != 1
 #error "DQ_TMA replaces the red.global path: leave DQ_RED at its default (1)"
@@ -281,6 +291,11 @@ __device__ __forceinline__ void bulk_wait0() { asm volatile("cp.async.bulk.wait_
 __device__ __forceinline__ void st_shared_v2(uint32_t addr, float a, float b) {
     asm volatile("st.shared.v2.f32 [%0], {%1, %2};" :: "r"(addr), "f"(a), "f"(b) : "memory");
 }
+// The query block a key block visits at step i of its loop: its loop's blocks from m_begin, rotated by rot.
+__device__ __forceinline__ int query_block(int i, int m_begin, int n_iter, int rot) {
+    const int j = i + rot;
+    return m_begin + (j >= n_iter ? j - n_iter : j);
+}
 
 // Accumulator layout of m64nNk16 (per thread): rows r = 16 warp + lane / 4 and r + 8; for each 8-column
 // block j, x[4j], x[4j + 1] are columns 8j + 2 (lane % 4) + 0, 1 of row r and x[4j + 2], x[4j + 3] the
@@ -313,6 +328,7 @@ attention_bwd_wgmma(const __grid_constant__ TensorMap q_map, const __grid_consta
     const int head_row = bh * seq_len;
     const int m_begin = CAUSAL ? n * (BN / BM) : 0;           // causal: query blocks at or after the keys
     const int n_iter = seq_len / BM - m_begin;
+    const int rot = (Q_ROTATE && !CAUSAL) ? n * n_iter / nblk : 0;  // where this block's query loop starts
     const int warpgroup = threadIdx.x / 128;
 
     if (threadIdx.x == 0) {
@@ -338,7 +354,7 @@ attention_bwd_wgmma(const __grid_constant__ TensorMap q_map, const __grid_consta
                 const uint32_t s = i % STAGES;
                 if (i >= STAGES) mbar_wait(empty0 + 8 * s, ((i / STAGES) - 1) & 1);
                 const uint32_t bar = full0 + 8 * s, q_dst = stages + s * STAGE_BYTES;
-                const int q_row = head_row + (m_begin + i) * BM;
+                const int q_row = head_row + query_block(i, m_begin, n_iter, rot) * BM;
                 mbar_arrive_expect_tx(bar, STAGE_BYTES + 2 * VEC_BYTES);
                 tma_load_2d(q_dst, &q_map, 0, q_row, bar);
                 tma_load_2d(q_dst + QBOX, &q_map, 64, q_row, bar);
@@ -368,7 +384,7 @@ attention_bwd_wgmma(const __grid_constant__ TensorMap q_map, const __grid_consta
 
     mbar_wait(kv_full, 0);
     for (int i = 0; i < n_iter; ++i) {
-        const int m = m_begin + i;
+        const int m = query_block(i, m_begin, n_iter, rot);
         const uint32_t s = i % STAGES;
         const uint32_t q_tile = stages + s * STAGE_BYTES, do_tile = q_tile + Q_TILE;
         const uint32_t ds_tile = ds0 + (i & 1) * DS_TILE;
