@@ -15,31 +15,14 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import statistics
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cuda_attention_bwd_check import BENCH, backward, make_inputs  # noqa: E402
+from cuda_attention_bwd_check import BENCH, backward, make_inputs, time_fn  # noqa: E402
 
 PAGE = 2 << 20
-
-
-def timed(fn, flush, calls: int) -> float:
-    """Median ms of ``calls`` calls, each after an L2 flush."""
-    import torch
-
-    times = []
-    for _ in range(calls):
-        flush()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
 
 
 def trials(causal: bool, count: int, calls: int, rng: random.Random) -> list[dict]:
@@ -53,10 +36,9 @@ def trials(causal: bool, count: int, calls: int, rng: random.Random) -> list[dic
     for trial in range(count):
         pad = torch.empty(rng.randrange(0, 64 << 20, 512), dtype=torch.uint8, device="cuda")
         args = make_inputs(*BENCH, causal, seed=trial)
-        for _ in range(3):
-            mine(*args)
-        ours = timed(lambda a=args: mine(*a), scratch.zero_, calls)
-        vendor = timed(lambda a=args: _cudnn_backward(*a, causal), scratch.zero_, calls)
+        ours = time_fn(lambda a=args: mine(*a), warmup=3, reps=calls, before=scratch.zero_)[0]
+        vendor = time_fn(lambda a=args: _cudnn_backward(*a, causal), warmup=1, reps=calls,
+                         before=scratch.zero_)[0]
         rows.append({"trial": trial, "pad_bytes": pad.numel(), "ms": round(ours, 4),
                      "cudnn_ms": round(vendor, 4), "ratio": round(vendor / ours, 4),
                      "offsets": [t.data_ptr() % PAGE for t in args]})

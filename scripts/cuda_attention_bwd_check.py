@@ -192,13 +192,16 @@ def run_correct(job):
     return res
 
 
-def time_fn(fn, warmup=5, reps=20):
+def time_fn(fn, warmup=5, reps=20, before=None):
+    """Median and fastest ms of ``reps`` calls; ``before`` (an L2 flush) runs ahead of each, untimed."""
     import torch
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
     times = []
     for _ in range(reps):
+        if before is not None:
+            before()
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         a.record()
         fn()
