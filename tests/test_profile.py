@@ -272,6 +272,8 @@ def test_profile_candidate_counts_a_reprinted_launch_once(monkeypatch, tmp_path)
     prof = profile.profile_candidate(task.id, task.solution_source(), task.shapes["dev"][0], device="cpu",
                                      timeout=300)
     assert prof.run is not None and prof.run.launches == 1, prof.run
+    [name] = prof.run.launch_names  # the worker's name for the launch: the @triton.jit function's
+    assert f"def {name}(" in task.solution_source(), name
     assert prof.reprinted == 1 and [k.name for k in prof.kernels] == ["fake_kernel"]
     assert prof.families()["wgmma"] == 8
 
@@ -340,3 +342,44 @@ def test_real_repeated_launches_stay_and_only_exact_repeats_go():
     assert profile.collapse_reprints(differ, 1) == (differ, 0)
     apart = profile.parse_ncu_source_csv(_blocks(("bwd", BACKWARD), ("pre", PREPROCESS), ("bwd", BACKWARD)))
     assert profile.collapse_reprints(apart, 2) == (apart, 0)
+
+
+def test_with_the_launches_names_the_reprint_goes_not_the_real_launch_before_it():
+    """Three launches A, A, B, with B printed twice: by position alone the first exact repeat (the real second
+    A) would go and B would count twice; matched to the launches' names, the reprinted B goes."""
+    other = [(a, s, n * 2, t * 2) for a, s, n, t in CONVERT]
+    blocks = profile.parse_ncu_source_csv(_blocks(("conv", CONVERT), ("conv", CONVERT), ("bwd", BACKWARD),
+                                                  ("bwd", BACKWARD)))
+    by_position, _ = profile.collapse_reprints(blocks, 3)
+    assert [k.name for k in by_position] == ["conv", "bwd", "bwd"]
+    kept, dropped = profile.collapse_reprints(blocks, 3, ["conv", "conv", "bwd"])
+    assert dropped == 1 and [k.name for k in kept] == ["conv", "conv", "bwd"]
+    # Mangled and demangled forms of one name match; two real launches of one kernel that differ both stay.
+    mixed = profile.parse_ncu_source_csv(_blocks(("void ns::bwd<int>(float*)", BACKWARD),
+                                                 ("void ns::bwd<int>(float*)", BACKWARD), ("conv", other),
+                                                 ("conv", CONVERT)))
+    kept, dropped = profile.collapse_reprints(mixed, 3, ["_ZN2ns3bwdIiEEvPf", "conv", "conv"])
+    assert dropped == 1 and [k.name for k in kept] == ["void ns::bwd<int>(float*)", "conv", "conv"]
+
+
+def test_the_launch_order_keeps_the_last_names_and_says_when_a_call_made_more():
+    from warpgym.env.toolchain.registry import LaunchOrder
+
+    order = LaunchOrder(keep=3)
+    start = order.total
+    for name in "abcd":
+        order.add(name)
+    assert order.since(start) is None  # four launches, three names kept
+    assert order.since(start + 1) == ["b", "c", "d"]
+    order.add("e")
+    assert order.since(order.total - 1) == ["e"] and order.since(order.total) == []
+
+
+def test_names_that_cannot_be_matched_fall_back_to_position():
+    """A block named by no launch, or a list of the wrong length, is no reading of the blocks: the rule by
+    position applies, as without names."""
+    blocks = profile.parse_ncu_source_csv(_blocks(("pre", PREPROCESS), ("pre", PREPROCESS), ("bwd", BACKWARD)))
+    for names in (["pre", "other"], ["pre"], ["pre", "bwd", "bwd"]):
+        assert profile.collapse_reprints(blocks, 2, names) == profile.collapse_reprints(blocks, 2)
+    kept, _ = profile.collapse_reprints(blocks, 2, ["pre", "other"])
+    assert [k.name for k in kept] == ["pre", "bwd"]

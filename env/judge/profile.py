@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from warpgym.env.judge.device_evidence import base_name, demangled_base
 from warpgym.env.toolchain.families import FAMILIES
 
 NCU_METRICS = "inst_executed,thread_inst_executed_true"
@@ -191,24 +192,52 @@ def parse_ncu_source_csv(text: str) -> list[KernelProfile]:
     return [k for k in kernels if k.rows]
 
 
-def collapse_reprints(kernels: list[KernelProfile], launches: int | None) -> tuple[list[KernelProfile], int]:
+def collapse_reprints(kernels: list[KernelProfile], launches: int | None,
+                      names: list[str] | None = None) -> tuple[list[KernelProfile], int]:
     """The profiled launches with Nsight Compute's reprints taken out, and how many were taken out.
 
     Under kernel replay, Nsight Compute's source page prints some launches twice in a row, identical to the
     address and the count (on an H100: each of a three-kernel CUDA module's and of torch's, not the attention
     forward's; under application replay, none): counting both doubles every executed count of that kernel.
-    A block is dropped only while more blocks remain than the call made launches (the worker's own count),
-    and only when it repeats the block just before it exactly; two real launches of one kernel stay two."""
+    Only a block that repeats the block just before it exactly is dropped, and only while more blocks remain
+    than the call made launches (the worker's own count). Where the worker also sent the launches' names in
+    order, the blocks are matched to them, so that of A, A, B, B from three launches A, A, B the second B goes
+    (by position alone the second A would); two real launches of one kernel stay two."""
     if launches is None or len(kernels) <= launches:
         return kernels, 0
+    if names is not None and len(names) == launches:
+        matched = _matched(kernels, names)
+        if matched is not None:
+            return matched, len(kernels) - len(matched)
     extra = len(kernels) - launches
     kept: list[KernelProfile] = []
     for k in kernels:
-        if extra and kept and kept[-1].name == k.name and kept[-1].rows == k.rows:
+        if extra and kept and _repeats(k, kept[-1]):
             extra -= 1
             continue
         kept.append(k)
     return kept, len(kernels) - len(kept)
+
+
+def _repeats(block: KernelProfile, before: KernelProfile) -> bool:
+    return block.name == before.name and block.rows == before.rows
+
+
+def _matched(kernels: list[KernelProfile], names: list[str]) -> list[KernelProfile] | None:
+    """The blocks that stand for the launches ``names``, in order: a block is kept when its kernel is the
+    next launch's, else dropped as a reprint if it repeats the block before it exactly; None when the blocks
+    cannot be read that way (a name printed otherwise, a block neither launched nor repeated)."""
+    def base(name: str) -> str:
+        return base_name(demangled_base(name))
+
+    wanted = [base(n) for n in names]
+    kept: list[KernelProfile] = []
+    for k in kernels:
+        if len(kept) < len(wanted) and base(k.name) == wanted[len(kept)]:
+            kept.append(k)
+        elif not (kept and _repeats(k, kept[-1])):
+            return None
+    return kept if len(kept) == len(wanted) else None
 
 
 def family_counts(rows: Iterable[SassRow]) -> dict[str, int]:
@@ -316,6 +345,13 @@ class DriverRun:
         if self.reply is None or not self.reply.ok:
             return None
         return self.reply.launches + self.reply.loader_launches
+
+    @property
+    def launch_names(self) -> list[str] | None:
+        """Those launches' kernel names in order; None without a reply or where the worker kept too few."""
+        if self.launches is None:
+            return None
+        return self.reply.launch_names
 
     def findings(self) -> bool:
         """The policy or the sandbox caught something: that is the verdict, whatever the tool printed."""
@@ -482,7 +518,7 @@ def profile_candidate(
         why = run.error or _tail(run.log)
         names = ", ".join(kernels) or "any"
         raise ProfileError(f"ncu profiled no kernel of the candidate (names: {names}): {why}")
-    profiled, reprinted = collapse_reprints(profiled, run.launches)
+    profiled, reprinted = collapse_reprints(profiled, run.launches, run.launch_names)
     return Profile(profiled, run.command, run.seconds, run.log[-3000:], run, reprinted)
 
 

@@ -185,6 +185,9 @@ class RunReply(Reply):
     outputs: list[torch.Tensor] | None = None
     launches: int = 0
     loader_launches: int = 0
+    launch_names: list[str] | None = None
+    """The call's launches in order by kernel name (Triton's and the loader's); None when there were too
+    many to keep."""
     forbidden_ops: dict[str, int] = Field(default_factory=dict)
     mutated: list[str] = Field(default_factory=list)
     tampered: list[str] = Field(default_factory=list)

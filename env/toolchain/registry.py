@@ -4,6 +4,7 @@ harness, so the judge sees each module however the candidate reached the loader.
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -112,6 +113,7 @@ class Registry:
 
     def launched(self, launch: LaunchRecord) -> None:
         self.launch_count += 1
+        ORDER.add(launch.kernel)
         if len(self.launches) < self.keep_launches:
             self.launches.append(launch)
 
@@ -121,6 +123,30 @@ class Registry:
         self.launch_count = 0
 
 
+@dataclass
+class LaunchOrder:
+    """The kernel names of this process's launches in order, Triton's and the loader's together (the last
+    ``keep``): the blocks Nsight Compute prints for a call are matched against that call's launches."""
+
+    keep: int = 512
+    names: deque[str] = field(default_factory=deque)
+    total: int = 0
+
+    def add(self, name: str) -> None:
+        self.names.append(name)
+        if len(self.names) > self.keep:
+            self.names.popleft()
+        self.total += 1
+
+    def since(self, total: int) -> list[str] | None:
+        """The names launched since the count stood at ``total``; None when not all of them are kept."""
+        made = self.total - total
+        if made > len(self.names):
+            return None
+        return list(self.names)[len(self.names) - made:] if made else []
+
+
+ORDER = LaunchOrder()
 REGISTRY = Registry()
 
 

@@ -34,6 +34,7 @@ from warpgym.env.protocol import messages as m  # noqa: E402
 from warpgym.env.protocol import wire  # noqa: E402
 from warpgym.env.protocol.violations import message  # noqa: E402
 from warpgym.env.toolchain import loader  # noqa: E402
+from warpgym.env.toolchain.registry import ORDER  # noqa: E402
 from warpgym.env.worker import audit as sandbox_layer  # noqa: E402
 from warpgym.env.worker import (  # noqa: E402
     device_trace,
@@ -338,6 +339,7 @@ def op_run(state: State, msg: m.RunRequest) -> m.RunReply:
         _PRISTINE["torch.cuda._sleep"](timing.spin_cycles_of(msg.settle_ms))
     launches_before = triton_support.RECORDER.count
     loader_before = loader.REGISTRY.launch_count
+    order_before = ORDER.total
     triton_support.RECORDER.storages.clear()
     triton_support.RECORDER.refused.clear()
     threads_before = _python_threads()
@@ -400,6 +402,7 @@ def op_run(state: State, msg: m.RunRequest) -> m.RunReply:
         outputs=[o.detach().to("cpu", copy=True) for o in outputs],
         launches=triton_support.RECORDER.count - launches_before,
         loader_launches=loader.REGISTRY.launch_count - loader_before,
+        launch_names=ORDER.since(order_before),
         forbidden_ops=forbidden,
         mutated=mutated,
         tampered=tampered(),

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from warpgym.env.toolchain.registry import ORDER
 from warpgym.env.toolchain.targets import TARGETS
 from warpgym.env.worker import launch_rules, policy
 
@@ -60,6 +61,7 @@ class LaunchRecorder:
 
     def record(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Launch | None:
         self.count += 1
+        ORDER.add(getattr(fn, "__name__", "?"))
         self.storages.update(filter(None, map(_storage, (*args, *kwargs.values()))))
         try:
             launch_rules.plain_arguments(fn, args, kwargs)
