@@ -375,6 +375,22 @@ def test_the_launch_order_keeps_the_last_names_and_says_when_a_call_made_more():
     assert order.since(order.total - 1) == ["e"] and order.since(order.total) == []
 
 
+def test_launches_the_worker_does_not_count_are_not_named():
+    """The names must line up with the count: a launch inside ``unrecorded`` (the harness's own, the timing
+    loop's) is neither counted nor named."""
+    from warpgym.env.toolchain.registry import ORDER
+    from warpgym.env.worker.triton_launches import LaunchRecorder
+
+    def candidate_kernel(x):
+        return x
+
+    recorder, start = LaunchRecorder(), ORDER.total
+    with recorder.unrecorded():
+        recorder.record(candidate_kernel, (1,), {})
+    recorder.record(candidate_kernel, (1,), {})
+    assert recorder.count == 1 and ORDER.since(start) == ["candidate_kernel"]
+
+
 def test_names_that_cannot_be_matched_fall_back_to_position():
     """A block named by no launch, or a list of the wrong length, is no reading of the blocks: the rule by
     position applies, as without names."""

@@ -1235,7 +1235,8 @@ def _eager_attention(q, k, v, bias=None, keep=None, scale: float | None = None):
     rows = q.shape[-2]
     step = rows
     if q.dtype == torch.float64:
-        per_row = math.prod(torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])) * k.shape[-2] * 8
+        heads = math.prod(torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]))
+        per_row = heads * k.shape[-2] * q.element_size()
         step = max(1, REFERENCE_SCORES_BYTES // per_row)
     if step >= rows:
         return _attention_rows(q, k, v, bias, keep, scale)
