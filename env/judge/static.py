@@ -147,6 +147,10 @@ class _Scanner(ast.NodeVisitor):
         """Depth of branches that never run on the devices judged here (see static_branches)."""
         self._flagged: set[tuple[str, int | None, int | None]] = set()
 
+    def _flag_harness_reach(self, full: str, node: ast.AST) -> None:
+        self.flag("forbidden-call", f"{full} reaches into the harness (other modules' state, the caller's "
+                  "frames); a candidate may use only what it imports, and warpgym's loader alone", node)
+
     def flag(self, code: str, message: str, node: ast.AST) -> None:
         """One finding per rule and expression: a call and its callee start at the same place, so the call's
         rule and the attribute's rule for ``sys._getframe()`` are one finding, not two."""
@@ -275,7 +279,7 @@ class _Scanner(ast.NodeVisitor):
                 elif full.startswith("os.") and full.split(".", 1)[1] in FORBIDDEN_OS:
                     self.flag("forbidden-call", f"{full}() is not allowed in a candidate", node)
                 elif full.startswith(("sys._getframe", "sys.modules")):
-                    self.flag("forbidden-call", f"{full} reaches into the harness", node)
+                    self._flag_harness_reach(full, node)
                 elif full in DYNAMIC_ACCESS and node.args:
                     self._check_dynamic_access(full, node)
         self.generic_visit(node)
@@ -360,7 +364,7 @@ class _Scanner(ast.NodeVisitor):
         if not self._in_kernel:
             full = self._resolve(node)
             if full in ("sys.modules", "sys._getframe") or (full or "").startswith("sys.modules"):
-                self.flag("forbidden-call", f"{full} reaches into the harness", node)
+                self._flag_harness_reach(full, node)
         self.generic_visit(node)
 
     def visit_BinOp(self, node: ast.BinOp) -> None:

@@ -47,6 +47,7 @@ LOOPHOLES = [
     ("read_harness_memory", "math/add", {"sandbox-filesystem"}, "run", "another process's entry"),
     ("forge_reply", "math/add", {"forged-reply"}, "run", "channel"),
     ("forge_huge_frame", "math/add", {"forged-reply"}, "run", "past the protocol's"),
+    ("forge_launch_names", "math/add", {"forbidden-call"}, "static", "sys.modules"),
     ("open_socket", "math/add", {"sandbox-network"}, "run", "network access"),
     ("out_of_bounds_write", "math/add", {"out-of-bounds"}, "run", "past the end"),
 ]
