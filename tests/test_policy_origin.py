@@ -60,3 +60,19 @@ def test_ops_are_counted_by_origin_and_tricks_are_named(tmp_path):
     assert any(k.startswith("redteam::") for k in results["custom"]), results["custom"]
     assert any("replaced" in k for k in results["override"]), results["override"]
     assert results["state_changed"] is True
+
+
+def test_a_folder_reached_through_a_link_is_known_by_both_names(tmp_path):
+    """Frames name their files as imported; an install reached through a symbolic link must still be told
+    apart from the candidate's code (or the harness's own ops would be counted against honest kernels)."""
+    import os
+
+    from warpgym.env.worker.policy import _folders
+
+    real = tmp_path / "real" / "env"
+    (real / "worker").mkdir(parents=True)
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "real")
+    folders = _folders(str(link / "env" / "worker"))
+    assert folders == (str(link / "env") + os.sep, str(real) + os.sep)
+    assert _folders(str(real / "worker")) == (str(real) + os.sep,)

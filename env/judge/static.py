@@ -92,6 +92,16 @@ INTERPRETER_MARKERS = ("TRITON_INTERPRET", "triton.runtime.interpreter", "interp
 runs one thing in the CPU check and another on the GPU."""
 
 
+def _joined(node: ast.AST) -> str | None:
+    """The string a ``+`` of string literals makes, else None."""
+    if isinstance(node, ast.Constant):
+        return node.value if isinstance(node.value, str) else None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _joined(node.left), _joined(node.right)
+        return None if left is None or right is None else left + right
+    return None
+
+
 @dataclass
 class StaticReport:
     ok: bool
@@ -307,19 +317,23 @@ class _Scanner(ast.NodeVisitor):
     def visit_Constant(self, node: ast.Constant) -> None:
         if id(node) in self.docstrings:
             return
-        if isinstance(node.value, str) and any(marker in node.value for marker in INTERPRETER_MARKERS):
-            self.flag("interpreter-detection", f"the string {node.value[:60]!r} asks whether Triton's "
-                      "interpreter runs the kernel; a candidate must compute the same way everywhere", node)
-        if isinstance(node.value, str) and node.value in HOST_VIEWS and not self._in_kernel:
-            self.flag("host-compute", f"the string {node.value!r} names a way to hand tensor memory to host "
-                      "Python; the arithmetic must run in a kernel", node)
-        if isinstance(node.value, str) and node.value in DISPATCH_SWITCHES and not self._in_kernel:
-            self.flag("torch-internals", f"the string {node.value!r} names a way past the run-time policy; "
-                      "host code may allocate, take views and launch kernels", node)
-        if isinstance(node.value, str) and node.value in INTROSPECTION and not self._in_kernel:
-            self.flag("introspection", f"the string {node.value!r} names interpreter internals (frames, "
-                      "globals, every class); candidates may not introspect the harness", node)
+        if isinstance(node.value, str):
+            self._check_string(node.value, node)
         self.generic_visit(node)
+
+    def _check_string(self, value: str, node: ast.AST) -> None:
+        if any(marker in value for marker in INTERPRETER_MARKERS):
+            self.flag("interpreter-detection", f"the string {value[:60]!r} asks whether Triton's "
+                      "interpreter runs the kernel; a candidate must compute the same way everywhere", node)
+        if value in HOST_VIEWS and not self._in_kernel:
+            self.flag("host-compute", f"the string {value!r} names a way to hand tensor memory to host "
+                      "Python; the arithmetic must run in a kernel", node)
+        if value in DISPATCH_SWITCHES and not self._in_kernel:
+            self.flag("torch-internals", f"the string {value!r} names a way past the run-time policy; "
+                      "host code may allocate, take views and launch kernels", node)
+        if value in INTROSPECTION and not self._in_kernel:
+            self.flag("introspection", f"the string {value!r} names interpreter internals (frames, "
+                      "globals, every class); candidates may not introspect the harness", node)
 
     def _check_reference(self, node: ast.Attribute) -> bool:
         """Flag a reference to the harness or to torch's internals; True when flagged (the chain's inner
@@ -368,10 +382,16 @@ class _Scanner(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
+        """``@`` in host code; and a string spelled in pieces (``"TRITON_" + "INTERPRET"``), read as the whole
+        it makes."""
         if isinstance(node.op, ast.MatMult) and not self._in_kernel:
             self.flag("torch-compute", "the @ operator in host code runs a PyTorch matmul; use a kernel",
                       node)
-        self.generic_visit(node)
+        joined = _joined(node)
+        if joined is None:
+            self.generic_visit(node)
+        else:
+            self._check_string(joined, node)
 
 
 def check_source(source: str, entrypoint: str, params: list[str], language: str = "triton") -> StaticReport:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import faulthandler
+import gc
 import importlib.util
 import inspect
 import math
@@ -19,7 +20,7 @@ import os
 import sys
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,44 @@ _PRISTINE = {
     "torch.Tensor.__eq__": torch.Tensor.__eq__,
     "torch.take": torch.take,
 }
+
+
+_DETACH = torch.Tensor.detach
+"""Taken before any candidate runs, like ``_PRISTINE``: the worker makes its own tensor objects with it."""
+
+
+def _own(value: Any) -> Any:
+    """For a plain tensor, a new tensor object over the same memory (shape, strides and offset unchanged);
+    anything else as it is. The worker hands the candidate such objects and reads its outputs through them:
+    an attribute set on an object (``out.detach = ...``) shadows the class's method for everyone who calls it
+    there, so the worker calls methods only on objects the candidate never held."""
+    return _DETACH(value) if type(value) is torch.Tensor else value
+
+
+@contextlib.contextmanager
+def _collection_held() -> Iterator[None]:
+    """No automatic garbage collection from a checked call to the copy of its outputs: a finalizer the
+    candidate left on cyclic garbage would run wherever a collection happened to start, watched or not, and
+    could write the outputs before they are copied. The call's garbage is collected inside the watch instead
+    (``_collect``)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _collect() -> None:
+    """Inside the watch, once the call's objects are dropped: the finalizers its garbage holds run now, on the
+    candidate's account (the policy walks through the handler's frames). Collection stays off during the
+    call, so the call's garbage is all young; a candidate that turned it back on gets a full collection."""
+    if gc.isenabled():
+        gc.disable()
+        gc.collect()
+    else:
+        gc.collect(0)
 
 
 def _resolve(path: str) -> Any:
@@ -322,6 +361,11 @@ def _memory_watch(state: State, strict: bool) -> Any:
 
 
 def op_run(state: State, msg: m.RunRequest) -> m.RunReply:
+    with _collection_held():
+        return _run(state, msg)
+
+
+def _run(state: State, msg: m.RunRequest) -> m.RunReply:
     device = state.device
     try:
         entry, refused = _entry(state, msg.model)
@@ -352,12 +396,15 @@ def op_run(state: State, msg: m.RunRequest) -> m.RunReply:
     if flush is not None:
         flush.zero_()  # outside the trace (the tracer waits for it): what the trace shows is the call's
     # The memory watch lies under the policy: the policy sees each op first, from the candidate's frames.
+    given = {name: _own(value) for name, value in inputs.items()}
     with memory, tracer, policy.watching() as mode:
         try:
-            result = entry(**inputs)
+            result = entry(**given)
+            outputs = [_own(o) for o in _outputs(result)]
+            del result, given
+            _collect()
             _synchronize(device)
             lingering = _lingering(threads_before)
-            outputs = _outputs(result)
         except BaseException as exc:  # noqa: BLE001
             kind = "compile" if _is_compile_error(exc) else "runtime"
             text = _trim_traceback(exc, state.module_path)
@@ -670,7 +717,7 @@ def _sample(kept: Any, at: list[float]) -> tuple[list[m.SampledOutput] | None, s
     the harness's own gather so a candidate's patched tensor methods never see the positions."""
     if kept is None:
         return None, "the sampled call did not run"
-    outputs = _outputs(kept)
+    outputs = [_own(o) for o in _outputs(kept)]
     foreign = [type(o).__name__ for o in outputs if type(o) is not torch.Tensor]
     if foreign:
         return None, f"the sampled call returned {', '.join(foreign)}, not plain tensors"

@@ -69,19 +69,30 @@ storage holds."""
 
 STORAGES = (torch.UntypedStorage, torch.TypedStorage)
 
-_TORCH_DIR = os.path.dirname(os.path.realpath(torch.__file__)) + os.sep
-_HARNESS_DIRS = (os.path.dirname(os.path.dirname(os.path.realpath(__file__))) + os.sep,)
+def _folders(path: str) -> tuple[str, ...]:
+    """The folder holding ``path``, as imported and as resolved: frames name their files the way they were
+    imported, which differs from the resolved path where an install is reached through a symbolic link."""
+    return tuple(dict.fromkeys(os.path.dirname(p) + os.sep for p in (path, os.path.realpath(path))))
+
+
+_HARNESS_DIRS = _folders(os.path.dirname(os.path.abspath(__file__)))
 """``env/``: the worker's own code (the launch recorder, the timing loop)."""
 _OWN_FILES = frozenset({__file__, os.path.realpath(__file__)})
+_HANDLER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "main.py")
+_HANDLER_FILES = frozenset({_HANDLER, os.path.realpath(_HANDLER)})
+"""The worker's request handlers, which call the entrypoint and run no computing PyTorch op of their own
+inside a watch: an op whose nearest owned frame is theirs came from code without a frame of its own, a
+builtin the candidate left to run later (a finalizer's callback as its frame is torn down), so it counts as
+the candidate's."""
 _CANDIDATE_PREFIX = os.path.join(os.path.realpath(os.getcwd()), "candidate_")
 """The worker writes each candidate module as ``candidate_N.py`` in its own directory, its cwd."""
 
 
 @functools.cache
-def _triton_dir() -> str:
+def _triton_dir() -> tuple[str, ...]:
     import triton
 
-    return os.path.dirname(os.path.realpath(triton.__file__)) + os.sep
+    return _folders(triton.__file__)
 
 
 def _origin(frame: Any, launching: bool) -> bool:
@@ -89,14 +100,14 @@ def _origin(frame: Any, launching: bool) -> bool:
     the harness's (no) decides; PyTorch's own Python layer and other libraries are walked through, so a
     library the candidate calls computes on the candidate's account. During a launch Triton's runtime
     counts as the harness (the interpreter moves tensors itself); outside one, code of nobody's decides
-    nothing and the op counts."""
-    stops = _HARNESS_DIRS + ((_triton_dir(),) if launching else ())
+    nothing and the op counts. Reaching a request handler's frame first also counts (``_HANDLER_FILES``)."""
+    stops = _HARNESS_DIRS + (_triton_dir() if launching else ())
     while frame is not None:
         name = frame.f_code.co_filename
         if name in _OWN_FILES:  # the mode's own wrapper frames
             frame = frame.f_back
             continue
-        if name.startswith(_CANDIDATE_PREFIX):
+        if name.startswith(_CANDIDATE_PREFIX) or name in _HANDLER_FILES:
             return True
         if name.startswith(stops):
             return False

@@ -68,12 +68,17 @@ ATTACKS = [
     ("function_mode_popped", "normalization/softmax", {"torch-internals"}, "static"),
     ("function_mode_popped_computed", "normalization/softmax", {"torch-internals"}, "run"),
     ("prerun_hook_builtin", "math/add", {"uncompiled-kernel"}, "run"),
+    ("finalizer_compute", "math/add", {"torch-op"}, "run"),
+    ("finalizer_lazy_map", "normalization/softmax", {"torch-op"}, "run"),
+    ("finalizer_cycle", "math/add", {"torch-op"}, "run"),
+    ("shadowed_method", "math/add", None, "run"),
     ("helper_zip_module", "normalization/softmax", {"dynamic-code"}, "run"),
     ("annotation_eval", "normalization/softmax", {"dynamic-code"}, "run"),
     ("storage_of_one_element", "math/add", {"host-compute"}, None),
     ("numpy_view_widened", "normalization/softmax", {"host-compute"}, None),
     # interpreter-only behaviour
     ("interp_branch_kernel", "math/add", {"interpreter-detection"}, "static"),
+    ("interp_marker_split", "math/add", {"interpreter-detection"}, "static"),
     ("constexpr_bool_subclass", "math/add", {"uncompiled-kernel"}, "run"),
     ("parameter_subclass_argument", "math/add", {"uncompiled-kernel"}, "run"),
     ("kernel_name_shadowed", "math/add", {"uncompiled-kernel"}, "run"),
@@ -87,6 +92,7 @@ HONEST = [
     ("honest_autotune_one_config", "math/add"),
     ("honest_prerun_hook_python", "math/add"),
     ("honest_dataclass_config", "normalization/softmax"),
+    ("honest_finalizer_cache", "math/add"),
 ]
 
 SECRETS = {

