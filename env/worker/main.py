@@ -93,15 +93,21 @@ def _collection_held() -> Iterator[None]:
             gc.enable()
 
 
-def _collect() -> None:
+GC_TURNED_ON = "gc.enable() (when garbage is collected during a checked call is the worker's to decide)"
+
+
+def _collect() -> bool:
     """Inside the watch, once the call's objects are dropped: the finalizers its garbage holds run now, on the
-    candidate's account (the policy walks through the handler's frames). Collection stays off during the
-    call, so the call's garbage is all young; a candidate that turned it back on gets a full collection."""
+    candidate's account (the policy counts ops reached from the handler's frames). Collection stays off during
+    the call, so the call's garbage is all young. True when the candidate turned collection back on: one could
+    then have started inside a kernel launch, where the policy gives ops to Triton's runtime; a full
+    collection follows, and the call is reported as tampering."""
     if gc.isenabled():
         gc.disable()
         gc.collect()
-    else:
-        gc.collect(0)
+        return True
+    gc.collect(0)
+    return False
 
 
 def _resolve(path: str) -> Any:
@@ -402,7 +408,7 @@ def _run(state: State, msg: m.RunRequest) -> m.RunReply:
             result = entry(**given)
             outputs = [_own(o) for o in _outputs(result)]
             del result, given
-            _collect()
+            collection_turned_on = _collect()
             _synchronize(device)
             lingering = _lingering(threads_before)
         except BaseException as exc:  # noqa: BLE001
@@ -452,7 +458,7 @@ def _run(state: State, msg: m.RunRequest) -> m.RunReply:
         launch_names=ORDER.since(order_before),
         forbidden_ops=forbidden,
         mutated=mutated,
-        tampered=tampered(),
+        tampered=[*tampered(), *([GC_TURNED_ON] if collection_turned_on else [])],
         device_trace=trace,
         seconds=seconds,
         background=lingering,

@@ -72,6 +72,7 @@ ATTACKS = [
     ("finalizer_lazy_map", "normalization/softmax", {"torch-op"}, "run"),
     ("finalizer_cycle", "math/add", {"torch-op"}, "run"),
     ("shadowed_method", "math/add", None, "run"),
+    ("gc_turned_on", "math/add", {"tampering"}, "run"),
     ("helper_zip_module", "normalization/softmax", {"dynamic-code"}, "run"),
     ("annotation_eval", "normalization/softmax", {"dynamic-code"}, "run"),
     ("storage_of_one_element", "math/add", {"host-compute"}, None),
