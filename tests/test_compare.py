@@ -128,3 +128,15 @@ def test_an_answer_beyond_float16_s_range_is_the_infinity_float16_holds_and_noth
     inf_in_range = right.clone()
     inf_in_range[3] = float("inf")  # 65000 fits float16: an infinity there is wrong
     assert not _compare_tensor(inf_in_range, ref, tol)["passed"]
+
+
+def test_where_the_answer_is_infinite_only_that_infinity_passes():
+    """A relative bound around an infinity is infinite: NaN, the other infinity or any finite value would all
+    be within it."""
+    tol = FP32
+    ref = torch.tensor([1.0, float("inf"), float("-inf"), 2.0], dtype=torch.float64)
+    for wrong in (float("nan"), float("-inf"), 3.0):
+        out = torch.tensor([1.0, wrong, float("-inf"), 2.0])
+        assert _compare_tensor(out, ref, tol)["passed"] is False, wrong
+    right = torch.tensor([1.0, float("inf"), float("-inf"), 2.0])
+    assert _compare_tensor(right, ref, tol)["passed"] is True

@@ -149,6 +149,13 @@ def test_parameters_are_copied_by_name(suite, evaluator) -> None:  # noqa: ANN00
     assert renamed.correct is False and "missing proj.bias, proj.weight" in renamed.feedback
 
 
+def test_a_constructor_cannot_compute_on_the_parameters_it_will_be_given(suite, evaluator) -> None:  # noqa: ANN001
+    """The constructor runs unwatched, but not under the reference's seed: what it derives from its own fresh
+    parameters (a bias folded into a plain attribute) does not match the parameters later loaded."""
+    result = _judge(evaluator, suite[0]["kernelbench/level2/1_Linear_bias_tanh"], "linear_tanh_ctor_fold.py")
+    assert result.correct is False and any(c.passed is False for c in result.cases), result.feedback
+
+
 @pytest.mark.parametrize("name", ["scale_rows_off_by_one.py", "scale_rows_zeros.py"])
 def test_wrong_models_are_rejected(suite, evaluator, name: str) -> None:  # noqa: ANN001
     result = _judge(evaluator, suite[0]["kernelbench/level1/1_Scale_rows"], name)

@@ -132,17 +132,27 @@ def snapshot(spaces: dict[str, Any]) -> Any:
                 label,
                 mapping,
                 {k: v for k, v in list(mapping.items()) if code_like(v) and (names is None or k in names)},
+                isinstance(space, type) and names is None,
             )
         )
     missing = object()
 
     def changed() -> list[str]:
-        return [
+        replaced = [
             f"{label}.{key}"
-            for label, mapping, entries in saved
+            for label, mapping, entries, _ in saved
             for key, value in entries.items()
             if mapping.get(key, missing) is not value
         ]
+        # On a class, a method added later shadows one its base class defines (``torch.Tensor.to`` over the
+        # C type's): every instance then runs it.
+        added = [
+            f"{label}.{key} (added)"
+            for label, mapping, entries, whole_class in saved if whole_class
+            for key, value in list(mapping.items())
+            if key not in entries and code_like(value)
+        ]
+        return replaced + added
 
     return changed
 

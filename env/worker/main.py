@@ -66,8 +66,9 @@ _PRISTINE = {
 }
 
 
-_DETACH = torch.Tensor.detach
-"""Taken before any candidate runs, like ``_PRISTINE``: the worker makes its own tensor objects with it."""
+_DETACH, _TO = torch.Tensor.detach, torch.Tensor.to
+"""Taken before any candidate runs, like ``_PRISTINE``: the worker makes its own tensor objects and copies
+the outputs back with them, whatever the candidate does to the class."""
 
 
 def _own(value: Any) -> Any:
@@ -452,7 +453,7 @@ def _run(state: State, msg: m.RunRequest) -> m.RunReply:
                                 "outputs hold; they were not sent back")
     return m.RunReply(
         ok=True,
-        outputs=[o.detach().to("cpu", copy=True) for o in outputs],
+        outputs=[_TO(o, "cpu", copy=True) for o in outputs],
         launches=triton_support.RECORDER.count - launches_before,
         loader_launches=loader.REGISTRY.launch_count - loader_before,
         launch_names=ORDER.since(order_before),
@@ -864,7 +865,8 @@ def _guarded_namespaces() -> dict[str, Any]:
 
     spaces: dict[str, Any] = {
         "builtins": builtins, "time": time, "statistics": statistics, "json": json, "math": math, "os": os,
-        "sys": sys, "torch.Tensor": torch.Tensor, "torch.cuda": torch.cuda,
+        "sys": sys, "torch.Tensor": torch.Tensor, "torch.UntypedStorage": torch.UntypedStorage,
+        "torch.cuda": torch.cuda,
         # torch only where the harness calls it (torch._dynamo rewraps others, e.g. manual_seed, on import)
         "torch": (torch, {"equal", "full", "empty", "frombuffer", "Generator", "randn", "rand", "randint",
                           "randperm", "where", "device", "dtype", "Tensor", "cuda"}),

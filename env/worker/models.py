@@ -8,6 +8,7 @@ overridden ``load_state_dict`` or hook) is seen like one that computes in ``forw
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable
 from typing import Any
 
@@ -39,10 +40,14 @@ def check_class(entry: Any, params: list[str], name: str) -> str | None:
 def build(
     cls: type[torch.nn.Module], call: m.ModelCall, device: str
 ) -> tuple[torch.nn.Module, dict[str, int]]:
-    """An instance for ``call`` on ``device`` and the ops the policy refused while its parameters loaded."""
+    """An instance for ``call`` on ``device`` and the ops the policy refused while its parameters loaded.
+
+    The constructor runs outside the policy (PyTorch's own initialisers compute) under a seed of its own, not
+    the reference's: its parameters are replaced by the reference's when they load, so nothing it derives
+    from them in the constructor (a bias folded in advance, kept as a plain attribute) can match them."""
     try:
         with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(0)
+            torch.manual_seed(secrets.randbits(63))
             model = cls(*call.init_inputs)
     except BaseException as exc:  # noqa: BLE001 - the candidate's constructor failing is the answer
         raise ModelBuildError(

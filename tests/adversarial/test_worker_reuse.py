@@ -33,3 +33,25 @@ def test_honest_candidates_share_one_worker():
             result = evaluator.evaluate(task, task.solution_source(), DEV)
             assert result.correct is True, explain(result)
         assert Worker.restarts == before, "the worker was replaced after an honest candidate"
+
+
+ZEROING_COPY = (
+    "import torch\n\n_to = torch.Tensor.to\n"
+    "torch.Tensor.to = lambda self, *a, **k: (\n"
+    "    _to(self, *a, **k).zero_() if k.get('copy') else _to(self, *a, **k))\n"
+)
+
+
+def test_a_tensor_method_added_to_the_class_by_one_candidate_does_not_reach_the_next():
+    """``torch.Tensor.to`` defined on the Python class shadows the C type's for every tensor: the worker
+    copies outputs back with the method it took at start, and the process is replaced before the next one."""
+    task = get_task("math/add")
+    honest = task.solution_source()
+    saboteur = honest.replace("import torch\n", ZEROING_COPY, 1)
+    assert saboteur != honest
+    with Evaluator("cpu") as evaluator:
+        first = evaluator.evaluate(task, saboteur, DEV)
+        after = evaluator.evaluate(task, honest, DEV)
+    assert "tampering" in {v.code for v in first.violations}, explain(first)
+    assert "torch.Tensor.to (added)" in first.feedback, first.feedback
+    assert after.correct is True and not after.violations, explain(after)
