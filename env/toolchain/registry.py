@@ -4,6 +4,7 @@ harness, so the judge sees each module however the candidate reached the loader.
 
 from __future__ import annotations
 
+import copy
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -107,9 +108,23 @@ class Registry:
     launches: list[LaunchRecord] = field(default_factory=list)
     launch_count: int = 0
     keep_launches: int = 256
+    reports: list[dict[str, Any]] = field(default_factory=list)
+    """Each module's report as it stood when built, before the candidate held the module: what the harness
+    is sent, whatever is done to the record (its counts, its ``to_wire``) afterwards."""
+    images: dict[int, tuple[str, bytes | None]] = field(default_factory=dict)
+    """Each module's PTX and cubin as built, by its record: what is loaded onto the GPU."""
 
     def add(self, record: ModuleRecord) -> None:
         self.modules.append(record)
+        self.reports.append(copy.deepcopy(ModuleRecord.to_wire(record)))
+        self.images[id(record)] = (record.ptx, record.cubin)
+
+    def image(self, record: ModuleRecord) -> tuple[str, bytes | None]:
+        """The PTX and cubin ``record`` was built with; only a module built through the loader is loaded, so
+        whatever reaches the GPU is what the report counted."""
+        if id(record) not in self.images or not any(r is record for r in self.modules):
+            raise LookupError(f"module {record.name!r} was not built by load_cuda or load_ptx")
+        return self.images[id(record)]
 
     def launched(self, launch: LaunchRecord) -> None:
         self.launch_count += 1
@@ -121,6 +136,8 @@ class Registry:
         self.modules.clear()
         self.launches.clear()
         self.launch_count = 0
+        self.reports.clear()
+        self.images.clear()
 
 
 @dataclass
@@ -152,4 +169,4 @@ REGISTRY = Registry()
 
 def modules_report() -> list[dict[str, Any]]:
     """What the worker sends the harness: every module built in this process."""
-    return [m.to_wire() for m in REGISTRY.modules]
+    return copy.deepcopy(REGISTRY.reports)

@@ -63,10 +63,11 @@ class Module:
             return self._handles[key]
         mod_key = (int(ctx), None)
         if mod_key not in self._handles:
-            if self._jit or self.record.cubin is None:
-                image = self.record.ptx.encode() + b"\0"
-            else:
-                image = self.record.cubin
+            try:
+                ptx, cubin = REGISTRY.image(self.record)
+            except LookupError as exc:
+                raise LaunchError(str(exc)) from exc
+            image = ptx.encode() + b"\0" if self._jit or cubin is None else cubin
             try:
                 self._handles[mod_key] = driver.check(cu.cuModuleLoadData(image), "cuModuleLoadData")
             except LaunchError as exc:
