@@ -115,6 +115,15 @@ def test_a_cuda_extension_is_not_checked_without_a_gpu(scale_rows, evaluator) ->
     assert any(extensions.NEEDS_GPU in s for s in result.skipped_checks), result.skipped_checks
 
 
+def test_an_error_that_only_says_it_needs_a_gpu_is_a_failed_import(scale_rows, evaluator) -> None:  # noqa: ANN001
+    """Only a ``load_inline`` call the harness refused for want of a GPU makes the verdict a skip: a candidate
+    raising the same words itself would otherwise turn every failure it cannot fix into "not checked"."""
+    honest = (FIXTURES / "candidates" / "scale_rows_ok.py").read_text()
+    result = _judge(evaluator, scale_rows, honest + f"\nraise RuntimeError({extensions.NEEDS_GPU!r})\n")
+    assert result.compiled is False and not any(extensions.NEEDS_GPU in s for s in result.skipped_checks)
+    assert any(extensions.NEEDS_GPU in e for e in result.compile_errors), result.compile_errors
+
+
 @pytest.mark.parametrize(("change", "says"), [
     (('extra_cuda_cflags=["-O3", "--use_fast_math"]', 'extra_cuda_cflags=["-Xcompiler=-fplugin=/x.so"]'),
      "is not allowed"),

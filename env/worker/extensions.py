@@ -42,15 +42,24 @@ MAX_BUILDS = 4
 """Extensions one candidate may build (each costs the compiler a minute)."""
 
 _built: list[str] = []
+_refused_for_gpu: list[str] = []
+"""The builds refused for want of a GPU, by name: set here, so that a candidate raising an error with the same
+words is not taken for one that needs a GPU (which is a skip, not a failure)."""
 
 
 def reset() -> None:
     """A new candidate: forget the last one's builds."""
     _built.clear()
+    _refused_for_gpu.clear()
 
 
 def built() -> list[str]:
     return list(_built)
+
+
+def needed_gpu() -> bool:
+    """Whether this candidate called ``load_inline`` where no GPU is."""
+    return bool(_refused_for_gpu)
 
 
 class ExtensionError(LoaderError):
@@ -131,6 +140,7 @@ def load_inline(
     cuda_flags = _flags("extra_cuda_cflags", extra_cuda_cflags, CUDA_CFLAGS)
     ldflags = _flags("extra_ldflags", extra_ldflags, LDFLAGS)
     if not torch.cuda.is_available():
+        _refused_for_gpu.append(name)
         raise ExtensionError(NEEDS_GPU)
     if len(_built) >= MAX_BUILDS:
         raise ExtensionError(f"load_inline: at most {MAX_BUILDS} extensions per candidate")

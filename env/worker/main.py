@@ -243,7 +243,7 @@ def op_load(state: State, msg: m.LoadRequest) -> m.LoadReply:
         try:
             spec.loader.exec_module(module)
         except BaseException as exc:  # noqa: BLE001 - the candidate's failure is the answer
-            needs_gpu = any(str(e) == extensions.NEEDS_GPU for e in _chain(exc))
+            needs_gpu = extensions.needed_gpu()
             return m.LoadReply(ok=False, kind="needs-gpu" if needs_gpu else "import",
                                error=extensions.NEEDS_GPU if needs_gpu else _trim_traceback(exc, path),
                                extensions=extensions.built())
@@ -277,15 +277,6 @@ def op_load(state: State, msg: m.LoadRequest) -> m.LoadReply:
     triton_support.RECORDER.keys.clear()
     triton_support.RECORDER.count = 0
     return m.LoadReply(ok=True, tampered=tampered(), forbidden_ops=forbidden, extensions=extensions.built())
-
-
-def _chain(exc: BaseException) -> list[BaseException]:
-    """The exception and those it was raised from or during (a candidate may wrap the loader's error)."""
-    seen: list[BaseException] = []
-    while exc is not None and exc not in seen and len(seen) < 16:
-        seen.append(exc)
-        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
-    return seen
 
 
 def _snapshot(inputs: dict[str, Any]) -> dict[str, torch.Tensor]:
