@@ -223,7 +223,9 @@ class KernelEnv(gym.Env[dict[str, Any], str | Candidate]):
         self.last_result = result
         reward = self.reward_fn(result)
         speedup = self.reward_fn.speedup(result)
-        fast_enough = speedup is None or speedup >= self.target_speedup
+        # Untimed (timing off, or a CPU): correctness ends it. Timed with no figure against the chosen
+        # baseline (it failed or ran out of memory beside the candidate): not shown to be fast enough.
+        fast_enough = speedup >= self.target_speedup if speedup is not None else not result.timing
         terminated = bool(result.correct and result.required_features_met is not False and fast_enough)
         truncated = not terminated and self.turn >= self.max_turns
         if terminated and not self._continue_after_solved:

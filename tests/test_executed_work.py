@@ -243,6 +243,38 @@ def test_the_stage_records_the_work_and_passes_an_honest_profile(monkeypatch):
     assert work["tensor_flops"]["wgmma"] == pytest.approx(4 / 3 * work["task_flops"])
 
 
+def _stage_without_profile(monkeypatch, error: Exception) -> EvalResult:
+    """The instruction stage as on a GPU, with the compiled code holding every required instruction and
+    Nsight Compute answering with ``error``."""
+    task = get_task("ptx/gemm-bf16")
+    evaluation = Evaluator("cpu").evaluation(task, "", EvalOptions())
+
+    def fails(*args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(profile, "profile_candidate", fails)
+    evaluation.device = "cuda"
+    evaluation.result = EvalResult(task=task.id, target="sm_90a", device="H200")
+    evaluation.result.kernels = [_kernel_report("gemm")]
+    inspection.instructions(evaluation)
+    return evaluation.result
+
+
+def test_a_profiled_call_that_cannot_report_leaves_the_features_unshown(monkeypatch):
+    """A candidate can make its run under Nsight Compute fail or hang (it may see the tool's variables):
+    instructions merely compiled in (a dead branch) must not then pass for executed ones."""
+    result = _stage_without_profile(monkeypatch, profile.ProfileError("ncu ran past 60 s; it was killed"))
+    assert result.required_features_met is False and not result.arch_verified
+    assert "could not show what the profiled call executed" in result.missing_features["wgmma"]
+    assert any("ran past" in s for s in result.skipped_checks), result.skipped_checks
+
+
+def test_a_machine_without_the_profiler_checks_the_compiled_code_only(monkeypatch):
+    result = _stage_without_profile(monkeypatch, profile.ToolMissing("Nsight Compute (ncu) is not installed"))
+    assert result.required_features_met is True and not result.missing_features
+    assert any("compiled code only" in s for s in result.skipped_checks), result.skipped_checks
+
+
 def test_launches_the_profiler_did_not_see_leave_the_features_unshown(monkeypatch):
     result = _stage(monkeypatch, _report("gemm-bf16"), launches=17)
     assert result.arch_verified is False

@@ -229,3 +229,23 @@ def test_action_must_be_text(env):
     env.reset()
     with pytest.raises(TypeError, match="Candidate"):
         env.step(b"bytes")
+
+
+def test_a_timed_verdict_without_the_baselines_figure_does_not_solve_the_episode():
+    """A baseline that failed beside the candidate (out of memory, say) leaves no speedup: that is not the
+    target reached, whereas an untimed verdict (timing off, a CPU) ends on correctness alone."""
+    from warpgym.env.judge.result import Timing
+
+    class BaselineLost(RecordingEvaluator):
+        def evaluate(self, task: Any, source: Any, options: Any = None) -> EvalResult:
+            result = super().evaluate(task, source, options)
+            result.timing = [Timing(case={"n": 1}, median_ms=1.0, min_ms=1.0, max_ms=1.0, runs=6)]
+            result.speedup = {}
+            return result
+
+    lost = KernelEnv("math/add", device="cpu", evaluator=BaselineLost(), max_turns=3)
+    lost.reset()
+    assert lost.step(ADD_SRC)[2] is False
+    untimed = KernelEnv("math/add", device="cpu", evaluator=RecordingEvaluator(), max_turns=3)
+    untimed.reset()
+    assert untimed.step(ADD_SRC)[2] is True

@@ -53,13 +53,13 @@ def instructions(ev: Evaluation) -> None:
         families = FEATURES[feature]
         if not any(totals[f]["sass"] or totals[f]["ptx"] for f in families):
             result.missing_features[feature] = f"no {'/'.join(families)} instruction in any compiled kernel"
+        elif measured and measured.unproven:
+            result.missing_features[feature] = measured.unproven
         elif measured and not any(totals[f]["executed"] for f in families):
             result.missing_features[feature] = (
                 f"{'/'.join(families)} instructions are compiled in (sass "
                 f"{sum(totals[f]['sass'] or 0 for f in families)}) but none was executed: they are dead code "
                 "on this path (a branch never taken, or a size that picks another kernel)")
-        elif measured and measured.unproven:
-            result.missing_features[feature] = measured.unproven
         elif measured and feature in measured.shortfalls:
             result.missing_features[feature] = measured.shortfalls[feature]
     result.required_features_met = not result.missing_features
@@ -89,7 +89,7 @@ def executed_counts(ev: Evaluation, totals: dict[str, dict[str, int | None]]) ->
             result.skipped_checks.append(f"executed instruction counts: {why}; required features were "
                                          "checked in the compiled code only")
         return None
-    from warpgym.env.judge.profile import ProfileError, profile_candidate
+    from warpgym.env.judge.profile import ProfileError, ToolMissing, profile_candidate
 
     names = sorted({k.name for k in result.kernels if k.target == options.target})
     first = _first_checked_set(ev)
@@ -105,13 +105,19 @@ def executed_counts(ev: Evaluation, totals: dict[str, dict[str, int | None]]) ->
                                      kernels=names, timeout=options.limits.timing, device=ev.device,
                                      attachments=ev.candidate.attachments,
                                      model=shipped.model_call(ev, case, fresh=True))
-    except ProfileError as exc:
-        result.skipped_checks.append(f"executed instruction counts: {exc}")
+    except ToolMissing as exc:
+        result.skipped_checks.append(f"executed instruction counts: {exc}; required features were checked in "
+                                     "the compiled code only")
         return None
+    except ProfileError as exc:  # the candidate's run under the tool failed, hung or launched nothing seen
+        result.skipped_checks.append(f"executed instruction counts: {exc}")
+        return Measured(unproven=f"Nsight Compute could not show what the profiled call executed "
+                        f"({str(exc)[:200]}); a required feature counts only where it is seen to run")
     finally:
         result.seconds["profile"] = time.perf_counter() - t0
     if not profiled_findings(ev, prof.run) or not profiled_answer(ev, prof.run, profiled):
-        return None
+        return Measured(unproven="the profiled call broke the rules or answered wrong, so what it executed "
+                        "does not stand for the checked calls")
     if prof.reprinted:
         result.notes.append(f"Nsight Compute printed {prof.reprinted} of the profiled call's launches twice; "
                             "each was counted once")

@@ -36,6 +36,10 @@ class ProfileError(RuntimeError):
     """Nsight Compute is missing, failed, or printed nothing we could read."""
 
 
+class ToolMissing(ProfileError):
+    """The tool is not installed on this machine: nothing about the candidate (which a failed run may be)."""
+
+
 @dataclass
 class SassRow:
     address: str
@@ -498,7 +502,7 @@ def profile_candidate(
     """
     ncu = ncu_path()
     if ncu is None:
-        raise ProfileError("Nsight Compute (ncu) is not installed here")
+        raise ToolMissing("Nsight Compute (ncu) is not installed here")
     tool = [ncu, *ncu_source_options()]
     flt = kernel_filter(kernels)
     if flt:
@@ -540,7 +544,7 @@ def memcheck_candidate(
     """Run the candidate once under compute-sanitizer memcheck; its findings are the feedback."""
     tool_path = sanitizer_path()
     if tool_path is None:
-        raise ProfileError("compute-sanitizer is not installed here")
+        raise ToolMissing("compute-sanitizer is not installed here")
     tool = [
         tool_path,
         "--tool",

@@ -643,7 +643,21 @@ def _overrun_inputs(state: State) -> list[str]:
 
 
 def op_time_block(state: State, msg: m.TimeBlockRequest) -> m.TimeBlockReply:
-    """One candidate block of a paired timing round (judge/bench.py alternates it with the baselines')."""
+    """One candidate block of a paired timing round (judge/bench.py alternates it with the baselines').
+
+    Collection is held through the block, as through a checked call; what the block left to collect (and the
+    outputs it kept, or the inputs a release drops) is finalized before the reply, and the device is waited
+    for: work a finalizer starts on a stream of its own would otherwise still run while the judge times the
+    baselines' next blocks, and slow them."""
+    with _collection_held():
+        reply = _time_block(state, msg)
+        if _collect():
+            reply.tampered = [*reply.tampered, GC_TURNED_ON]
+        _synchronize(state.device)
+    return reply
+
+
+def _time_block(state: State, msg: m.TimeBlockRequest) -> m.TimeBlockReply:
     from warpgym.env.common import timing
 
     if msg.release and not (msg.calls or msg.warmup_calls or msg.warmup_seconds):
