@@ -172,3 +172,16 @@ def test_a_host_bound_loop_runs_each_call_once_with_no_spin(monkeypatch):
     assert calls.retimed == 0 and "spin" not in log
     retried: list[str] = []
     assert _loop(retried, 1, spin_cycles=100).retimed > 0 and retried.count("before") > 1, retried
+
+
+GC_ON = ADD.format(body='__import__("pkg" "util").resolve_name("".join(("g", "c:enable")))()')
+
+
+def test_a_timed_block_in_which_the_candidate_turns_collection_on_is_tampering(cpu_evaluator):
+    """Collection is held through a timed block as through a checked call, so that a finalizer cannot run in
+    the middle of it (inside a launch, unseen) or start work that outlives the block's reply."""
+    ev, case = _loaded(cpu_evaluator, GC_ON)
+    reply = _warm_up(ev, case)
+    assert any(t.startswith("gc.enable()") for t in reply.tampered), reply.tampered
+    clean, case = _loaded(cpu_evaluator, PROBE)
+    assert not _warm_up(clean, case).tampered

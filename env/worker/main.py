@@ -94,7 +94,7 @@ def _collection_held() -> Iterator[None]:
             gc.enable()
 
 
-GC_TURNED_ON = "gc.enable() (when garbage is collected during a checked call is the worker's to decide)"
+GC_TURNED_ON = "gc.enable() (when garbage is collected during a call is the worker's to decide)"
 
 
 def _collect() -> bool:
