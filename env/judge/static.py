@@ -97,8 +97,9 @@ def _joined(node: ast.AST) -> str | None:
     if isinstance(node, ast.Constant):
         return node.value if isinstance(node.value, str) else None
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left, right = _joined(node.left), _joined(node.right)
-        return None if left is None or right is None else left + right
+        left = _joined(node.left)  # a sum of names is given up at its first one, not read to the end
+        right = None if left is None else _joined(node.right)
+        return None if right is None else left + right
     return None
 
 

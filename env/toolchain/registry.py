@@ -122,7 +122,7 @@ class Registry:
     def image(self, record: ModuleRecord) -> tuple[str, bytes | None]:
         """The PTX and cubin ``record`` was built with; only a module built through the loader is loaded, so
         whatever reaches the GPU is what the report counted."""
-        if id(record) not in self.images or not any(r is record for r in self.modules):
+        if id(record) not in self.images:  # kept with ``modules``, which holds the record: its id is its own
             raise LookupError(f"module {record.name!r} was not built by load_cuda or load_ptx")
         return self.images[id(record)]
 

@@ -75,11 +75,15 @@ def _folders(path: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(os.path.dirname(p) + os.sep for p in (path, os.path.realpath(path))))
 
 
+def _names(path: str) -> frozenset[str]:
+    """A file's path as imported and as resolved (see ``_folders``)."""
+    return frozenset({path, os.path.realpath(path)})
+
+
 _HARNESS_DIRS = _folders(os.path.dirname(os.path.abspath(__file__)))
 """``env/``: the worker's own code (the launch recorder, the timing loop)."""
-_OWN_FILES = frozenset({__file__, os.path.realpath(__file__)})
-_HANDLER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "main.py")
-_HANDLER_FILES = frozenset({_HANDLER, os.path.realpath(_HANDLER)})
+_OWN_FILES = _names(__file__)
+_HANDLER_FILES = _names(os.path.join(os.path.dirname(os.path.abspath(__file__)), "main.py"))
 """The worker's request handlers, which call the entrypoint and run no computing PyTorch op of their own
 inside a watch: an op whose nearest owned frame is theirs came from code without a frame of its own, a
 builtin the candidate left to run later (a finalizer's callback as its frame is torn down), so it counts as
