@@ -104,7 +104,10 @@ def test_paired_rounds_recover_the_true_ratio_under_drift_that_unpaired_timing_g
                          warmup_calls=5, clock=gpu.clock)
     speedup = outcome.speedup("eager")
     assert speedup.low <= 0.5 <= speedup.high and speedup.median == pytest.approx(0.5, rel=0.01)
-    assert outcome.ended_by == "precision" and speedup.half_width <= 0.02
+    own = median_interval(outcome.round_ratios("eager"))
+    assert outcome.ended_by == "precision" and own.half_width <= 0.02
+    term = SETTINGS.between_evaluations
+    assert term <= speedup.half_width <= math.hypot(0.02, term)
     # The same kernels timed apart, as a cached baseline was: 100 ms later the clock has moved.
     late = FakeGPU(drift=0.06, period_s=0.5)
     baseline_then = statistics.median(late.block("b", 1.0, 30, 0, 0.0)[0].event_ms)
@@ -578,16 +581,27 @@ def _covered(processes: list[list[float]], between: float) -> bool:
     return all(i.low <= j.median <= i.high for i in intervals for j in intervals)
 
 
-def test_the_default_between_evaluations_term_covers_the_h200_s_five_process_runs():
+def test_the_default_between_evaluations_term_covers_every_recorded_multi_process_run():
     """The default is calibrated on recorded runs (docs/benchmarks.md): lowering it un-covers them."""
     default = PairedTiming().between_evaluations
-    latest = _five_process_cases("paired-repeat-h200-2026-12-03.json")
-    assert len(latest) == 6
-    assert all(_covered(p, default) for p in latest.values())
-    assert sum(_covered(p, 0.01) for p in latest.values()) == 4
-    earlier = {**_five_process_cases("paired-repeat-rounds-h200-2026-12-02.json"),
-               **{k + " (release)": v for k, v in
-                  _five_process_cases("paired-repeat-release-h200-2026-12-02.json").items()}}
-    # math/add's rounds then had the order effect since removed (its medians 5% apart): left out
-    earlier = {k: v for k, v in earlier.items() if not k.startswith("math/add")}
-    assert sum(_covered(p, default) for p in earlier.values()) == len(earlier) - 1 == 9
+    runs = sorted(RUNS.glob("paired-repeat-*.json"))
+    cases = [p for run in runs for p in _five_process_cases(run.name).values() if len(p) >= 3]
+    assert len(cases) == 38
+    assert all(_covered(p, default) for p in cases)
+    assert sum(_covered(p, 0.022) for p in cases) == 37
+    assert sum(_covered(p, 0.016) for p in cases) == 33
+
+
+def test_the_stop_rule_reads_the_window_s_own_interval_not_the_term_no_round_can_shrink():
+    """A term above the precision would otherwise end every window by its budget."""
+    gpu = FakeGPU(drift=0.0, noise=0.0)
+    settings = PairedTiming(min_rounds=6, precision=0.02, between_evaluations=0.05)
+    outcome = run_rounds(gpu.side("C", 2.0), {"eager": gpu.side("eager", 1.0)}, settings, warmup_calls=1,
+                         clock=gpu.clock)
+    assert outcome.ended_by == "precision" and outcome.rounds == settings.min_rounds
+    assert outcome.speedup("eager").half_width == pytest.approx(0.05)
+    noisy = FakeGPU(drift=0.0, noise=0.03)
+    wide = run_rounds(noisy.side("C", 2.0), {"eager": noisy.side("eager", 1.0)},
+                      PairedTiming(min_rounds=6, max_rounds=8, precision=0.001, between_evaluations=0.0),
+                      warmup_calls=1, clock=noisy.clock)
+    assert wide.ended_by == "budget" and wide.rounds == 8

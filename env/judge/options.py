@@ -26,11 +26,12 @@ class PairedTiming:
 
     Every round times a block of ``block_calls`` calls of the candidate and then of each baseline, the
     order reversed from one round to the next; the speedup is the median of the rounds' ratios with a
-    95% order-statistics interval (judge/ratios.py). Rounds go on until every interval's half-width is
-    at most ``precision`` (from ``min_rounds`` on), or until ``max_rounds`` or ``budget_seconds`` (the
-    rounds' wall clock per bench case, the GPU held alone throughout) is spent: the result's
-    ``ended_by`` says "precision" or "budget". A slow call gets shorter blocks (down to one call) so that
-    ``min_rounds`` rounds fit in the budget; at least two rounds (one of each order) always run.
+    95% order-statistics interval (judge/ratios.py). Rounds go on until the half-width of every interval
+    the window's rounds give is at most ``precision`` (from ``min_rounds`` on; the reported interval is
+    then grown by ``between_evaluations``, which no round can shrink), or until ``max_rounds`` or
+    ``budget_seconds`` (the rounds' wall clock per bench case, the GPU held alone throughout) is spent:
+    the result's ``ended_by`` says "precision" or "budget". A slow call gets shorter blocks (down to one
+    call) so that ``min_rounds`` rounds fit in the budget; at least two rounds (one of each order) always run.
 
     ``traced_blocks`` of the candidate's blocks per bench case run under CUDA activity tracing, with the
     same evidence rules as a checked call (judge/device_evidence.py): each round carries one with
@@ -46,14 +47,16 @@ class PairedTiming:
     """Six is the fewest rounds whose [min, max] covers the median with 95% (96.9%)."""
     max_rounds: int = 60
     budget_seconds: float = 4.0
-    precision: float = 0.02
-    between_evaluations: float = 0.016
+    precision: float = 0.012
+    """The window's own half-width that ends it: with the default term the reported one is then 2.8%."""
+    between_evaluations: float = 0.025
     """Relative uncertainty added in quadrature to each side of every interval (judge/ratios.py): the
     rounds of one window sample the noise within it, not what differs from one evaluation to the next (the
-    GPU's temperature and power state, a library's algorithm choice). Calibrated on the H200 from runs of
-    five processes (docs/benchmarks.md): 0.016 is the smallest term under which every interval covered every
-    other process's median in 9 of the 10 cases of 2026-12-02 whose rounds had no order effect, and it then
-    covered all 6 cases of the next run; 0.01 covered 4 of those 6. 0 reports the window's interval alone."""
+    GPU's temperature and power state, a library's algorithm choice). Calibrated from every recorded run of
+    five or ten processes (scripts/interval_study.py, docs/benchmarks.md): from 0.023 on (in steps of 0.001)
+    every process's interval covers every other process's median in all 38 cases (32 on the H200, 6 on an
+    H100), and 0.025 keeps a margin; 0.016 leaves 5 uncovered, each one process 1.5-2% from the others with
+    tight rounds of its own. 0 reports the window's interval alone."""
     traced_blocks: int = 2
     trace_seed: int | None = None
     value_samples: int = 2

@@ -7,7 +7,7 @@ always runs first), and each round gives one ratio per baseline; a drift of the 
 of a round and cancels in its ratio. The speedup is the median of the rounds' ratios with an
 order-statistics interval (judge/ratios.py), widened by what differs between two evaluations of the
 same pair and no window can sample (options.PairedTiming.between_evaluations); rounds go on until the
-interval is narrow enough or the budget is spent (options.PairedTiming).
+window's own interval is narrow enough or the budget is spent (options.PairedTiming).
 
 Nothing here touches a GPU: a side is a callable that times a block and returns its calls, so the
 rounds and the stop rule run the same with the worker and the harness's baselines (judge/bench.py)
@@ -92,9 +92,11 @@ class PairedOutcome:
         return order_effect(self.round_ratios(name))
 
     def precise(self, precision: float) -> bool:
-        """Every baseline's interval (the candidate's own time when there is none) within ``precision``."""
+        """Every baseline's interval from this window's rounds (the candidate's own time when there is no
+        baseline) within ``precision``. The between-evaluations term is left out: no round shrinks it."""
         if self.baselines:
-            return all(self.speedup(name).half_width <= precision for name in self.baselines)
+            return all(median_interval(self.round_ratios(name)).half_width <= precision
+                       for name in self.baselines)
         return median_interval([statistics.median(c) for c in self.candidate_ms()]).half_width <= precision
 
 
