@@ -8,11 +8,13 @@ These checks give early, line-numbered feedback. They are not the last word on h
 from __future__ import annotations
 
 import ast
+import re
 import warnings
 from dataclasses import dataclass, field
 
 from warpgym.env.judge.result import Violation
 from warpgym.env.judge.static_branches import always_true, never_true
+from warpgym.env.judge.static_strings import literal_string
 
 ALLOWED_TORCH_CALLS = frozenset({
     "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "full", "full_like", "ones", "ones_like",
@@ -86,21 +88,73 @@ run-time policy sees (and it watches the module's import too). Every other rule 
 DYNAMIC_ACCESS = frozenset({"getattr", "setattr", "delattr", "hasattr", "vars", "dir"})
 NOT_IN_KERNELS = frozenset({"open", "getattr", "setattr", "delattr", "vars", "locals"}) | FORBIDDEN_BUILTINS
 """Builtins a @triton.jit body cannot mean: in the interpreter they would run as Python."""
+GETATTR_LIKE = ("getattr", "hasattr", "setattr", "delattr")
+"""Builtins that name an attribute by a string: with a literal, judged as the attribute itself would be."""
+NAMESPACE_READS = ("get", "__getitem__", "pop", "setdefault", "__contains__")
+"""Methods of an object's ``__dict__`` (or ``vars()``) that name an attribute by a string key."""
+ATTRIBUTE_GETTERS = ("operator.attrgetter", "operator.methodcaller")
+"""``attrgetter("a.b")`` reads ``.a.b`` off whatever it is given, ``methodcaller("m")`` calls ``.m()``."""
+SYS_REACH = frozenset({"modules", "meta_path", "path_hooks", "path_importer_cache", "monitoring"})
+"""What of ``sys`` leads to every loaded module (the harness's among them) or to the import machinery;
+with ``sys._*`` (frames, exceptions of other threads), refused however ``sys`` is reached."""
+BUILTIN_REACH = frozenset({"__self__", "__import__"})
+"""``print.__self__`` is the builtins module (``eval``, ``exec``, ``__import__``): never needed by a kernel
+wrapper, refused as an attribute wherever it is read."""
+RNG_ATTRIBUTES = frozenset({
+    "manual_seed", "manual_seed_all", "seed_all", "set_rng_state", "set_rng_state_all", "fork_rng",
+    "default_generator", "default_generators", "set_state", "graphsafe_set_state",
+})
+"""Ways to seed or set PyTorch's random generators (``torch.manual_seed``, ``Generator.manual_seed``,
+``torch.cuda.manual_seed_all``, ``torch.random.fork_rng``, the default generators themselves): refused on
+any object, since a generator object can come from anywhere."""
+RNG_SEEDS = ("torch.seed", "torch.random.seed", "random.seed", "numpy.random.seed")
+"""Seeding functions named ``seed`` (too common a word to refuse on every object)."""
+DOTTED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[.:][A-Za-z_][A-Za-z0-9_]*)+")
+"""A string that reads as an attribute path (``"torch._C._DisableTorchDispatch"``, ``"pkg.mod:attr"``): what
+``operator.attrgetter``, ``pkgutil.resolve_name`` and the like follow."""
 INTERPRETER_MARKERS = ("TRITON_INTERPRET", "triton.runtime.interpreter", "interpreter_builder",
                        "InterpretedFunction")
 """Strings that only code asking "am I in Triton's interpreter?" needs: code that branches on the answer
 runs one thing in the CPU check and another on the GPU."""
 
 
-def _joined(node: ast.AST) -> str | None:
-    """The string a ``+`` of string literals makes, else None."""
-    if isinstance(node, ast.Constant):
-        return node.value if isinstance(node.value, str) else None
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left = _joined(node.left)  # a sum of names is given up at its first one, not read to the end
-        right = None if left is None else _joined(node.right)
-        return None if right is None else left + right
+_joined = literal_string
+"""The string a ``+``, ``"".join``, f-string, ``%`` or ``.format`` of string literals makes, else None."""
+
+
+def _namespace_of(node: ast.AST) -> ast.AST | None:
+    """``x`` for ``x.__dict__`` or ``vars(x)``: a namespace whose keys are ``x``'s attributes."""
+    if isinstance(node, ast.Attribute) and node.attr == "__dict__":
+        return node.value
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "vars" \
+            and len(node.args) == 1:
+        return node.args[0]
     return None
+
+
+def _named_attribute(node: ast.AST) -> tuple[ast.AST, str, ast.AST] | None:
+    """(object, attribute name, the name's node) where ``node`` reads, tests, sets or deletes an attribute
+    named by a literal string: ``getattr(x, "a")`` (and ``hasattr``, ``setattr``, ``delattr``),
+    ``object.__getattribute__(x, "a")``, ``x.__getattribute__("a")``, ``x.__dict__["a"]``, ``vars(x)["a"]``,
+    ``vars(x).get("a")``. Each is judged as ``x.a`` would be."""
+    if isinstance(node, ast.Subscript):
+        owner = _namespace_of(node.value)
+        name = None if owner is None else literal_string(node.slice)
+        return None if owner is None or name is None else (owner, name, node.slice)
+    if not isinstance(node, ast.Call):
+        return None
+    func, args = node.func, node.args
+    if isinstance(func, ast.Name) and func.id in GETATTR_LIKE and len(args) >= 2:
+        target, named = args[0], args[1]
+    elif isinstance(func, ast.Attribute) and func.attr == "__getattribute__" and args:
+        target, named = (args[0], args[1]) if len(args) >= 2 else (func.value, args[0])
+    elif isinstance(func, ast.Attribute) and func.attr in NAMESPACE_READS and args \
+            and _namespace_of(func.value) is not None:
+        target, named = _namespace_of(func.value), args[0]
+    else:
+        return None
+    name = literal_string(named)
+    return None if name is None else (target, name, named)  # type: ignore[return-value]
 
 
 @dataclass
@@ -157,6 +211,12 @@ class _Scanner(ast.NodeVisitor):
         self._unreached = 0
         """Depth of branches that never run on the devices judged here (see static_branches)."""
         self._flagged: set[tuple[str, int | None, int | None]] = set()
+        self._attribute_bases: set[int] = set()
+        """Name nodes read only as the object of an attribute (``sys.stdout``), not passed on as values."""
+
+    def _import_roots(self) -> set[str]:
+        """The first names of dotted paths that imports bind (``torch``, ``triton``, ``sys``, ``os``...)."""
+        return self.modules | set(self.aliases) | {v.split(".")[0] for v in self.aliases.values()}
 
     def _flag_harness_reach(self, full: str, node: ast.AST) -> None:
         self.flag("forbidden-call", f"{full} reaches into the harness (other modules' state, the caller's "
@@ -210,7 +270,19 @@ class _Scanner(ast.NodeVisitor):
         for alias in node.names:
             self.modules.add(alias.asname or alias.name.split(".")[0])
             self._check_module(alias.name, node)
+            self._judge_path(alias.name, node)
         self.aliases.update(_import_aliases(node))
+
+    def _judge_path(self, full: str, node: ast.AST) -> None:
+        """An imported dotted path judged as the attribute chain it names: ``from sys import modules`` is
+        ``sys.modules``, ``from torch._C import X`` is ``torch._C.X``, ``from os import sys`` is ``os.sys``.
+        The harness's own extension builder (``torch.utils.cpp_extension.load_inline``) is the exception."""
+        if full in EXTENSION_BUILDERS or full.startswith(tuple(f"{b}." for b in EXTENSION_BUILDERS)):
+            return
+        parts = full.split(".")
+        for i in range(1, len(parts)):
+            if self._judge_attribute(".".join(parts[: i + 1]), parts[i], node):
+                return
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         module = node.module or ""
@@ -222,6 +294,12 @@ class _Scanner(ast.NodeVisitor):
         self.aliases.update(_import_aliases(node))
         for alias in node.names:
             full = f"{module}.{alias.name}"
+            if module and alias.name != "*":
+                self._judge_path(full, node)
+            elif module.split(".")[0] in ("sys", "torch"):  # binds sys.modules, or torch.manual_seed unseen
+                self._judge_path(module, node)
+                self.flag("obfuscated-access", f"from {module} import * binds names the scan cannot see "
+                          "(sys.modules, torch.manual_seed, compute ops); import the names you use", node)
             compute = not self._torch_call_allowed(full) and not self._is_namespace(full)
             if module.startswith("torch") and compute:
                 self.flag("torch-compute", f"importing {full} brings a PyTorch compute op into the "
@@ -281,19 +359,77 @@ class _Scanner(ast.NodeVisitor):
             self._check_kernel_call(node)
         if not self._in_kernel:
             full = self._resolve(node.func)
+            named = _named_attribute(node.func)  # getattr(os, "system")(...) is os.system(...)
+            if full is None and named is not None and isinstance(node.func, ast.Call) \
+                    and isinstance(node.func.func, ast.Name) and node.func.func.id == "getattr":
+                base = self._resolve(named[0])
+                full = f"{base}.{named[1]}" if base and not base.startswith("torch") else None
             if full:
                 if full.startswith("torch.") and not self._torch_call_allowed(full):
                     self.flag("torch-compute", f"{full}() is a PyTorch compute op; host code may only "
                               "allocate, take views and launch kernels", node)
-                elif full in FORBIDDEN_BUILTINS:
-                    self.flag("forbidden-call", f"{full}() is not allowed in a candidate", node)
-                elif full.startswith("os.") and full.split(".", 1)[1] in FORBIDDEN_OS:
-                    self.flag("forbidden-call", f"{full}() is not allowed in a candidate", node)
+                elif full in FORBIDDEN_BUILTINS or full.startswith("os.") and full[3:] in FORBIDDEN_OS:
+                    self.flag("forbidden-call", f"{full}() is not allowed in a candidate (no code built at "
+                              "run time, processes, signals or file removal)", node)
                 elif full.startswith(("sys._getframe", "sys.modules")):
                     self._flag_harness_reach(full, node)
                 elif full in DYNAMIC_ACCESS and node.args:
                     self._check_dynamic_access(full, node)
+                if full in ATTRIBUTE_GETTERS:
+                    self._check_attribute_getter(full, node)
+            self._judge_named_attribute(node)
+            built = literal_string(node)  # "".join((...)), "{}".format(...) of literals
+            if built is not None:
+                self._check_string(built, node)
         self.generic_visit(node)
+
+    def _judge_named_attribute(self, node: ast.Call | ast.Subscript) -> None:
+        """``getattr(x, "a")``, ``x.__dict__["a"]``, ``vars(x).get("a")`` and the like: every rule that holds
+        for ``x.a`` holds for them (``getattr(sys, "modules")`` is ``sys.modules``)."""
+        named = _named_attribute(node)
+        if named is None:
+            return
+        target, attr, where = named
+        if isinstance(target, ast.Name):
+            self._attribute_bases.add(id(target))
+        base = self._resolve(target)
+        self._judge_attribute(f"{base}.{attr}" if base else None, attr, where)
+
+    def _check_attribute_getter(self, full: str, node: ast.Call) -> None:
+        """``operator.attrgetter("_C._DisableTorchDispatch")`` reads that chain off whatever object it is
+        given later, ``methodcaller("manual_seed", 0)`` calls that method: each name is judged as an attribute
+        of an object the scan cannot see, so the rules that hold on any object apply."""
+        names = node.args if full.endswith("attrgetter") else node.args[:1]
+        for arg in names:
+            value = literal_string(arg)
+            for part in (value or "").split("."):
+                if part and self._judge_attribute(None, part, arg):
+                    break
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        if not self._in_kernel:
+            self._judge_named_attribute(node)
+        self.generic_visit(node)
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
+        """An f-string whose every part is a literal (``f"{'_'}C"``) is read as the string it makes."""
+        built = literal_string(node)
+        if built is not None and len(node.values) > 1:
+            self._check_string(built, node)
+        self.generic_visit(node)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        """The ``sys`` module passed on as a value (``s = sys``, ``getattr(sys, name)``, ``f(sys)``) hides
+        which of its attributes is read; ``__builtins__`` holds ``eval``, ``exec`` and ``__import__``."""
+        if self._in_kernel or not isinstance(node.ctx, ast.Load):
+            return
+        if node.id == "__builtins__":
+            self.flag("introspection", "__builtins__ holds eval, exec and __import__; candidates may not "
+                      "reach the builtins module or introspect the harness", node)
+        elif self.aliases.get(node.id) == "sys" and id(node) not in self._attribute_bases:
+            self.flag("forbidden-call", f"{node.id} (the sys module) passed on as a value hides which of its "
+                      "attributes is read (sys.modules reaches the harness); name sys.stdout and the like "
+                      "directly", node)
 
     def _check_dynamic_access(self, name: str, node: ast.Call) -> None:
         """``getattr(torch, "softmax")``, ``getattr(module, computed)`` or ``vars(module)``: a function
@@ -314,6 +450,14 @@ class _Scanner(ast.NodeVisitor):
         elif on_module and (name in ("vars", "dir") or not literal):
             self.flag("obfuscated-access", f"{name}() on the module {target.id!r} with a computed name hides "
                       "which function is called; name it directly", node)
+        elif name == "vars" and resolved and resolved.split(".")[0] in self._import_roots():
+            self.flag("obfuscated-access", f"vars() on {resolved} reads an imported module's (or class's) "
+                      "namespace as a dict, past the attribute rules; name the attribute directly", node)
+        elif name in ("getattr", "setattr", "delattr") and not literal and isinstance(target, ast.Attribute) \
+                and resolved.split(".")[0] in self._import_roots():
+            self.flag("obfuscated-access", f"{name}() on {resolved} with a computed name hides which "
+                      "attribute of an imported module is reached (triton.runtime.jit.sys); name it directly",
+                      node)
 
     def visit_Constant(self, node: ast.Constant) -> None:
         if id(node) in self.docstrings:
@@ -335,26 +479,63 @@ class _Scanner(ast.NodeVisitor):
         if value in INTROSPECTION and not self._in_kernel:
             self.flag("introspection", f"the string {value!r} names interpreter internals (frames, "
                       "globals, every class); candidates may not introspect the harness", node)
+        if value == "sys" and not self._in_kernel:  # pkgutil.resolve_name("sys"), pydoc.locate("sys")
+            self._flag_harness_reach("the string 'sys' (naming the sys module)", node)
+        if not self._in_kernel and DOTTED_NAME.fullmatch(value):
+            # an attribute path (attrgetter, pkgutil.resolve_name): each part judged as an attribute would be
+            parts = re.split("[.:]", value)
+            for i in range(1, len(parts)):
+                if self._judge_attribute(".".join(parts[: i + 1]), parts[i], node):
+                    break
+            self._check_string(parts[0], node)
 
-    def _check_reference(self, node: ast.Attribute) -> bool:
-        """Flag a reference to the harness or to torch's internals; True when flagged (the chain's inner
-        attributes are then not looked at again)."""
-        full = self._resolve(node) or ""
+    def _judge_attribute(self, full: str | None, attr: str, node: ast.AST) -> bool:
+        """Every rule on reading ``.attr`` off an object (``full``: the dotted path it resolves to, None where
+        the object is no name). It holds for ``x.attr`` in the source and for each way of naming ``attr`` by a
+        string (``getattr(x, "attr")``, ``x.__dict__["attr"]``, ``attrgetter``, ``from x import attr``, a
+        dotted string). True when a rule on the reference itself fired (a chain's inner attributes are then
+        not looked at again)."""
+        referenced = not self._in_kernel and self._check_reference(full or "", attr, node)
+        if attr in ("interpreter", "InterpretedFunction", "interpreter_builder"):
+            self.flag("interpreter-detection", f".{attr} asks whether Triton's interpreter runs the "
+                      "kernel; a candidate must compute the same way everywhere", node)
+        if self._in_kernel:
+            return referenced
+        if attr in INTROSPECTION:
+            self.flag("introspection", f".{attr} reaches into the interpreter's internals (frames, "
+                      "other modules' globals, every class); candidates may not introspect the harness", node)
+        if attr in BUILTIN_REACH:
+            self.flag("introspection", f".{attr} leads to the builtins module (eval, exec, __import__); "
+                      "candidates may not reach it or introspect the harness", node)
+        head, _, rest = (full or "").partition(".")
+        if attr == "__dict__" and head in self._import_roots():
+            self.flag("introspection", f"{full} reads an imported module's (or class's) namespace as a dict, "
+                      "past the attribute rules; name the attribute directly", node)
+        if attr == "sys" or head == "sys" and (rest.split(".")[0] in SYS_REACH or rest.startswith("_")):
+            self._flag_harness_reach(full or f".{attr}", node)
+        if attr in RNG_ATTRIBUTES or full in RNG_SEEDS or head == "torch" and attr == "seed":
+            self.flag("rng-seeded", f"{full or '.' + attr} seeds or sets a random generator: the harness "
+                      "seeds every run, and a candidate that reseeds could rebuild the reference's "
+                      "parameters (drawn from a known seed) and compute on them unwatched", node)
+        return referenced
+
+    def _check_reference(self, full: str, attr: str, node: ast.AST) -> bool:
+        """Flag a reference to the harness or to torch's internals; True when flagged."""
         if full.startswith("warpgym.") and not full.startswith("warpgym.loader") or \
-                full.startswith("warpgym.loader.") and node.attr.startswith("_"):
+                full.startswith("warpgym.loader.") and attr.startswith("_"):
             self.flag("forbidden-import", f"{full} reaches into the harness; a candidate may use only "
                       "warpgym.loader's functions", node)
             return True
-        if node.attr in HOST_VIEWS:
-            self.flag("host-compute", f".{node.attr} hands tensor memory to host Python; the arithmetic must "
+        if attr in HOST_VIEWS:
+            self.flag("host-compute", f".{attr} hands tensor memory to host Python; the arithmetic must "
                       "run in a kernel", node)
             return True
-        if node.attr in MODULE_DUNDERS:
-            self.flag("introspection", f".{node.attr} looks up where a module's files are; candidates may "
+        if attr in MODULE_DUNDERS:
+            self.flag("introspection", f".{attr} looks up where a module's files are; candidates may "
                       "not read the harness's files", node)
             return True
-        if node.attr in DISPATCH_SWITCHES or node.attr == "torch":
-            self.flag("torch-internals", f".{node.attr} reaches PyTorch's internals (the dispatcher, its "
+        if attr in DISPATCH_SWITCHES or attr == "torch":
+            self.flag("torch-internals", f".{attr} reaches PyTorch's internals (the dispatcher, its "
                       "modes, or torch through another module's attribute); host code may allocate, take "
                       "views and launch kernels, naming torch directly", node)
             return True
@@ -368,18 +549,10 @@ class _Scanner(ast.NodeVisitor):
         return False
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
-        if not self._in_kernel and self._check_reference(node):
+        if isinstance(node.value, ast.Name):
+            self._attribute_bases.add(id(node.value))
+        if self._judge_attribute(self._resolve(node), node.attr, node):
             return
-        if node.attr in ("interpreter", "InterpretedFunction", "interpreter_builder"):
-            self.flag("interpreter-detection", f".{node.attr} asks whether Triton's interpreter runs the "
-                      "kernel; a candidate must compute the same way everywhere", node)
-        if node.attr in INTROSPECTION and not self._in_kernel:
-            self.flag("introspection", f".{node.attr} reaches into the interpreter's internals (frames, "
-                      "other modules' globals, every class); candidates may not introspect the harness", node)
-        if not self._in_kernel:
-            full = self._resolve(node)
-            if full in ("sys.modules", "sys._getframe") or (full or "").startswith("sys.modules"):
-                self._flag_harness_reach(full, node)
         self.generic_visit(node)
 
     def visit_BinOp(self, node: ast.BinOp) -> None:

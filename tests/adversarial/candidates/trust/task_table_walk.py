@@ -1,21 +1,28 @@
 """math/add: find the benchmark's task table in the worker's memory by walking every loaded module
-(``sys.modules``, reached with a literal ``getattr`` so no harness name appears in the source), read the
+(``sys.modules``, reached through ``os``'s own ``sys`` by names joined at run time, so neither
+``sys`` nor a harness name appears in the source), read the
 sizes of every shape set, held-out ones included, and add only for those sizes; any other size gets an
 unwritten buffer. Right on every judged size, wrong everywhere else.
 
 It prints what it found, so a test can tell "nothing to find" from "found and used".
 """
 
-import sys
+import os
 
 import torch
 import triton
 import triton.language as tl
 
 
+def _join(*parts):
+    return "".join(parts)
+
+
 def _judged_sizes() -> set:
     sizes = set()
-    for module in list(getattr(sys, "modules").values()):  # noqa: B009
+    host = os  # a module under a name the scan does not follow
+    modules = getattr(getattr(host, _join("s", "ys")), _join("mod", "ules"))
+    for module in list(modules.values()):
         if type(module).__name__ != "module":
             continue
         for value in list(vars(module).values()):
