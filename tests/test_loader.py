@@ -105,7 +105,8 @@ def test_cuda_module_is_compiled_reported_and_recorded():
 def test_hopper_features_show_in_ptx_and_sass_for_sm90a():
     record = loader.load_cuda(HOPPER, name="hopper", target="sm_90a").record
     info = record.kernels["hopper"]
-    assert info.ptx_counts["wgmma"] >= 4 and info.ptx_counts["tma"] == 1 and info.ptx_counts["mbarrier"] >= 3
+    assert info.ptx_counts["wgmma"] == 1 and info.ptx_counts["wgmma-sync"] == 3  # the MMA; fence, commit, wait
+    assert info.ptx_counts["tma"] == 1 and info.ptx_counts["mbarrier"] >= 3
     assert info.sass_counts["wgmma"] >= 1, "HGMMA in SASS"
     assert info.sass_counts["tma"] >= 1, "UTMALDG in SASS"
     assert info.sass_counts["mbarrier"] >= 1, "SYNCS in SASS"
@@ -118,8 +119,8 @@ def test_blackwell_features_show_for_sm100a():
     record = loader.load_cuda(BLACKWELL, name="blackwell", target="sm_100a").record
     info = record.kernels["blackwell"]
     assert ".target sm_100a" in record.ptx
-    assert info.ptx_counts["tcgen05"] == 3
-    assert info.sass_counts["tcgen05"] >= 1 and info.sass_counts["wgmma"] == 0
+    assert info.ptx_counts["tcgen05-tmem"] == 3 and info.ptx_counts["tcgen05"] == 0  # alloc and frees, no MMA
+    assert info.sass_counts["tcgen05-tmem"] >= 1 and info.sass_counts["wgmma"] == 0
 
 
 def test_wgmma_for_sm100a_is_a_ptxas_error():

@@ -16,11 +16,13 @@ from warpgym.env.judge.plan import Check
 from warpgym.env.judge.work import executed_work
 from warpgym.env.judge.work import shortfalls as work_shortfalls
 from warpgym.env.protocol.violations import violation
+from warpgym.env.toolchain.families import sass_placeholder
 from warpgym.tasks import case_label
 
 if TYPE_CHECKING:
     from warpgym.env.judge.evaluation import Evaluation
     from warpgym.env.judge.profile import DriverRun, Profile
+    from warpgym.env.judge.result import EvalResult, KernelReport
 
 
 log = logging.getLogger(__name__)
@@ -36,9 +38,8 @@ def instructions(ev: Evaluation) -> None:
     task, options, result = ev.task, ev.options, ev.result
     totals: dict[str, dict[str, int | None]] = {fam: {"ptx": 0, "sass": 0, "executed": None}
                                                 for fam in FAMILIES}
-    for kernel in result.kernels:
-        if kernel.target != options.target:
-            continue
+    kernels = [k for k in result.kernels if k.target == options.target]
+    for kernel in kernels:
         for fam, counts in kernel.families.items():
             totals[fam]["ptx"] = (totals[fam]["ptx"] or 0) + counts["ptx"]
             totals[fam]["sass"] = (totals[fam]["sass"] or 0) + counts["sass"]
@@ -51,8 +52,8 @@ def instructions(ev: Evaluation) -> None:
     measured = executed_counts(ev, totals)
     for feature in required:
         families = FEATURES[feature]
-        if not any(totals[f]["sass"] or totals[f]["ptx"] for f in families):
-            result.missing_features[feature] = f"no {'/'.join(families)} instruction in any compiled kernel"
+        if why := not_compiled_in(result, kernels, families):
+            result.missing_features[feature] = why
         elif measured and measured.unproven:
             result.missing_features[feature] = measured.unproven
         elif measured and not any(totals[f]["executed"] for f in families):
@@ -63,8 +64,72 @@ def instructions(ev: Evaluation) -> None:
         elif measured and feature in measured.shortfalls:
             result.missing_features[feature] = measured.shortfalls[feature]
     result.required_features_met = not result.missing_features
-    result.arch_verified = result.required_features_met
+    result.arch_verified = False if result.missing_features else (True if measured else None)
+    if result.arch_verified is None:
+        result.skipped_checks.append(UNSHOWN_MARK)
     tensor_core_kind.judge(ev)
+
+
+UNSHOWN_MARK = ("the arch-verified mark: the required instructions were found in the compiled code only; the "
+                "mark needs them seen executed and doing the task's work in a GPU run under Nsight Compute, "
+                "so it is left undecided")
+
+
+def sass_unread(result: EvalResult, kernel: KernelReport) -> str | None:
+    """Why no SASS of ``kernel`` could be read (the compile stage's skipped check: its disassembly failed),
+    or None when its SASS was read. A Triton kernel is named in it; a loader kernel's every module must be."""
+    said = [s for s in result.skipped_checks if s.startswith("SASS of ")]
+    if kernel.builds:
+        reasons = [next((s for s in said if s.startswith(f"SASS of module {b.split(':', 1)[1]}: ")), None)
+                   for b in kernel.builds]
+        return reasons[0] if all(reasons) else None
+    return next((s for s in said if s.startswith(f"SASS of {kernel.name}: ")), None)
+
+
+def not_compiled_in(result: EvalResult, kernels: list[KernelReport], families: tuple[str, ...]) -> str:
+    """Why no kernel holds the instructions of ``families`` that do the feature's work, or "" when one does.
+
+    The SASS is what runs, so where it was read it decides: an instruction in the PTX only (commented out,
+    unreachable, removed by ptxas as dead) never reaches the GPU. A family whose SASS opcode ptxas also
+    emits as a placeholder (``Family.placeholder``: a GMMA writing RZ for a lone ``wgmma.fence``) counts in
+    the SASS only beside its PTX instruction in the same kernel. Where no SASS could be read, the PTX
+    counts alone, and the skipped checks say so."""
+    ptx_only: list[str] = []
+    placeholders: list[str] = []
+    unread: list[tuple[str, str]] = []
+    for kernel in kernels:
+        missing_sass = sass_unread(result, kernel)
+        for fam in families:
+            counts = kernel.families.get(fam, {})
+            ptx, sass = counts.get("ptx") or 0, counts.get("sass") or 0
+            if missing_sass is not None:
+                if ptx:
+                    unread.append((kernel.name, missing_sass))
+            elif sass and (ptx or not FAMILIES[fam].placeholder):
+                return ""
+            elif sass:
+                placeholders.append(f"{kernel.name} ({fam} sass {sass}, ptx 0)")
+            elif ptx:
+                ptx_only.append(f"{kernel.name} ({fam} ptx {ptx}, sass 0)")
+    names = "/".join(families)
+    if unread:
+        kernel, why = unread[0]
+        result.skipped_checks.append(f"the SASS of {kernel} could not be read ({why}), so its {names} "
+                                     "instructions were counted in its PTX only")
+        return ""
+    if ptx_only:
+        return (f"{names} instructions are in the PTX but not in the SASS ptxas made of it "
+                f"({', '.join(ptx_only)}): code that never reaches the GPU (commented out, unreachable, or "
+                "removed as dead) does not count")
+    if placeholders:
+        return (f"the SASS holds {names} opcodes but the PTX none of their instructions "
+                f"({', '.join(placeholders)}): ptxas emits a GMMA that writes RZ for wgmma.fence, "
+                "commit_group and wait_group with no wgmma.mma_async, and it multiplies nothing")
+    found = [f"{sib} (ptx {c['ptx']}, sass {c['sass']})" for sib, c in result.instructions.items()
+             if any(sib.startswith(f"{fam}-") for fam in families) and (c["ptx"] or c["sass"])]
+    beside = (f"; found only {', '.join(found)}, which do not do the feature's work" if found else "")
+    return (f"no {names} instruction in any compiled kernel (counted: "
+            f"{'; '.join(FAMILIES[f].description for f in families)}){beside}")
 
 
 @dataclass
@@ -89,7 +154,7 @@ def executed_counts(ev: Evaluation, totals: dict[str, dict[str, int | None]]) ->
             result.skipped_checks.append(f"executed instruction counts: {why}; required features were "
                                          "checked in the compiled code only")
         return None
-    from warpgym.env.judge.profile import ProfileError, ToolMissing, profile_candidate
+    from warpgym.env.judge.profile import ProfileError, ToolMissing, family_counts, profile_candidate
 
     names = sorted({k.name for k in result.kernels if k.target == options.target})
     first = _first_checked_set(ev)
@@ -121,10 +186,11 @@ def executed_counts(ev: Evaluation, totals: dict[str, dict[str, int | None]]) ->
     if prof.reprinted:
         result.notes.append(f"Nsight Compute printed {prof.reprinted} of the profiled call's launches twice; "
                             "each was counted once")
-    for fam, n in prof.families().items():
+    rows = [[r for r in k.rows if not sass_placeholder(r.source)] for k in prof.kernels]
+    for fam, n in family_counts(r for launch in rows for r in launch).items():
         if fam in totals:
             totals[fam]["executed"] = n
-    work = executed_work(k.rows for k in prof.kernels)
+    work = executed_work(rows)
     flops, nbytes = task.flops(case), task.bytes(case)
     result.executed_work = work.as_dict(flops, nbytes)
     shortfalls, unmeasured = work_shortfalls(task.required_features.get(options.target, ()), FEATURES, work,

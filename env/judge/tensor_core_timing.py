@@ -29,11 +29,15 @@ the flops, three 0.67, so a CUDA-core kernel could read up to 1.5 times its real
 
 def judge(ev: Evaluation) -> None:
     """After the timing: ``result.timed_tensor_cores`` per bench case, and ``arch_verified`` withdrawn when a
-    timed case ran no faster than CUDA cores could have."""
+    timed case ran no faster than CUDA cores could have, or when the verdict is not correct (False for a
+    wrong answer, None for one no check decided)."""
     task, result = ev.task, ev.result
     required = task.required_features.get(ev.options.target, ())
-    if not result.arch_verified or not result.correct or result.violations or \
-            not any(f in TENSOR_CORE_FEATURES for f in required):
+    if result.arch_verified and result.correct is not True:
+        # The mark is of a correct verdict's kernels: none stands on a wrong answer, nor on one never checked.
+        result.arch_verified = None if result.correct is None else False
+        return
+    if not result.arch_verified or result.violations or not any(f in TENSOR_CORE_FEATURES for f in required):
         return  # nothing to show, or a verdict that already fails
     ceilings = ceilings_for(ev.device)
     if not result.timing or ceilings is None:

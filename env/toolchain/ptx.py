@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from warpgym.env.toolchain.families import code_only
+
 
 @dataclass
 class Param:
@@ -61,7 +63,9 @@ _FUNC_START = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.(?:entry|func)\s+(?:
 
 
 def split_ptx_functions(ptx: str) -> dict[str, str]:
-    """The body of each function (``.entry`` or ``.func``) of a PTX module, by name."""
+    """The body of each function (``.entry`` or ``.func``) of a PTX module, by name, without comments and
+    string literals: a commented-out copy of a function is none of the module's."""
+    ptx = code_only(ptx)
     out: dict[str, str] = {}
     starts = [(m.start(), m.group(1)) for m in _FUNC_START.finditer(ptx)]
     for i, (pos, fname) in enumerate(starts):

@@ -31,7 +31,7 @@ EXPECTED: dict[tuple[str, str], set[str]] = {
     ("sm_90a", "cluster-pair-sum"): {"cluster"},
     ("sm_90a", "transpose16"): {"ldmatrix", "stmatrix"},
     ("sm_90a", "bulk-double"): {"bulk-copy", "mbarrier"},
-    ("sm_100a", "tmem-roundtrip"): {"tcgen05"},
+    ("sm_100a", "tmem-roundtrip"): {"tcgen05-tmem"},
     ("sm_100a", "tcgen05-128x64x16"): {"tcgen05", "mbarrier", "fence.proxy.async"},
     ("sm_100a", "tma-scale"): {"tma", "mbarrier"},
     ("sm_100a", "warp-specialised-sum"): {"setmaxnreg", "bulk-copy", "mbarrier"},
