@@ -144,3 +144,13 @@ def test_a_candidate_calling_the_compiler_itself_is_refused(scale_rows, evaluato
     assert result.correct is not True
     codes = {v.code for v in result.violations}
     assert codes & {"sandbox-process", "forbidden-import", "process"}, result.feedback
+
+
+def test_a_needs_gpu_reply_counts_only_for_a_module_whose_code_names_load_inline():
+    """The worker's record of a refused build is in the candidate's reach; its source is not."""
+    from warpgym.env.judge.channel import _names_load_inline
+
+    assert _names_load_inline("from torch.utils.cpp_extension import load_inline\nmod = load_inline('m', '')")
+    assert _names_load_inline("import torch.utils.cpp_extension as ext\next.load_inline('m', cpp_sources='')")
+    assert not _names_load_inline('"""load_inline, mentioned"""\nraise RuntimeError("x")  # load_inline')
+    assert not _names_load_inline("def broken(:")

@@ -55,6 +55,25 @@ def test_a_raw_write_into_a_returned_output_is_found():
     assert len(watch.findings) == 1 and "when the entrypoint returned (output 0)" in watch.findings[0]
 
 
+def test_memory_reallocated_by_no_op_the_watch_saw_is_found_and_a_watched_resize_is_not():
+    """An op unseen by the watch (a thread or switch the policy missed) can resize an output, so that its
+    record no longer matches; its new contents are nobody's the watch knows."""
+    with HostWrites() as watch:
+        out = torch.zeros(256)
+        out.resize_(512)
+        out.resize_(256)
+        out.fill_(1.0)
+        watch.check_outputs([out])
+    assert watch.findings == []
+    with HostWrites() as watch:
+        out = torch.zeros(256)
+    out.resize_(512)  # outside the watch
+    out.resize_(256)
+    out.fill_(1.0)
+    watch.check_outputs([out])
+    assert len(watch.findings) == 1 and "reallocated (resized from 1024 to 2048 bytes" in watch.findings[0]
+
+
 def test_memory_no_pytorch_op_allocated_is_a_host_answer_unless_small():
     with HostWrites() as watch:
         small = torch.from_numpy(np.ones(64, dtype=np.float32))

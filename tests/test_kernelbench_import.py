@@ -156,6 +156,50 @@ def test_a_constructor_cannot_compute_on_the_parameters_it_will_be_given(suite, 
     assert result.correct is False and any(c.passed is False for c in result.cases), result.feedback
 
 
+def test_a_constructor_that_reseeds_the_generator_is_refused(suite, evaluator) -> None:  # noqa: ANN001
+    """Seeding with the reference's seed would rebuild its parameters, and the fold would then match."""
+    task = suite[0]["kernelbench/level2/1_Linear_bias_tanh"]
+    result = _judge(evaluator, task, "linear_tanh_ctor_reseed.py")
+    assert result.correct is not True and "rng-seeded" in {v.code for v in result.violations}, result.feedback
+
+
+def test_the_worker_refuses_a_constructor_that_reseeds_whatever_the_scan_saw() -> None:
+    from warpgym.env.protocol import messages as m
+    from warpgym.env.worker import models
+
+    class Reseeding(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            torch.manual_seed(0)
+            self.proj = torch.nn.Linear(4, 4)
+
+    class Plain(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.proj = torch.nn.Linear(4, 4)
+
+    state = {k: v.clone() for k, v in Plain().state_dict().items()}
+    with pytest.raises(models.ModelBuildError, match="constructor seeded PyTorch's random generator"):
+        models.build(Reseeding, m.ModelCall(key="k", state=state), "cpu")
+    model, refused = models.build(Plain, m.ModelCall(key="k", state=state), "cpu")
+    assert refused == {} and torch.equal(model.proj.weight, state["proj.weight"])
+
+
+@pytest.mark.parametrize(("problem", "name"), [
+    ("kernelbench/level2/1_Linear_bias_tanh", "linear_tanh_sequential_forward.py"),
+    ("kernelbench/level1/1_Scale_rows", "scale_rows_fx_forward.py"),
+])
+def test_a_forward_made_of_pytorch_s_own_layers_or_generated_code_is_watched(suite, evaluator, problem: str,
+                                                                               name: str) -> None:
+    """No frame of the candidate's file runs between the model wrapper and PyTorch's ops (an
+    ``nn.Sequential`` or a ``torch.fx`` module set as the instance's ``forward``): they count all the same."""
+    result = _judge(evaluator, suite[0][problem], name)
+    codes = {v.code for v in result.violations}
+    assert result.correct is not True and codes & {"torch-op", "torch-internals"}, result.feedback
+    if name == "linear_tanh_sequential_forward.py":  # PyTorch's own layers get past the scan
+        assert result.stage != "static" and "torch-op" in codes, result.feedback
+
+
 @pytest.mark.parametrize("name", ["scale_rows_off_by_one.py", "scale_rows_zeros.py"])
 def test_wrong_models_are_rejected(suite, evaluator, name: str) -> None:  # noqa: ANN001
     result = _judge(evaluator, suite[0]["kernelbench/level1/1_Scale_rows"], name)

@@ -77,6 +77,20 @@ def retire_native(ev: Evaluation) -> None:
         ev.workers.run.stop()
 
 
+def _names_load_inline(source: str) -> bool:
+    """Whether the module's code (not a string or comment) names ``load_inline``: the worker's record that
+    the build was refused for want of a GPU is in the candidate's reach, its source is not."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+    return any((isinstance(node, ast.Attribute) and node.attr == "load_inline")
+               or (isinstance(node, ast.Name) and node.id == "load_inline")
+               or (isinstance(node, ast.alias) and node.name == "load_inline") for node in ast.walk(tree))
+
+
 def load(ev: Evaluation) -> bool:
     """Import the candidate into the run worker; False (with the reason recorded) when it cannot be."""
     result, worker = ev.result, ev.workers.run
@@ -94,9 +108,11 @@ def load(ev: Evaluation) -> bool:
     ev.loaded = worker_pid(worker)
     ev.extensions = result.extensions = list(reply.extensions)
     if not reply.ok:
-        if reply.kind == "needs-gpu":
+        if reply.kind == "needs-gpu" and _names_load_inline(ev.candidate.source):
             result.skipped_checks.append(f"{reply.error}: nothing was built or checked on this machine")
             return False
+        if reply.kind == "needs-gpu":  # a module that builds no extension cannot have been refused one
+            reply.error = "the module failed as it was imported, and its source builds no CUDA extension"
         if reply.kind in ("missing-entrypoint", "signature"):
             result.violations.append(Violation(reply.kind, reply.error or ""))
             result.stage = "static"

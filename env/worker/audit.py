@@ -25,6 +25,8 @@ from typing import Any
 
 ENV_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # env: the harness's code
 LAYER_FILES = ("/audit.py", "/confine.py")
+HANDLER_FILES = ("worker/main.py", "worker/models.py")
+"""Relative to ``ENV_DIR``: the code that calls the candidate's (policy._HANDLER_FILES)."""
 """The sandbox's own frames (the hook, the thread wrapper, the script below the worker) are neither the
 candidate's nor the harness's: attribution looks past them."""
 
@@ -375,7 +377,25 @@ def install_audit(workdir: str, protected: list[str], includes: list[str]) -> No
     sys.meta_path.insert(0, _ClosedPackages(CLOSED_PACKAGES, refuse_import))
     sys.addaudithook(hook)
     _drain, _report = take, record
-    _track_threads(lambda: origin(getframe(2), direct=False))
+    handlers = frozenset(f for name in HANDLER_FILES
+                         for f in (os.path.join(ENV_DIR, name), realpath(os.path.join(ENV_DIR, name))))
+    toolchain = tuple(dict.fromkeys(os.path.join(d, "toolchain") + "/" for d in (ENV_DIR, realpath(ENV_DIR))))
+
+    def thread_origin(frame: Any) -> bool:
+        """As ``origin``, and also yes where a request handler's frame comes first (a finalizer's callback
+        as the entrypoint's frame is torn down starts the thread) and through the loader's frames (a
+        callback from the loader into an object of the candidate's), as the run-time policy counts ops."""
+        while frame is not None:
+            name = frame.f_code.co_filename
+            if name.startswith(candidate_prefix) or name in handlers:
+                return True
+            if name.startswith(harness_prefix) and not name.endswith(LAYER_FILES) \
+                    and not name.startswith(toolchain):
+                return False
+            frame = frame.f_back
+        return False
+
+    _track_threads(lambda: thread_origin(getframe(2)))
 
 
 class _ClosedPackages:

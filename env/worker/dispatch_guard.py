@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import os
 import sys
-import sysconfig
 from typing import Any
 
 from warpgym.env.worker import audit
@@ -38,25 +37,40 @@ METHODS = (("torch._ops", "OpOverload", "redispatch"),
            ("torch._C", "_DispatchOperatorHandle", "redispatch_boxed"))
 """Calls that start dispatch below the Python key: an op run there is seen by no mode."""
 
-_STDLIB = tuple({os.path.realpath(sysconfig.get_paths()[k]) + os.sep for k in ("stdlib", "platstdlib")})
-_SITE = audit.site_dirs()
-"""Where packages live (PyTorch's home among them, also when a virtual environment takes it from beneath the
-standard library's folder): else PyTorch's own use of a switch would be counted as the candidate's."""
 _CANDIDATE_PREFIX = os.path.join(os.path.realpath(os.getcwd()), "candidate_")
 _OWN = frozenset({__file__, os.path.realpath(__file__)})
 
 
+@functools.cache
+def _owners() -> tuple[str, ...]:
+    """PyTorch's, Triton's and the harness's folders, as imported and as resolved: their own use of a
+    switch is theirs."""
+    import torch
+    import triton
+
+    folders = (os.path.dirname(torch.__file__), os.path.dirname(triton.__file__), audit.ENV_DIR)
+    return tuple(dict.fromkeys(p + os.sep for f in folders for p in (f, os.path.realpath(f))))
+
+
 def _candidate_called(frame: Any) -> bool:
-    """The nearest caller outside this file and the standard library is the candidate's module."""
+    """Walking out from the call: the candidate's module or a request handler (a finalizer's callback)
+    before PyTorch, Triton or the harness. Other code (the standard library, NumPy, any package that
+    calls a callable it was handed) is walked through, so a switch handed to it is still the candidate's."""
+    handlers = _handlers()
     while frame is not None:
         name = frame.f_code.co_filename
-        if name.startswith(_CANDIDATE_PREFIX):
+        if name.startswith(_CANDIDATE_PREFIX) or name in handlers:
             return True
-        stdlib = name.startswith("<frozen") or name.startswith(_STDLIB) and not name.startswith(_SITE)
-        if name not in _OWN and not stdlib:
+        if name not in _OWN and name.startswith(_owners()):
             return False
         frame = frame.f_back
     return False
+
+
+@functools.cache
+def _handlers() -> frozenset[str]:
+    paths = [os.path.join(audit.ENV_DIR, f) for f in audit.HANDLER_FILES]
+    return frozenset(p for path in paths for p in (path, os.path.realpath(path)))
 
 
 def _guarded(original: Any, what: str) -> Any:

@@ -155,6 +155,10 @@ class HostWrites(TorchDispatchMode):
             trust(storage)
             return
         moved = record.address != storage.data_ptr() or record.nbytes != storage.nbytes()
+        if moved and self.strict:
+            self._found(f"{when}, a tensor's memory had been reallocated (resized from {record.nbytes} to "
+                        f"{storage.nbytes()} bytes or moved) by no PyTorch op the watch saw: its new "
+                        "contents were written outside every check, so they cannot be the kernels' work")
         changed = 0 if moved else _differing(_memory(storage), record.shadow)
         if changed and self.strict:
             self._found(f"{when}, {changed} byte(s) of a {storage.nbytes()}-byte tensor had been written by "

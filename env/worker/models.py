@@ -44,16 +44,24 @@ def build(
 
     The constructor runs outside the policy (PyTorch's own initialisers compute) under a seed of its own, not
     the reference's: its parameters are replaced by the reference's when they load, so nothing it derives
-    from them in the constructor (a bias folded in advance, kept as a plain attribute) can match them."""
+    from them in the constructor (a bias folded in advance, kept as a plain attribute) can match them. A
+    constructor that seeds the generator itself is refused."""
+    seed = secrets.randbits(63)
     try:
         with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(secrets.randbits(63))
+            torch.manual_seed(seed)
             model = cls(*call.init_inputs)
+            reseeded = torch.initial_seed() != seed
     except BaseException as exc:  # noqa: BLE001 - the candidate's constructor failing is the answer
         raise ModelBuildError(
             f"building the model with the problem's constructor arguments "
             f"{call.init_inputs!r} failed: {type(exc).__name__}: {exc}"
         ) from exc
+    if reseeded:
+        raise ModelBuildError(
+            "the model's constructor seeded PyTorch's random generator: the reference's parameters are drawn "
+            "from a known seed, so a constructor that reseeds could rebuild them and compute on them unseen"
+        )
     mine = set(model.state_dict())
     missing, extra = sorted(set(call.state) - mine), sorted(mine - set(call.state))
     if missing or extra:

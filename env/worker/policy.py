@@ -83,11 +83,17 @@ def _names(path: str) -> frozenset[str]:
 _HARNESS_DIRS = _folders(os.path.dirname(os.path.abspath(__file__)))
 """``env/``: the worker's own code (the launch recorder, the timing loop)."""
 _OWN_FILES = _names(__file__)
-_HANDLER_FILES = _names(os.path.join(os.path.dirname(os.path.abspath(__file__)), "main.py"))
-"""The worker's request handlers, which call the entrypoint and run no computing PyTorch op of their own
-inside a watch: an op whose nearest owned frame is theirs came from code without a frame of its own, a
-builtin the candidate left to run later (a finalizer's callback as its frame is torn down), so it counts as
-the candidate's."""
+_HANDLER_FILES = frozenset().union(*(_names(os.path.join(os.path.dirname(os.path.abspath(__file__)), f))
+                                     for f in ("main.py", "models.py")))
+"""The worker's request handlers and the model wrapper they call, which call the candidate's code and run
+no computing PyTorch op of their own inside a watch: an op whose nearest owned frame is theirs came from
+code without a frame of its own, so it counts as the candidate's: a builtin the candidate left to run later
+(a finalizer's callback as its frame is torn down), or a module whose ``forward`` or hooks are PyTorch's
+own layers or generated code (``nn.Sequential``, ``torch.fx``)."""
+_CALLED_DIRS = _folders(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                     "toolchain", "loader.py"))
+"""``env/toolchain/``: the loader the candidate calls, walked through like any library: where it calls back
+into an object of the candidate's (a box entry's ``__int__``), what runs is on the candidate's account."""
 _CANDIDATE_PREFIX = os.path.join(os.path.realpath(os.getcwd()), "candidate_")
 """The worker writes each candidate module as ``candidate_N.py`` in its own directory, its cwd."""
 
@@ -104,7 +110,8 @@ def _origin(frame: Any, launching: bool) -> bool:
     the harness's (no) decides; PyTorch's own Python layer and other libraries are walked through, so a
     library the candidate calls computes on the candidate's account. During a launch Triton's runtime
     counts as the harness (the interpreter moves tensors itself); outside one, code of nobody's decides
-    nothing and the op counts. Reaching a request handler's frame first also counts (``_HANDLER_FILES``)."""
+    nothing and the op counts. Reaching a request handler's frame first also counts (``_HANDLER_FILES``);
+    the loader's frames are walked through (``_CALLED_DIRS``)."""
     stops = _HARNESS_DIRS + (_triton_dir() if launching else ())
     while frame is not None:
         name = frame.f_code.co_filename
@@ -113,7 +120,7 @@ def _origin(frame: Any, launching: bool) -> bool:
             continue
         if name.startswith(_CANDIDATE_PREFIX) or name in _HANDLER_FILES:
             return True
-        if name.startswith(stops):
+        if name.startswith(stops) and not name.startswith(_CALLED_DIRS):
             return False
         frame = frame.f_back
     return not launching
