@@ -163,6 +163,30 @@ def test_a_constructor_that_reseeds_the_generator_is_refused(suite, evaluator) -
     assert result.correct is not True and "rng-seeded" in {v.code for v in result.violations}, result.feedback
 
 
+def test_a_constructor_cannot_rebuild_the_reference_s_parameters_from_a_generator_of_its_own(
+        suite, evaluator) -> None:  # noqa: ANN001
+    """Each evaluation draws the reference model's parameters under a seed derived from its secret root: what
+    a constructor rebuilds from seed 0 on a private generator no longer matches what it is given."""
+    task = suite[0]["kernelbench/level2/1_Linear_bias_tanh"]
+    result = _judge(evaluator, task, "linear_tanh_ctor_private_generator.py")
+    assert result.correct is False and any(c.passed is False for c in result.cases), result.feedback
+
+
+def test_each_evaluation_draws_the_reference_model_s_parameters_under_its_own_seed(suite) -> None:  # noqa: ANN001
+    from warpgym.tasks.importers.model_problem import parameters_drawn_with
+
+    task = suite[0]["kernelbench/level2/1_Linear_bias_tanh"]
+    case = task.shapes["dev"][0]
+    outside = task.model.state(case)["proj.weight"]
+    with parameters_drawn_with(12345):
+        first = task.model.state(case)["proj.weight"]
+        assert torch.equal(first, task.model.state(case)["proj.weight"])  # one evaluation: one set
+    with parameters_drawn_with(67890):
+        second = task.model.state(case)["proj.weight"]
+    assert not torch.equal(first, second) and not torch.equal(first, outside)
+    assert torch.equal(outside, task.model.state(case)["proj.weight"])
+
+
 def test_the_worker_refuses_a_constructor_that_reseeds_whatever_the_scan_saw() -> None:
     from warpgym.env.protocol import messages as m
     from warpgym.env.worker import models

@@ -38,12 +38,13 @@ from warpgym.env.judge.plan import Check, params, plan
 from warpgym.env.judge.pool import Worker
 from warpgym.env.judge.references import Memo, Reference, References
 from warpgym.env.judge.result import CaseResult, EvalResult
-from warpgym.env.judge.seeds import InputSeeds, draw_root
+from warpgym.env.judge.seeds import InputSeeds, derive, draw_root
 from warpgym.env.judge.static import check_source
 from warpgym.env.judge.static_models import check_model_source
 from warpgym.env.protocol.messages import RunReply
 from warpgym.env.protocol.violations import violation
 from warpgym.tasks import Task
+from warpgym.tasks.importers.model_problem import parameters_drawn_with
 
 log = logging.getLogger(__name__)
 
@@ -157,8 +158,9 @@ class Evaluation:
         result = self.result
         started = time.perf_counter()
         place = torch.cuda.device(torch.device(self.device)) if self.on_gpu else contextlib.nullcontext()
+        parameters = parameters_drawn_with(derive(self.seeds.root, "model parameters"))
         try:
-            with place:  # references and baselines on this evaluation's GPU, not the current one
+            with place, parameters:  # on this evaluation's GPU; an imported model's parameters its own
                 self._stages()
         except Exception as exc:  # noqa: BLE001 - hostile input must end in a verdict, never a crashed harness
             result.runtime_error = (f"the harness failed while judging this candidate ({type(exc).__name__}: "

@@ -55,16 +55,25 @@ def _owners() -> tuple[str, ...]:
 def _candidate_called(frame: Any) -> bool:
     """Walking out from the call: the candidate's module or a request handler (a finalizer's callback)
     before PyTorch, Triton or the harness. Other code (the standard library, NumPy, any package that
-    calls a callable it was handed) is walked through, so a switch handed to it is still the candidate's."""
-    handlers = _handlers()
+    calls a callable it was handed) is walked through, so a switch handed to it is still the candidate's;
+    so are PyTorch's decorators that call what they wrap (``torch.no_grad()(switch)``)."""
+    handlers, passed = _handlers(), _callers()
     while frame is not None:
         name = frame.f_code.co_filename
         if name.startswith(_CANDIDATE_PREFIX) or name in handlers:
             return True
-        if name not in _OWN and name.startswith(_owners()):
+        if name not in _OWN and name not in passed and name.startswith(_owners()):
             return False
         frame = frame.f_back
     return False
+
+
+@functools.cache
+def _callers() -> frozenset[str]:
+    """PyTorch's files whose code calls a callable it was handed, and uses no switch of its own."""
+    import torch.utils._contextlib as wrappers
+
+    return frozenset({wrappers.__file__, os.path.realpath(wrappers.__file__)})
 
 
 @functools.cache

@@ -276,7 +276,8 @@ def op_load(state: State, msg: m.LoadRequest) -> m.LoadReply:
     triton_support.RECORDER.jit_kernels.clear()
     triton_support.RECORDER.keys.clear()
     triton_support.RECORDER.count = 0
-    return m.LoadReply(ok=True, tampered=tampered(), forbidden_ops=forbidden, extensions=extensions.built())
+    return m.LoadReply(ok=True, tampered=[*tampered(), *policy.left_behind(mode)], forbidden_ops=forbidden,
+                       extensions=extensions.built())
 
 
 def _snapshot(inputs: dict[str, Any]) -> dict[str, torch.Tensor]:
@@ -450,7 +451,7 @@ def _run(state: State, msg: m.RunRequest) -> m.RunReply:
         launch_names=ORDER.since(order_before),
         forbidden_ops=forbidden,
         mutated=mutated,
-        tampered=[*tampered(), *([GC_TURNED_ON] if collection_turned_on else [])],
+        tampered=[*tampered(), *([GC_TURNED_ON] if collection_turned_on else []), *policy.left_behind(mode)],
         device_trace=trace,
         seconds=seconds,
         background=lingering,
@@ -720,7 +721,7 @@ def _time_block(state: State, msg: m.TimeBlockRequest) -> m.TimeBlockReply:
     return m.TimeBlockReply(ok=True, event_ms=calls.event_ms, wall_ms=calls.wall_ms, issue_ms=calls.issue_ms,
                             starved=calls.starved, retimed=calls.retimed, warmup_call_ms=warmup_ms,
                             forbidden_ops=mode.forbidden(state.layout, calls=calls_made),
-                            tampered=tampered(), out_of_bounds=overrun,
+                            tampered=[*tampered(), *policy.left_behind(mode)], out_of_bounds=overrun,
                             device_trace=trace, sample=sample, sample_error=sample_error)
 
 
@@ -733,6 +734,9 @@ def _sample(kept: Any, at: list[float]) -> tuple[list[m.SampledOutput] | None, s
     foreign = [type(o).__name__ for o in outputs if type(o) is not torch.Tensor]
     if foreign:
         return None, f"the sampled call returned {', '.join(foreign)}, not plain tensors"
+    if left := policy.foreign_modes():
+        return None, (f"a PyTorch mode the candidate entered ({', '.join(left)}) was still active when the "
+                      "sampled call's outputs were read, so they were not read through it")
     take = _PRISTINE["torch.take"]
     sampled = []
     try:

@@ -180,6 +180,8 @@ class PolicyMode(TorchDispatchMode):
         """Elements moved between tensors and host Python, by route (see HOST_ELEMENT_LIMIT)."""
         self.relayouts: Counter[str] = Counter()
         """Copies that change a tensor's layout (``_relayout``), refused in every task."""
+        self.left_modes: list[str] = []
+        """Modes the watched code entered and left on PyTorch's stacks (``_restore_stacks``)."""
 
     def recorders(self) -> tuple[PolicyMode, ...]:
         """The modes an op seen here is counted in."""
@@ -305,10 +307,58 @@ class watching:
         return self.mode
 
     def __exit__(self, *exc: object) -> None:
-        self.mode.__exit__(*exc)
-        self.reads.__exit__(*exc)
+        self.mode.left_modes += _restore_stacks(self.mode, self.reads)
+        if _on_stack(self.mode):  # else its exit, which pops by position, would take another mode off
+            self.mode.__exit__(*exc)
+        if _on_stack(self.reads):
+            self.reads.__exit__(*exc)
         if not isinstance(self.mode, ThreadMode):
             _active.remove(self.mode)
+
+
+def left_behind(mode: PolicyMode) -> list[str]:
+    """What a watch's code left on PyTorch's mode stacks, as the tamper report names it."""
+    return [f"a PyTorch mode left active after the candidate's code returned ({name})"
+            for name in mode.left_modes]
+
+
+def foreign_modes() -> list[str]:
+    """Modes on either of PyTorch's stacks now that are not the harness's own."""
+    from torch.overrides import _get_current_function_mode_stack
+    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+
+    modes = [*_get_current_dispatch_mode_stack(), *_get_current_function_mode_stack()]
+    return [type(m).__name__ for m in modes if not type(m).__module__.startswith("warpgym.")]
+
+
+def _on_stack(mode: Any) -> bool:
+    from torch.overrides import _get_current_function_mode_stack
+    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+
+    stack = _get_current_dispatch_mode_stack if isinstance(mode, TorchDispatchMode) else \
+        _get_current_function_mode_stack
+    return any(m is mode for m in stack())
+
+
+def _restore_stacks(dispatch: TorchDispatchMode, function: Any) -> list[str]:
+    """Pop every mode the watched code left above the watch's own, on both of PyTorch's mode stacks, and
+    name them. A mode left there would run after the watch, in whatever PyTorch call the harness made next
+    (copying the outputs back answers through a ``TorchFunctionMode``); leaving the watch would also pop it
+    instead of the watch's own, which pops by position. A watch's mode that is gone is named too."""
+    from torch.overrides import _get_current_function_mode_stack
+    from torch.overrides import _pop_mode as pop_function_mode
+    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+    from torch.utils._python_dispatch import _pop_mode as pop_dispatch_mode
+
+    left = []
+    for own, stack, pop in ((dispatch, _get_current_dispatch_mode_stack, pop_dispatch_mode),
+                            (function, _get_current_function_mode_stack, pop_function_mode)):
+        if not any(m is own for m in stack()):
+            left.append(f"the watch's own {type(own).__name__} was taken off the stack")
+            continue
+        while stack()[-1] is not own:
+            left.append(type(pop()).__name__)
+    return left
 
 
 def thread_watch(function: Any) -> Any:

@@ -8,6 +8,8 @@ worker, which never sees it, receives the inputs and the model's parameters as t
 from __future__ import annotations
 
 import ast
+import contextlib
+import contextvars
 import copy
 import inspect
 import itertools
@@ -15,7 +17,7 @@ import os
 import threading
 import types
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +29,22 @@ from ..spec import ModelProblem, Task, Tolerance, sequence
 from . import scaling
 
 MODEL_SEED = 0
-"""The seed the reference model's parameters are drawn with (then copied into the candidate's)."""
+"""The seed the reference model's parameters are drawn with outside an evaluation (``tasks show``, the
+audits); an evaluation draws them under a seed of its own (``parameters_drawn_with``)."""
+_PARAMETERS_SEED: contextvars.ContextVar[int] = contextvars.ContextVar("warpgym_parameters_seed",
+                                                                        default=MODEL_SEED)
+
+
+@contextlib.contextmanager
+def parameters_drawn_with(seed: int) -> Iterator[None]:
+    """Within, every reference model is built with its parameters drawn under ``seed`` (then copied into the
+    candidate's): an evaluation's own, derived from its secret root, so that no candidate's constructor can
+    rebuild them (from a generator of its own, or by reseeding and restoring PyTorch's)."""
+    token = _PARAMETERS_SEED.set(seed)
+    try:
+        yield
+    finally:
+        _PARAMETERS_SEED.reset(token)
 
 TOLERANCES = {
     "float32": Tolerance(
@@ -147,16 +164,18 @@ class Problem:
         return list(getattr(self.module(case), self.names.init_inputs)())
 
     def model(self, case: dict[str, Any]) -> torch.nn.Module:
-        """The reference model for a case: built on the CPU under ``MODEL_SEED``, in its own dtypes, and left
-        in training mode as KernelBench runs it (batch norms use the batch's statistics)."""
+        """The reference model for a case: built on the CPU under the parameters' seed, in its own dtypes, and
+        left in training mode as KernelBench runs it (batch norms use the batch's statistics)."""
+        seed = _PARAMETERS_SEED.get()
+
         def build() -> torch.nn.Module:
             cls = getattr(self.module(case), self.names.model)
             with torch.random.fork_rng(devices=[]):
-                torch.manual_seed(MODEL_SEED)
+                torch.manual_seed(seed)
                 return cls(*self.init_inputs(case))
 
         with self._lock:
-            return _kept((self._id, *_key(case)), build)
+            return _kept((self._id, seed, *_key(case)), build)
 
     def state(self, case: dict[str, Any]) -> dict[str, torch.Tensor]:
         return {k: v.detach().clone() for k, v in self.model(case).state_dict().items()}
@@ -173,7 +192,7 @@ class Problem:
             return model.to(device=device, dtype=dtype) if dtype is not None else model.to(device)
 
         with self._lock:
-            return _kept((self._id, *_key(case), str(device), str(dtype)), build)
+            return _kept((self._id, _PARAMETERS_SEED.get(), *_key(case), str(device), str(dtype)), build)
 
     def _on_meta(self, case: dict[str, Any]) -> torch.nn.Module:
         """The model built on the meta device (no parameter is drawn); a constructor that needs real values
