@@ -90,9 +90,9 @@ CODES: dict[str, Code] = {
     "inconsistent": Code("outputs right at first and wrong later",
                          "outputs were right {earlier} and wrong {later}, on fresh inputs: a kernel must "
                          "give the same answers on every call, not only while it is first checked"),
-    "tampering": Code("the candidate replaced harness functions",
-                      "the candidate replaced harness functions: {names}; timing and synchronisation are not "
-                      "the candidate's to change"),
+    "tampering": Code("the candidate changed the harness's functions or state",
+                      "the candidate changed the harness's functions or state: {names}; timing, "
+                      "synchronisation and the run-time watch are not the candidate's to change"),
     "data-race": Code("a kernel's programs, or the elements of one program, share memory in no fixed order",
                       "{detail}"),
     "profiled-call-wrong": Code("the call run under Nsight Compute returned a wrong answer",
