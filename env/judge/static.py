@@ -118,10 +118,6 @@ INTERPRETER_MARKERS = ("TRITON_INTERPRET", "triton.runtime.interpreter", "interp
 runs one thing in the CPU check and another on the GPU."""
 
 
-_joined = literal_string
-"""The string a ``+``, ``"".join``, f-string, ``%`` or ``.format`` of string literals makes, else None."""
-
-
 def _namespace_of(node: ast.AST) -> ast.AST | None:
     """``x`` for ``x.__dict__`` or ``vars(x)``: a namespace whose keys are ``x``'s attributes."""
     if isinstance(node, ast.Attribute) and node.attr == "__dict__":
@@ -561,7 +557,7 @@ class _Scanner(ast.NodeVisitor):
         if isinstance(node.op, ast.MatMult) and not self._in_kernel:
             self.flag("torch-compute", "the @ operator in host code runs a PyTorch matmul; use a kernel",
                       node)
-        joined = _joined(node)
+        joined = literal_string(node)
         if joined is None:
             self.generic_visit(node)
         else:

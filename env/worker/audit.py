@@ -25,10 +25,17 @@ from typing import Any
 
 ENV_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # env: the harness's code
 LAYER_FILES = ("/audit.py", "/confine.py")
-HANDLER_FILES = ("worker/main.py", "worker/models.py")
-"""Relative to ``ENV_DIR``: the code that calls the candidate's (policy._HANDLER_FILES)."""
 """The sandbox's own frames (the hook, the thread wrapper, the script below the worker) are neither the
 candidate's nor the harness's: attribution looks past them."""
+HANDLER_FILES = frozenset(p for f in ("worker/main.py", "worker/models.py")
+                          for p in (os.path.join(ENV_DIR, f), os.path.realpath(os.path.join(ENV_DIR, f))))
+"""The worker's request handlers and the model wrapper they call, as imported and as resolved: code that
+calls the candidate's and computes nothing of its own, so what is reached with one of their frames nearest
+(a finalizer's callback, PyTorch's own layers as a model's ``forward``) is the candidate's doing."""
+TOOLCHAIN_DIRS = tuple(dict.fromkeys(os.path.join(d, "toolchain") + os.sep
+                                     for d in (ENV_DIR, os.path.realpath(ENV_DIR))))
+"""The loader the candidate calls, walked through like any library: where it calls back into an object of
+the candidate's (a box entry's ``__int__``), what runs is on the candidate's account."""
 
 _STRICT = {
     # event -> (violation code, what it is, in words)
@@ -377,20 +384,16 @@ def install_audit(workdir: str, protected: list[str], includes: list[str]) -> No
     sys.meta_path.insert(0, _ClosedPackages(CLOSED_PACKAGES, refuse_import))
     sys.addaudithook(hook)
     _drain, _report = take, record
-    handlers = frozenset(f for name in HANDLER_FILES
-                         for f in (os.path.join(ENV_DIR, name), realpath(os.path.join(ENV_DIR, name))))
-    toolchain = tuple(dict.fromkeys(os.path.join(d, "toolchain") + "/" for d in (ENV_DIR, realpath(ENV_DIR))))
-
     def thread_origin(frame: Any) -> bool:
         """As ``origin``, and also yes where a request handler's frame comes first (a finalizer's callback
         as the entrypoint's frame is torn down starts the thread) and through the loader's frames (a
         callback from the loader into an object of the candidate's), as the run-time policy counts ops."""
         while frame is not None:
             name = frame.f_code.co_filename
-            if name.startswith(candidate_prefix) or name in handlers:
+            if name.startswith(candidate_prefix) or name in HANDLER_FILES:
                 return True
             if name.startswith(harness_prefix) and not name.endswith(LAYER_FILES) \
-                    and not name.startswith(toolchain):
+                    and not name.startswith(TOOLCHAIN_DIRS):
                 return False
             frame = frame.f_back
         return False

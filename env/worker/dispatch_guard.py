@@ -57,10 +57,10 @@ def _candidate_called(frame: Any) -> bool:
     before PyTorch, Triton or the harness. Other code (the standard library, NumPy, any package that
     calls a callable it was handed) is walked through, so a switch handed to it is still the candidate's;
     so are PyTorch's decorators that call what they wrap (``torch.no_grad()(switch)``)."""
-    handlers, passed = _handlers(), _callers()
+    passed = _callers()
     while frame is not None:
         name = frame.f_code.co_filename
-        if name.startswith(_CANDIDATE_PREFIX) or name in handlers:
+        if name.startswith(_CANDIDATE_PREFIX) or name in audit.HANDLER_FILES:
             return True
         if name not in _OWN and name not in passed and name.startswith(_owners()):
             return False
@@ -74,12 +74,6 @@ def _callers() -> frozenset[str]:
     import torch.utils._contextlib as wrappers
 
     return frozenset({wrappers.__file__, os.path.realpath(wrappers.__file__)})
-
-
-@functools.cache
-def _handlers() -> frozenset[str]:
-    paths = [os.path.join(audit.ENV_DIR, f) for f in audit.HANDLER_FILES]
-    return frozenset(p for path in paths for p in (path, os.path.realpath(path)))
 
 
 def _guarded(original: Any, what: str) -> Any:

@@ -276,7 +276,7 @@ def op_load(state: State, msg: m.LoadRequest) -> m.LoadReply:
     triton_support.RECORDER.jit_kernels.clear()
     triton_support.RECORDER.keys.clear()
     triton_support.RECORDER.count = 0
-    return m.LoadReply(ok=True, tampered=[*tampered(), *policy.left_behind(mode)], forbidden_ops=forbidden,
+    return m.LoadReply(ok=True, tampered=[*tampered(), *mode.left_modes], forbidden_ops=forbidden,
                        extensions=extensions.built())
 
 
@@ -451,7 +451,7 @@ def _run(state: State, msg: m.RunRequest) -> m.RunReply:
         launch_names=ORDER.since(order_before),
         forbidden_ops=forbidden,
         mutated=mutated,
-        tampered=[*tampered(), *([GC_TURNED_ON] if collection_turned_on else []), *policy.left_behind(mode)],
+        tampered=[*tampered(), *([GC_TURNED_ON] if collection_turned_on else []), *mode.left_modes],
         device_trace=trace,
         seconds=seconds,
         background=lingering,
@@ -721,7 +721,7 @@ def _time_block(state: State, msg: m.TimeBlockRequest) -> m.TimeBlockReply:
     return m.TimeBlockReply(ok=True, event_ms=calls.event_ms, wall_ms=calls.wall_ms, issue_ms=calls.issue_ms,
                             starved=calls.starved, retimed=calls.retimed, warmup_call_ms=warmup_ms,
                             forbidden_ops=mode.forbidden(state.layout, calls=calls_made),
-                            tampered=[*tampered(), *policy.left_behind(mode)], out_of_bounds=overrun,
+                            tampered=[*tampered(), *mode.left_modes], out_of_bounds=overrun,
                             device_trace=trace, sample=sample, sample_error=sample_error)
 
 

@@ -15,8 +15,9 @@ from collections import Counter
 from typing import Any
 
 import torch
-from torch.overrides import TorchFunctionMode
-from torch.utils._python_dispatch import TorchDispatchMode
+from torch.overrides import TorchFunctionMode, _get_current_function_mode_stack
+from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode_stack
+from warpgym.env.worker import audit
 
 # Allocation, views, layout copies and scalar reads: what a kernel wrapper needs.
 ALLOWED_OPS = frozenset({
@@ -83,17 +84,6 @@ def _names(path: str) -> frozenset[str]:
 _HARNESS_DIRS = _folders(os.path.dirname(os.path.abspath(__file__)))
 """``env/``: the worker's own code (the launch recorder, the timing loop)."""
 _OWN_FILES = _names(__file__)
-_HANDLER_FILES = frozenset().union(*(_names(os.path.join(os.path.dirname(os.path.abspath(__file__)), f))
-                                     for f in ("main.py", "models.py")))
-"""The worker's request handlers and the model wrapper they call, which call the candidate's code and run
-no computing PyTorch op of their own inside a watch: an op whose nearest owned frame is theirs came from
-code without a frame of its own, so it counts as the candidate's: a builtin the candidate left to run later
-(a finalizer's callback as its frame is torn down), or a module whose ``forward`` or hooks are PyTorch's
-own layers or generated code (``nn.Sequential``, ``torch.fx``)."""
-_CALLED_DIRS = _folders(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                     "toolchain", "loader.py"))
-"""``env/toolchain/``: the loader the candidate calls, walked through like any library: where it calls back
-into an object of the candidate's (a box entry's ``__int__``), what runs is on the candidate's account."""
 _CANDIDATE_PREFIX = os.path.join(os.path.realpath(os.getcwd()), "candidate_")
 """The worker writes each candidate module as ``candidate_N.py`` in its own directory, its cwd."""
 
@@ -110,17 +100,17 @@ def _origin(frame: Any, launching: bool) -> bool:
     the harness's (no) decides; PyTorch's own Python layer and other libraries are walked through, so a
     library the candidate calls computes on the candidate's account. During a launch Triton's runtime
     counts as the harness (the interpreter moves tensors itself); outside one, code of nobody's decides
-    nothing and the op counts. Reaching a request handler's frame first also counts (``_HANDLER_FILES``);
-    the loader's frames are walked through (``_CALLED_DIRS``)."""
+    nothing and the op counts. Reaching a request handler's frame first also counts, and the loader's frames
+    are walked through (``audit.HANDLER_FILES``, ``audit.TOOLCHAIN_DIRS``)."""
     stops = _HARNESS_DIRS + (_triton_dir() if launching else ())
     while frame is not None:
         name = frame.f_code.co_filename
         if name in _OWN_FILES:  # the mode's own wrapper frames
             frame = frame.f_back
             continue
-        if name.startswith(_CANDIDATE_PREFIX) or name in _HANDLER_FILES:
+        if name.startswith(_CANDIDATE_PREFIX) or name in audit.HANDLER_FILES:
             return True
-        if name.startswith(stops) and not name.startswith(_CALLED_DIRS):
+        if name.startswith(stops) and not name.startswith(audit.TOOLCHAIN_DIRS):
             return False
         frame = frame.f_back
     return not launching
@@ -181,7 +171,8 @@ class PolicyMode(TorchDispatchMode):
         self.relayouts: Counter[str] = Counter()
         """Copies that change a tensor's layout (``_relayout``), refused in every task."""
         self.left_modes: list[str] = []
-        """Modes the watched code entered and left on PyTorch's stacks (``_restore_stacks``)."""
+        """What the watched code left on PyTorch's mode stacks, as the tamper report words it
+        (``_restore_stacks``)."""
 
     def recorders(self) -> tuple[PolicyMode, ...]:
         """The modes an op seen here is counted in."""
@@ -316,48 +307,39 @@ class watching:
             _active.remove(self.mode)
 
 
-def left_behind(mode: PolicyMode) -> list[str]:
-    """What a watch's code left on PyTorch's mode stacks, as the tamper report names it."""
-    return [f"a PyTorch mode left active after the candidate's code returned ({name})"
-            for name in mode.left_modes]
-
-
 def foreign_modes() -> list[str]:
     """Modes on either of PyTorch's stacks now that are not the harness's own."""
-    from torch.overrides import _get_current_function_mode_stack
-    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
-
     modes = [*_get_current_dispatch_mode_stack(), *_get_current_function_mode_stack()]
     return [type(m).__name__ for m in modes if not type(m).__module__.startswith("warpgym.")]
 
 
-def _on_stack(mode: Any) -> bool:
-    from torch.overrides import _get_current_function_mode_stack
-    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+def _stack_of(mode: Any) -> list[Any]:
+    return _get_current_dispatch_mode_stack() if isinstance(mode, TorchDispatchMode) else \
+        _get_current_function_mode_stack()
 
-    stack = _get_current_dispatch_mode_stack if isinstance(mode, TorchDispatchMode) else \
-        _get_current_function_mode_stack
-    return any(m is mode for m in stack())
+
+def _on_stack(mode: Any) -> bool:
+    return any(m is mode for m in _stack_of(mode))
 
 
 def _restore_stacks(dispatch: TorchDispatchMode, function: Any) -> list[str]:
     """Pop every mode the watched code left above the watch's own, on both of PyTorch's mode stacks, and
-    name them. A mode left there would run after the watch, in whatever PyTorch call the harness made next
-    (copying the outputs back answers through a ``TorchFunctionMode``); leaving the watch would also pop it
-    instead of the watch's own, which pops by position. A watch's mode that is gone is named too."""
-    from torch.overrides import _get_current_function_mode_stack
+    say so of each, as the tamper report words it. A mode left there would run after the watch, in whatever
+    PyTorch call the harness made next (copying the outputs back answers through a ``TorchFunctionMode``);
+    leaving the watch would also pop it instead of the watch's own, which pops by position. A watch's mode
+    that is gone is named too."""
+    # Taken as called: the sandbox guards PyTorch's pops, and passes the harness's own calls through.
     from torch.overrides import _pop_mode as pop_function_mode
-    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
     from torch.utils._python_dispatch import _pop_mode as pop_dispatch_mode
 
     left = []
-    for own, stack, pop in ((dispatch, _get_current_dispatch_mode_stack, pop_dispatch_mode),
-                            (function, _get_current_function_mode_stack, pop_function_mode)):
-        if not any(m is own for m in stack()):
-            left.append(f"the watch's own {type(own).__name__} was taken off the stack")
+    for own, pop in ((dispatch, pop_dispatch_mode), (function, pop_function_mode)):
+        if not _on_stack(own):
+            left.append(f"the watch's own {type(own).__name__} was taken off PyTorch's mode stack")
             continue
-        while stack()[-1] is not own:
-            left.append(type(pop()).__name__)
+        while _stack_of(own)[-1] is not own:
+            name = type(pop()).__name__
+            left.append(f"a PyTorch mode left active after the candidate's code returned ({name})")
     return left
 
 
