@@ -148,7 +148,7 @@ def test_a_candidate_calling_the_compiler_itself_is_refused(scale_rows, evaluato
 
 def test_a_needs_gpu_reply_counts_only_for_a_module_whose_code_names_load_inline():
     """The worker's record of a refused build is in the candidate's reach; its source is not."""
-    from warpgym.env.judge.channel import _names_load_inline
+    from warpgym.env.judge.static import names_load_inline as _names_load_inline
 
     assert _names_load_inline("from torch.utils.cpp_extension import load_inline\nmod = load_inline('m', '')")
     assert _names_load_inline("import torch.utils.cpp_extension as ext\next.load_inline('m', cpp_sources='')")

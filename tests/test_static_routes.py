@@ -364,6 +364,24 @@ def test_a_model_constructor_that_seeds_is_refused_in_every_mode():
         assert len(seeded[0].message) > 40 and seeded[0].line is not None
 
 
+def test_a_model_with_no_kernel_is_refused_however_it_mentions_load_inline():
+    """A CUDA extension's kernels are in its sources, so a module that builds one needs no ``@triton.jit``.
+    The word in a comment or a string builds nothing: PyTorch alone must still be refused as kernel-free."""
+    body = textwrap.dedent("""
+        import torch
+        import torch.nn as nn
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                return torch.softmax(x, -1)  {mention}
+        """)
+    for mention in ("# load_inline would go here", "if False else 'load_inline'"):
+        report = check_model_source(body.format(mention=mention), "ModelNew", ["x"], allow_torch=True)
+        assert "no-kernel" in {v.code for v in report.violations}, (mention, report.violations)
+    built = "from torch.utils.cpp_extension import load_inline\n" + body.format(mention="")
+    report = check_model_source(built, "ModelNew", ["x"], allow_torch=True)
+    assert "no-kernel" not in {v.code for v in report.violations}, report.violations
+
+
 # honest code in the same unusual styles
 HONEST = {
     "getattr of a Triton dtype": """

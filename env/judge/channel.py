@@ -18,6 +18,7 @@ from warpgym.env.judge import findings, shipped
 from warpgym.env.judge.plan import Check
 from warpgym.env.judge.pool import Worker, WorkerError
 from warpgym.env.judge.references import itemsize
+from warpgym.env.judge.static import names_load_inline
 from warpgym.env.protocol import messages as m
 from warpgym.env.protocol.violations import Violation
 from warpgym.tasks import case_label
@@ -67,7 +68,7 @@ def close_problem_file(ev: Evaluation) -> None:
 def load_seconds(ev: Evaluation) -> float:
     """The import's time limit: a module that builds a CUDA extension waits for the compiler too."""
     limits = ev.options.limits
-    return max(limits.load, limits.compile) if "load_inline" in ev.candidate.source else limits.load
+    return max(limits.load, limits.compile) if names_load_inline(ev.candidate.source) else limits.load
 
 
 def retire_native(ev: Evaluation) -> None:
@@ -75,20 +76,6 @@ def retire_native(ev: Evaluation) -> None:
     that code left behind (threads, patched memory) would be in the next one's evidence."""
     if ev.extensions:
         ev.workers.run.stop()
-
-
-def _names_load_inline(source: str) -> bool:
-    """Whether the module's code (not a string or comment) names ``load_inline``: the worker's record that
-    the build was refused for want of a GPU is in the candidate's reach, its source is not."""
-    import ast
-
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return False
-    return any((isinstance(node, ast.Attribute) and node.attr == "load_inline")
-               or (isinstance(node, ast.Name) and node.id == "load_inline")
-               or (isinstance(node, ast.alias) and node.name == "load_inline") for node in ast.walk(tree))
 
 
 def load(ev: Evaluation) -> bool:
@@ -108,7 +95,7 @@ def load(ev: Evaluation) -> bool:
     ev.loaded = worker_pid(worker)
     ev.extensions = result.extensions = list(reply.extensions)
     if not reply.ok:
-        if reply.kind == "needs-gpu" and _names_load_inline(ev.candidate.source):
+        if reply.kind == "needs-gpu" and names_load_inline(ev.candidate.source):
             result.skipped_checks.append(f"{reply.error}: nothing was built or checked on this machine")
             return False
         if reply.kind == "needs-gpu":  # a module that builds no extension cannot have been refused one

@@ -564,6 +564,20 @@ class _Scanner(ast.NodeVisitor):
             self._check_string(joined, node)
 
 
+def names_load_inline(source: str) -> bool:
+    """Whether the module's code (not a string or comment) names ``load_inline``. A mention in a comment or
+    a string builds nothing, so it may neither excuse a module from holding a kernel nor make a worker's
+    "needs a GPU" record, which is in the candidate's reach, count as a skip."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+    return any((isinstance(node, ast.Attribute) and node.attr == "load_inline")
+               or (isinstance(node, ast.Name) and node.id == "load_inline")
+               or (isinstance(node, ast.alias) and node.name.rsplit(".", 1)[-1] == "load_inline")
+               for node in ast.walk(tree))
+
+
 def check_source(source: str, entrypoint: str, params: list[str], language: str = "triton") -> StaticReport:
     """Parse, find the entrypoint with the task's parameters, and scan host code."""
     if "\x00" in source:  # the parser's own message for this names no line ("line None")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 
 from warpgym.env.judge.result import Violation
-from warpgym.env.judge.static import StaticReport, check_source
+from warpgym.env.judge.static import StaticReport, check_source, names_load_inline
 
 TORCH_CALL_CODES = frozenset({"torch-compute"})
 
@@ -33,7 +33,7 @@ def check_model_source(source: str, class_name: str, params: list[str], allow_to
         return report
     tree = report.tree
     plumbing = _init_lines(tree)
-    builds_extension = "load_inline" in source  # its kernels are in the CUDA sources, not @triton.jit
+    builds_extension = names_load_inline(source)  # its kernels are in the CUDA sources, not @triton.jit
     kept = [
         v
         for v in report.violations
