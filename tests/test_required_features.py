@@ -198,6 +198,21 @@ def test_the_ptx_counts_alone_only_where_no_sass_could_be_read():
     assert "in the PTX but not in the SASS" in ev.result.missing_features["wgmma"]
 
 
+def test_a_module_of_the_same_name_whose_sass_is_unread_does_not_excuse_one_whose_sass_was_read():
+    """The SASS counts as unread per module built, not by name: a second module under the first one's name
+    whose disassembly fails must leave the first's SASS (where ptxas removed the wgmma) deciding."""
+    ev = SimpleNamespace(task=GEMM, options=EvalOptions(target="sm_90a"), on_gpu=False,
+                         result=EvalResult(task=GEMM.id, target="sm_90a", device="cpu"))
+    kernel = LoaderKernel(name="k", ptx={"wgmma": 4, "tma": 2})
+    read = LoaderModule(name="gemm", target="sm_90a", kernels=[kernel])
+    unread = LoaderModule(name="gemm", target="sm_90a", analysis_error="cuobjdump failed", kernels=[kernel])
+    kernels.add_modules(ev, [read, unread])
+    inspection.instructions(ev)
+    assert ev.result.required_features_met is False
+    assert "in the PTX but not in the SASS" in ev.result.missing_features["wgmma"]
+    assert ev.result.kernels[0].sass_unread == {"1:gemm": "SASS of module gemm: cuobjdump failed"}
+
+
 # ---------------------------------------------------------------------------- the instruction stage on a GPU
 def _row(source: str, warps: int, threads: int) -> SassRow:
     return SassRow("0x0", source, profile.sass_opcode(source), warps, threads)

@@ -75,15 +75,12 @@ UNSHOWN_MARK = ("the arch-verified mark: the required instructions were found in
                 "so it is left undecided")
 
 
-def sass_unread(result: EvalResult, kernel: KernelReport) -> str | None:
-    """Why no SASS of ``kernel`` could be read (the compile stage's skipped check: its disassembly failed),
-    or None when its SASS was read. A Triton kernel is named in it; a loader kernel's every module must be."""
-    said = [s for s in result.skipped_checks if s.startswith("SASS of ")]
-    if kernel.builds:
-        reasons = [next((s for s in said if s.startswith(f"SASS of module {b.split(':', 1)[1]}: ")), None)
-                   for b in kernel.builds]
-        return reasons[0] if all(reasons) else None
-    return next((s for s in said if s.startswith(f"SASS of {kernel.name}: ")), None)
+def sass_unread(kernel: KernelReport) -> str | None:
+    """Why no SASS of ``kernel`` could be read (its disassembly failed), or None when its SASS was read. A
+    loader kernel's SASS counts as unread only where that of every module defining it was."""
+    builds = kernel.builds or [""]
+    reasons = [kernel.sass_unread.get(build) for build in builds]
+    return reasons[0] if all(reasons) else None
 
 
 def not_compiled_in(result: EvalResult, kernels: list[KernelReport], families: tuple[str, ...]) -> str:
@@ -98,7 +95,7 @@ def not_compiled_in(result: EvalResult, kernels: list[KernelReport], families: t
     placeholders: list[str] = []
     unread: list[tuple[str, str]] = []
     for kernel in kernels:
-        missing_sass = sass_unread(result, kernel)
+        missing_sass = sass_unread(kernel)
         for fam in families:
             counts = kernel.families.get(fam, {})
             ptx, sass = counts.get("ptx") or 0, counts.get("sass") or 0

@@ -121,12 +121,15 @@ def add_kernels(ev: Evaluation, kernels: list[dict[str, Any]]) -> None:
                 for fam, n in counts.items():
                     sass_counts[fam] = sass_counts.get(fam, 0) + n
         except RuntimeError as exc:
-            result.skipped_checks.append(f"SASS of {kernel['name']}: {exc}")
+            unread = {"": f"SASS of {kernel['name']}: {exc}"}
+            result.skipped_checks.append(unread[""])
+        else:
+            unread = {}
         result.kernels.append(KernelReport(
             name=kernel["name"], target=kernel["target"],
             families={fam: {"ptx": ptx_counts.get(fam, 0), "sass": sass_counts.get(fam, 0)}
                       for fam in FAMILIES},
-            shared_bytes=kernel.get("shared")))
+            shared_bytes=kernel.get("shared"), sass_unread=unread))
 
 
 def _dry_run(ev: Evaluation) -> bool:
@@ -200,5 +203,7 @@ def add_modules(ev: Evaluation, modules: list[Any]) -> None:
                     held = report.families.setdefault(fam, {"ptx": 0, "sass": 0})
                     for side, n in counts.items():
                         held[side] = max(held.get(side, 0), n)
+            if module.analysis_error:
+                report.sass_unread[build] = f"SASS of module {module.name}: {module.analysis_error}"
         if module.analysis_error:
             result.skipped_checks.append(f"SASS of module {module.name}: {module.analysis_error}")

@@ -51,6 +51,10 @@ class KernelReport:
     builds: list[str] = field(default_factory=list)
     """The loader modules (``position:name``) whose kernel of this name is counted here: a module that defines
     a name again adds what it holds (the most of each family), so no version of a kernel goes uncounted."""
+    sass_unread: dict[str, str] = field(default_factory=dict)
+    """Why its SASS could not be read, by build (``""`` for a Triton kernel): where it was not, its PTX counts
+    alone. Kept by build rather than read back from the skipped checks' wording, which names the candidate's
+    own kernels and modules and so could be made to match another's."""
 
 
 @dataclass
