@@ -76,3 +76,55 @@ def test_a_folder_reached_through_a_link_is_known_by_both_names(tmp_path):
     folders = _folders(str(link / "env" / "worker"))
     assert folders == (str(link / "env") + os.sep, str(real) + os.sep)
     assert _folders(str(real / "worker")) == (str(real) + os.sep,)
+
+
+SPOOF = textwrap.dedent('''
+    import os, sys, json
+    os.chdir(sys.argv[1])
+    import torch
+    from warpgym.env.worker import policy, scrub
+    policy.freeze_dispatch_tables()
+
+    def helper(x):
+        return x.softmax(-1)
+
+    def claiming(fn, filename):
+        fn.__code__ = fn.__code__.replace(co_filename=filename)
+        return fn
+
+    x = torch.randn(4, 4)
+    results = {}
+    spoofed = claiming(helper, scrub.__file__)  # a harness file's name, this module's globals
+    with policy.watching() as mode:
+        spoofed(x)
+    results["spoofed"] = mode.forbidden()
+    with policy.watching() as mode:
+        x.softmax(-1)  # the control: this script's frames are nobody's, so the op counts
+    results["control"] = mode.forbidden()
+    print(json.dumps(results))
+''')
+
+
+def test_a_frame_under_a_harness_file_name_is_the_harness_only_in_that_module_globals(tmp_path):
+    """A code object's file name is its builder's choice (``CodeType.replace``); the policy takes a frame
+    for the harness's only where it runs in the globals of the module loaded from that file."""
+    import json
+    from types import SimpleNamespace
+
+    from warpgym.env.worker import audit, scrub
+
+    def frame(globals_: dict, filename: str) -> SimpleNamespace:
+        return SimpleNamespace(f_globals=globals_, f_code=SimpleNamespace(co_filename=filename))
+
+    assert audit.runs_its_own_file(frame(vars(scrub), scrub.__file__))
+    assert not audit.runs_its_own_file(frame(globals(), scrub.__file__))
+    forged = {"__name__": scrub.__name__, "__file__": scrub.__file__}
+    assert not audit.runs_its_own_file(frame(forged, scrub.__file__))
+    assert not audit.runs_its_own_file(frame(vars(scrub), audit.__file__))
+
+    out = subprocess.run([sys.executable, "-c", SPOOF, str(tmp_path)], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    results = json.loads(out.stdout.strip().splitlines()[-1])
+    assert results["control"], results
+    assert results["spoofed"], results

@@ -37,6 +37,21 @@ TOOLCHAIN_DIRS = tuple(dict.fromkeys(os.path.join(d, "toolchain") + os.sep
 """The loader the candidate calls, walked through like any library: where it calls back into an object of
 the candidate's (a box entry's ``__int__``), what runs is on the candidate's account."""
 
+
+def runs_its_own_file(frame: Any) -> bool:
+    """Whether ``frame`` runs in the globals of the module loaded from the file its code names. A code
+    object's file name is whatever its builder chose (``CodeType.replace``, ``compile``), so a name alone
+    does not make a frame the harness's, PyTorch's or Triton's; the module's own globals, which a function
+    keeps for life, do."""
+    globals_ = frame.f_globals
+    name = dict.get(globals_, "__name__")
+    module = sys.modules.get(name) if type(name) is str else None
+    if module is None or getattr(module, "__dict__", None) is not globals_:
+        return False
+    file, claimed = getattr(module, "__file__", None), frame.f_code.co_filename
+    return type(file) is str and (file == claimed or os.path.realpath(file) == os.path.realpath(claimed))
+
+
 _STRICT = {
     # event -> (violation code, what it is, in words)
     "socket.__new__": ("sandbox-network", "network access (opening a socket)"),
@@ -90,6 +105,10 @@ _IMMEDIATE = {
     "code.__new__": ("dynamic-code", "building a code object"),
     "function.__new__": ("dynamic-code", "building a function from a code object"),
 }
+CODE_EVENTS = frozenset({"code.__new__", "function.__new__", "marshal.loads", "marshal.load"})
+"""Ways to build code under any file's name; refused on the candidate's behalf for a name not its own,
+whichever helper is nearest (``code_object_problem``)."""
+TRITON_INTERPRETER = "/triton/runtime/interpreter.py"
 CODEGEN_MODULES = ("/dataclasses.py", "/collections/__init__.py")
 """Standard-library modules that build code from strings of their own making (a dataclass's ``__init__``,
 a named tuple's ``__new__``); with Triton's and PyTorch's own code generation, the only ones that may run
@@ -216,7 +235,7 @@ def install_audit(workdir: str, protected: list[str], includes: list[str]) -> No
     reopened = tuple(p.rstrip("/") + "/" for p in includes)
     me = str(os.getpid())
     strict, immediate, path_events = dict(_STRICT), dict(_IMMEDIATE), frozenset(_PATH_EVENTS)
-    watched = frozenset(strict) | frozenset(immediate) | path_events
+    watched = frozenset(strict) | frozenset(immediate) | path_events | CODE_EVENTS
     incidents: list[list[str]] = []
     busy: set[int] = set()
     getframe, get_ident, realpath, fsdecode = sys._getframe, _thread.get_ident, os.path.realpath, os.fsdecode
@@ -254,7 +273,7 @@ def install_audit(workdir: str, protected: list[str], includes: list[str]) -> No
             if name.startswith(candidate_prefix):
                 return True
             if name.startswith(harness_prefix) and not name.endswith(LAYER_FILES):
-                return False
+                return not runs_its_own_file(frame)  # a code object of the candidate's under our name
             if direct and not is_stdlib(name):
                 return False
             frame = frame.f_back
@@ -309,7 +328,9 @@ def install_audit(workdir: str, protected: list[str], includes: list[str]) -> No
             filename = args[1] if len(args) > 1 and isinstance(args[1], str) else ""
         if filename.startswith(workdir_prefix) and not filename.startswith(candidate_prefix):
             return f"running {os.path.basename(filename)}, code it wrote at run time"
-        if not filename.startswith("<") or filename.startswith("<frozen"):
+        if not filename.startswith("<"):
+            return foreign_name_problem(filename, caller)
+        if filename.startswith("<frozen"):
             return None
         frame, via = caller, ""
         while frame is not None:  # the nearest code that asked for it: a code generator, or the candidate
@@ -323,6 +344,35 @@ def install_audit(workdir: str, protected: list[str], includes: list[str]) -> No
             frame = frame.f_back
         return None
 
+    def foreign_name_problem(filename: Any, caller: Any) -> str | None:
+        """Code built under the name of a file that is not the candidate's, on the candidate's behalf: a
+        frame of it would pass for the harness's, PyTorch's or Triton's wherever a frame's file decides. An
+        import (the import system compiling or unmarshalling a module's own file) and Triton's interpreter
+        rebuilding one of Triton's kernels under its file are what legitimately do it."""
+        if type(filename) is str and (filename.startswith(candidate_prefix) or filename.startswith("<")):
+            return None
+        nearest = caller.f_code.co_filename if caller is not None else ""
+        if nearest.startswith("<frozen importlib"):
+            return None
+        if nearest.endswith(TRITON_INTERPRETER) and type(filename) is str and runs_its_own_file(caller) \
+                and (filename == "" or filename.startswith(site) and "/triton/" in filename):
+            return None  # Triton's own helpers (tl.zeros, tl.sum's combine) rebuilt for interpretation
+        if not origin(caller, direct=False):
+            return None
+        return f"building code under another file's name ({os.path.basename(str(filename))})"
+
+    def code_object_problem(event: str, args: tuple[Any, ...], caller: Any) -> str | None:
+        """A code object or function built under another file's name (``code.__new__`` and ``replace``,
+        ``function.__new__``, ``marshal.loads``), through any helper: the standard library never needs to."""
+        if event == "code.__new__":
+            return foreign_name_problem(args[1] if len(args) > 1 else None, caller)
+        if event == "function.__new__":
+            return foreign_name_problem(getattr(args[0], "co_filename", None) if args else None, caller)
+        nearest = caller.f_code.co_filename if caller is not None else ""
+        if nearest.startswith("<frozen importlib") or not origin(caller, direct=False):
+            return None
+        return "building code objects from marshalled bytes"
+
     def hook(event: str, args: tuple[Any, ...]) -> None:
         if event not in watched:
             return
@@ -332,9 +382,12 @@ def install_audit(workdir: str, protected: list[str], includes: list[str]) -> No
         busy.add(ident)
         try:
             caller = getframe(1)
-            built = built_code_problem(event, args, caller) if event in ("exec", "compile") else None
+            built = built_code_problem(event, args, caller) if event in ("exec", "compile") else (
+                code_object_problem(event, args, caller) if event in CODE_EVENTS else None)
             if built is not None:
                 code, what = "dynamic-code", built
+            elif event in CODE_EVENTS and event not in immediate:
+                return
             elif event in immediate:
                 name = caller.f_code.co_filename if caller is not None else ""
                 if not name.startswith(candidate_prefix):
@@ -394,7 +447,7 @@ def install_audit(workdir: str, protected: list[str], includes: list[str]) -> No
                 return True
             if name.startswith(harness_prefix) and not name.endswith(LAYER_FILES) \
                     and not name.startswith(TOOLCHAIN_DIRS):
-                return False
+                return not runs_its_own_file(frame)
             frame = frame.f_back
         return False
 

@@ -52,6 +52,9 @@ def _owners() -> tuple[str, ...]:
     return tuple(dict.fromkeys(p + os.sep for f in folders for p in (f, os.path.realpath(f))))
 
 
+_HARNESS = (audit.ENV_DIR + os.sep, os.path.realpath(audit.ENV_DIR) + os.sep)
+
+
 def _candidate_called(frame: Any) -> bool:
     """Walking out from the call: the candidate's module or a request handler (a finalizer's callback)
     before PyTorch, Triton or the harness. Other code (the standard library, NumPy, any package that
@@ -63,7 +66,7 @@ def _candidate_called(frame: Any) -> bool:
         if name.startswith(_CANDIDATE_PREFIX) or name in audit.HANDLER_FILES:
             return True
         if name not in _OWN and name not in passed and name.startswith(_owners()):
-            return False
+            return name.startswith(_HARNESS) and not audit.runs_its_own_file(frame)
         frame = frame.f_back
     return False
 

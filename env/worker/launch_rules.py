@@ -38,12 +38,76 @@ def _argument_problem(value: Any, depth: int = 0) -> str | None:
     # A module's own parameter is a tensor as the compile sees it (its subclasses are not: they may override)
     if type(value) in _PLAIN or type(value) is torch.Tensor or type(value) is torch.nn.Parameter:
         return None
-    if type(value) in (tuple, list) and depth < 4:
+    if (type(value) in (tuple, list) or type(value) is torch.Size) and depth < 4:
         return next(filter(None, (_argument_problem(v, depth + 1) for v in value)), None)
-    if type(value).__module__.split(".")[0] == "triton":
-        inner = getattr(value, "value", None) if type(value).__name__ == "constexpr" else None
-        return _argument_problem(inner, depth + 1) if inner is not None else None
+    if isinstance(value, type) and _triton_class(value):  # an enum member's own class, say
+        return None
+    if _triton_class(type(value)) and depth < 4:
+        held = vars(value).values() if hasattr(value, "__dict__") else ()
+        return next(filter(None, (_argument_problem(v, depth + 1) for v in held)), None)
     return _kind(value)
+
+
+def _triton_class(cls: type) -> bool:
+    """Whether ``cls`` is a class Triton defines, found under its name in the module it names: a class of
+    the candidate's that only claims Triton's module (``__module__ = "triton.language"``) is not."""
+    import sys
+
+    if cls.__module__.split(".")[0] != "triton":
+        return False
+    found: Any = sys.modules.get(cls.__module__)
+    for part in cls.__qualname__.split("."):
+        found = getattr(found, part, None)
+    return found is cls
+
+
+def _numpy_integers() -> tuple[type, ...]:
+    import numpy
+
+    return tuple({numpy.dtype(c).type for c in numpy.typecodes["AllInteger"]})
+
+
+def grid_problem(grid: Any) -> str | None:
+    """What is wrong with a launch grid's value: it must be a tuple or list of up to three ``int``s.
+    Triton calls ``__index__`` and compares each entry inside the launch, so an entry of the candidate's
+    class would run its methods there, unseen by the policy."""
+    if type(grid) not in (tuple, list):
+        return f"a {type(grid).__name__}"
+    if not 1 <= len(grid) <= 3:
+        return f"a {type(grid).__name__} of {len(grid)} entries"
+    odd = next((e for e in grid if type(e) is not int and type(e) not in _numpy_integers()), None)
+    return None if odd is None else f"a {type(grid).__name__} holding {_kind(odd)}"
+
+
+def checked_grid(kernel_name: str, grid: Any, refused: list[str]) -> Any:
+    """The launch's grid, or for a grid function one that checks what it returns: a bad grid raises
+    LaunchRefused (its reason also appended to ``refused``) before Triton reads any entry."""
+    def check(value: Any) -> Any:
+        problem = grid_problem(value)
+        if problem:
+            refused.append(f"kernel {kernel_name} was launched with a grid that is {problem}: a grid is a "
+                           "tuple of one to three ints (Triton calls each entry's methods inside the launch)")
+            raise LaunchRefused(refused[-1])
+        return value
+
+    if isinstance(grid, CheckedGrid):
+        return grid
+    if not callable(grid):
+        return check(grid)
+    return CheckedGrid(grid, check)
+
+
+class CheckedGrid:
+    """A grid function whose every answer is checked (``checked_grid``); ``grid`` is the launch's own, which
+    the rules on code a launch calls judge (an autotuner hands the checked one on to its kernel's launch)."""
+
+    __slots__ = ("grid", "_check")
+
+    def __init__(self, grid: Any, check: Any) -> None:
+        self.grid, self._check = grid, check
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._check(self.grid(*args, **kwargs))
 
 
 def plain_arguments(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
@@ -84,7 +148,7 @@ def launch_key(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[
     return (id(fn), tuple(sorted((k, repr(bound[k])) for k in wanted if k in bound)))
 
 
-def _python_function(value: Any) -> Any:
+def python_function(value: Any) -> Any:
     """The Python function behind a Triton kernel object (jit, interpreted, autotuned, heuristics), else
     None."""
     import types
@@ -101,7 +165,7 @@ def kernels_of(module: Any) -> dict[str, Any]:
     """Each module-level Triton kernel's Python function by name, as the module defines them now."""
     found: dict[str, Any] = {}
     for value in list(vars(module).values()):
-        fn = _python_function(value)
+        fn = python_function(value)
         if fn is not None:
             found.setdefault(fn.__name__, fn)
     return found
@@ -198,6 +262,7 @@ def foreign_hooks(kernel: Any, grid: Any, own: tuple[str, ...]) -> None:
         return getattr(value, "__qualname__", None) or type(value).__name__
 
     found = []
+    grid = grid.grid if isinstance(grid, CheckedGrid) else grid
     if callable(grid) and problem(grid):
         found.append(f"the grid is {problem(grid)}")
     obj = kernel
@@ -214,6 +279,6 @@ def foreign_hooks(kernel: Any, grid: Any, own: tuple[str, ...]) -> None:
         obj = settings.get("fn")
     if found:
         raise LaunchRefused(
-            f"kernel {getattr(_python_function(kernel), '__name__', '?')} would call {found[0]} during its "
+            f"kernel {getattr(python_function(kernel), '__name__', '?')} would call {found[0]} during its "
             "launch: code a launch runs must be Python of the module (a function, a lambda), where the "
             "run-time policy sees what it computes")

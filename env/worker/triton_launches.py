@@ -149,6 +149,9 @@ def install_recorder() -> None:
             except launch_rules.LaunchRefused as exc:
                 RECORDER.refused.append(str(exc))
                 raise
+            if "grid" in kwargs:
+                name = getattr(launch_rules.python_function(self), "__name__", "?")
+                kwargs["grid"] = launch_rules.checked_grid(name, kwargs["grid"], RECORDER.refused)
             if cls.__name__ in ("JITFunction", "InterpretedFunction") and not kwargs.get("warmup"):
                 given = {k: v for k, v in kwargs.items() if k not in ("grid", "warmup")}
                 launch = RECORDER.record(self.fn, args, given)

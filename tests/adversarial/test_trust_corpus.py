@@ -89,6 +89,17 @@ ATTACKS = [
     ("parameter_subclass_argument", "math/add", {"uncompiled-kernel"}, "run"),
     ("kernel_name_shadowed", "math/add", {"uncompiled-kernel"}, "run"),
     ("constexpr_global_per_worker", "math/add", {"uncompiled-kernel"}, "run"),
+    ("constexpr_bool_claims_triton", "math/add", {"uncompiled-kernel"}, "run"),
+    # objects of the candidate's whose methods Triton or the recorder call inside a launch
+    ("constexpr_claims_triton_repr", "math/add", {"uncompiled-kernel"}, "run"),
+    ("kernel_body_method_raw_write", "math/add", {"uncompiled-kernel"}, "run"),
+    ("grid_entry_builtin_index", "math/add", {"uncompiled-kernel"}, "run"),
+    # code under another file's name: frames that pass for the harness's
+    ("code_filename_spoofed", "math/add", {"dynamic-code"}, "run"),
+    ("code_compiled_under_harness_name", "math/add", {"dynamic-code"}, "run"),
+    ("code_unmarshalled_under_harness_name", "math/add", {"dynamic-code"}, "run"),
+    # host reads no PyTorch route sees
+    ("numpy_raw_address_read", "loss/mse", {"host-compute"}, "run"),
 ]
 
 HONEST = [
@@ -99,6 +110,7 @@ HONEST = [
     ("honest_prerun_hook_python", "math/add"),
     ("honest_dataclass_config", "normalization/softmax"),
     ("honest_finalizer_cache", "math/add"),
+    ("honest_grid_numpy_dtype_constexpr", "math/add"),
 ]
 
 SECRETS = {
