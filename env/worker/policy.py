@@ -68,11 +68,6 @@ NumPy view can be widened with ``as_strided``, a storage serialised whole. They 
 storage holds."""
 
 
-HOST_ADDRESS_METHODS = frozenset({"data_ptr"})
-"""A host tensor's raw address: NumPy (``__array_interface__``) reads its whole storage through it, unseen by
-PyTorch. Counted for tensors in host memory only; a GPU address is no host read."""
-
-
 STORAGES = (torch.UntypedStorage, torch.TypedStorage)
 
 def _folders(path: str) -> tuple[str, ...]:
@@ -248,8 +243,7 @@ def _storage_elements(storage: Any, like: Any) -> int:
     size = like.element_size() if isinstance(like, torch.Tensor) else 1
     return storage.nbytes() // max(1, size)
 class HostReadMode(TorchFunctionMode):
-    """Sees the reads that never reach the dispatcher: ``numpy()``, ``tolist()``, ``__array__``, and on the
-    host a tensor's raw address."""
+    """Sees the reads that never reach the dispatcher: ``numpy()``, ``tolist()``, ``__array__``."""
 
     def __init__(self, policy: PolicyMode) -> None:
         super().__init__()
@@ -257,12 +251,10 @@ class HostReadMode(TorchFunctionMode):
 
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         name = getattr(func, "__name__", "")
-        if (name in HOST_READ_METHODS or name in HOST_ADDRESS_METHODS) and args \
-                and isinstance(args[0], torch.Tensor) and _origin(sys._getframe(1), self.policy.paused > 0):
+        if name in HOST_READ_METHODS and args and isinstance(args[0], torch.Tensor) \
+                and _origin(sys._getframe(1), self.policy.paused > 0):
             tensor = args[0]
-            if name in HOST_ADDRESS_METHODS and tensor.device.type != "cpu":
-                return func(*args, **(kwargs or {}))
-            whole = name in WHOLE_STORAGE_READS | HOST_ADDRESS_METHODS and tensor.layout == torch.strided
+            whole = name in WHOLE_STORAGE_READS and tensor.layout == torch.strided
             elements = _storage_elements(tensor.untyped_storage(), tensor) if whole else tensor.numel()
             self.policy.count_host(f"{name}() of tensor data", max(elements, tensor.numel()))
         return func(*args, **(kwargs or {}))

@@ -98,8 +98,6 @@ ATTACKS = [
     ("code_filename_spoofed", "math/add", {"dynamic-code"}, "run"),
     ("code_compiled_under_harness_name", "math/add", {"dynamic-code"}, "run"),
     ("code_unmarshalled_under_harness_name", "math/add", {"dynamic-code"}, "run"),
-    # host reads no PyTorch route sees
-    ("numpy_raw_address_read", "loss/mse", {"host-compute"}, "run"),
 ]
 
 HONEST = [
