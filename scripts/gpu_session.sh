@@ -32,7 +32,7 @@
 # the causal task's variants only).
 # verify: tests/gpu/test_executed_work_gpu.py (required instructions beside an FFMA product) and
 # tests/gpu/test_profile_confined_gpu.py (ncu and compute-sanitizer behind the confined worker), then scripts/gpu_ptx_check.py
-# (every ptx reference and its hand-written CUDA ones through the evaluator; PTX_TASKS picks tasks).
+# (every ptx reference and its hand-written CUDA ones through the evaluator; PTX_TASKS picks tasks, VERIFY_TESTS the tests).
 # stall: scripts/paired_repeat.py on PAIRS (default the matmul against cuBLAS) in PROCESSES (10) processes, then
 # scripts/ncu_probe.py (where Nsight Compute stalls on the hand-written CUDA GEMM).
 # quote: scripts/order_effect_probe.py, scripts/paired_repeat.py (five processes at once), then `warpgym bench`'s
@@ -181,8 +181,10 @@ if [[ $part == followup ]]; then  # what the 2026-12-03 run left open, in one ca
 fi
 if [[ $part == verify ]]; then  # the profilers in the confined worker, then every ptx reference and its CUDA ones
   export CUDA_VISIBLE_DEVICES=$(g 0)
-  timeout "$(cap 300)" python3 -m pytest -q tests/gpu/test_executed_work_gpu.py tests/gpu/test_profile_confined_gpu.py \
-    -p no:cacheprovider -rA -s --timeout 140 > "$OUT/A-profilers.log" 2>&1
+  # VERIFY_TESTS="path or node id ...": those tests instead of the two files
+  # shellcheck disable=SC2086
+  timeout "$(cap 300)" python3 -m pytest -q ${VERIFY_TESTS:-tests/gpu/test_executed_work_gpu.py \
+    tests/gpu/test_profile_confined_gpu.py} -p no:cacheprovider -rA -s --timeout 140 > "$OUT/A-profilers.log" 2>&1
   # PTX_TASKS="ptx/gemm-bf16 ...": those tasks only (default: the whole suite)
   # shellcheck disable=SC2086
   OUT=$J timeout "$(cap 420)" python3 scripts/gpu_ptx_check.py ${PTX_TASKS:+--tasks $PTX_TASKS} \

@@ -83,6 +83,18 @@ def test_memory_no_pytorch_op_allocated_is_a_host_answer_unless_small():
     assert len(watch.findings) == 1 and "no PyTorch op allocated" in watch.findings[0]
 
 
+def test_small_tables_of_unknown_memory_count_together():
+    """Sixteen 1 KiB chunks of host-made memory are one 16 KiB answer, not sixteen small tables."""
+    with HostWrites() as watch:
+        for _ in range(7):
+            torch.from_numpy(np.ones(256, dtype=np.float32)).clone()
+    assert not watch.findings  # 7 KiB: a table
+    with HostWrites() as watch:
+        for _ in range(16):
+            torch.from_numpy(np.ones(256, dtype=np.float32)).clone()
+    assert watch.findings and "16384 bytes" in watch.findings[-1], watch.findings
+
+
 def test_outside_a_call_nothing_is_reported_but_memory_is_remembered():
     with HostWrites(strict=False) as loading:
         table = torch.empty(4096)

@@ -9,7 +9,7 @@ import pytest
 import torch
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
-from warpgym.env.worker.launch_rules import LaunchRefused, _argument_problem, checked_grid
+from warpgym.env.worker.launch_rules import LaunchRefused, _argument_problem, _triton_class, checked_grid
 
 
 class ClaimsTriton(int):
@@ -44,3 +44,22 @@ def test_a_grid_is_one_to_three_ints_whether_given_or_returned():
         function({"n": 2})
     assert checked_grid("k", function, refused) is function  # an autotuner hands it on once checked
     assert len(refused) == 6 and all(len(r) > 40 for r in refused)
+
+
+def test_a_class_set_into_triton_s_module_is_still_the_candidate_s(monkeypatch):
+    """Found under its name in ``triton.language`` because the candidate put it there: its methods (a
+    builtin as ``__repr__``) are its own, and Triton's real classes, all of them, still pass."""
+    import functools
+    import sys
+
+    class Block:
+        __module__ = "triton.language"
+        __qualname__ = "Block"
+        __repr__ = functools.partial(str, "computed unseen")
+
+    real = [v for name, module in list(sys.modules.items())
+            if name.startswith("triton.language") and module is not None
+            for v in vars(module).values() if isinstance(v, type) and v.__module__ == name]
+    assert len(real) > 20 and [c for c in real if not _triton_class(c)] == []
+    monkeypatch.setattr(tl, "Block", Block, raising=False)
+    assert _argument_problem(Block()) == "a Block"

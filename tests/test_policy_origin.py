@@ -128,3 +128,47 @@ def test_a_frame_under_a_harness_file_name_is_the_harness_only_in_that_module_gl
     results = json.loads(out.stdout.strip().splitlines()[-1])
     assert results["control"], results
     assert results["spoofed"], results
+
+
+ROUTES = textwrap.dedent('''
+    import os, sys, json
+    os.chdir(sys.argv[1])
+    sys.path.insert(0, os.getcwd())
+    import numpy as np
+    import torch
+    from warpgym.env.worker import host_routes, policy
+    replaced = host_routes.install()
+    policy.freeze_dispatch_tables()
+    open("candidate_1.py", "w").write(
+        "import torch\\n"
+        "def export(x):\\n    return torch.utils.dlpack.to_dlpack(x)\\n"
+        "def build(n):\\n    return torch.frombuffer(bytearray(4 * n), dtype=torch.float32)\\n"
+        "def show(x):\\n    return repr(x)\\n")
+    import candidate_1
+    x = torch.randn(4096)
+    results = {"replaced": replaced}
+    calls = {"export": lambda: candidate_1.export(x), "build": lambda: candidate_1.build(3000),
+             "show": lambda: candidate_1.show(x[:500]), "show_big": lambda: candidate_1.show(x)}
+    for name, call in calls.items():
+        with policy.watching() as mode:
+            call()
+        results[name] = dict(mode.host)
+    print(json.dumps(results))
+''')
+
+
+def test_host_routes_no_mode_sees_are_counted_where_the_candidate_takes_them(tmp_path):
+    """DLPack's exporter and ``frombuffer`` are C functions no mode is told of, and PyTorch prints with every
+    mode popped: the worker counts each, by the candidate's frames, as the host-read budget counts
+    ``numpy()`` and ``torch.tensor``."""
+    import json
+
+    out = subprocess.run([sys.executable, "-c", ROUTES, str(tmp_path)], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    results = json.loads(out.stdout.strip().splitlines()[-1])
+    assert "torch.utils.dlpack.to_dlpack" in results["replaced"] and "torch.frombuffer" in results["replaced"]
+    assert sum(results["export"].values()) == 4096, results["export"]
+    assert sum(results["build"].values()) == 3000, results["build"]
+    assert sum(results["show"].values()) == 500, results["show"]
+    assert 0 < sum(results["show_big"].values()) <= 6, results["show_big"]  # three at each end

@@ -308,6 +308,20 @@ def test_an_honest_candidate_s_timed_calls_take_as_long_as_its_traced_and_checke
     assert EvalResult.from_dict(ev.result.to_dict()).timing[0].checked_device_ms == pytest.approx(1.9)
 
 
+def test_calls_timed_again_in_a_traced_block_are_work_of_that_block(monkeypatch, tmp_path):
+    """A starved call is timed again inside the same trace, so the trace holds its kernels once per attempt:
+    the worker reports the calls it ran, and the work per call is read over those, not over the calls asked
+    for (a slow honest kernel would otherwise read as twice its work and fail)."""
+    def retimed_once(calls: int) -> dict[str, Any]:
+        return {**busy_block(1900.0, calls + 1), "calls": calls + 1}
+
+    options = EvalOptions(device="cpu", paired=PairedTiming(trace_seed=0))
+    ev, _ = _bench(monkeypatch, tmp_path, options, FakeWorker(Clock(), retimed_once),
+                   checked=checked_reply(1900.0))
+    assert ev.result.correct and not ev.result.violations, ev.result.violations
+    assert ev.result.timing[0].traced_device_ms == pytest.approx(1.9)
+
+
 @pytest.mark.parametrize(("traced_us", "checked_us", "where"), [
     (50.0, 10_000.0, "check after the timing window"),  # a kept answer and a token launch in every timed call
     (10_000.0, 10_000.0, "traced timed calls"),  # honest while traced (it can tell, by its launches' pace)

@@ -299,7 +299,8 @@ def _traced_side(ev: Evaluation, case: dict[str, Any], alone: bool,
         started = time.perf_counter()
         label = f"a traced block of {calls} timed calls on {case_label(case)}, beside round {index + 1}"
         reply = _block(ev, m.TimeBlockRequest(calls=calls, start=start, trace=True), alone, label)
-        if (per_call := device_ms(reply.device_trace, calls)) is not None:
+        ran = int((reply.device_trace or {}).get("calls") or calls)  # with the calls timed again
+        if (per_call := device_ms(reply.device_trace, ran)) is not None:
             device_per_call.append(per_call)
         return time.perf_counter() - started
 

@@ -34,6 +34,7 @@ import ast
 import functools
 import itertools
 import math
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -318,12 +319,46 @@ def _install_autotune() -> None:
     Autotuner.run = run
 
 
+SOURCES: dict[str, list[str]] = {}
+"""Each candidate module's file and its lines, as the worker wrote them (``keep_source``)."""
+
+
+def keep_source(path: str, source: str) -> None:
+    """The candidate module written at ``path``: the interpreter reads its kernels' bodies from it."""
+    lines = source.splitlines(keepends=True)
+    for name in {path, os.path.realpath(path)}:
+        SOURCES[name] = lines
+
+
+def _install_true_sources() -> None:
+    """The interpreter reads a kernel's body through ``inspect.getsourcelines``, that is from ``linecache``,
+    and runs what it finds: a module that rewrote its own entry there (``linecache.cache[__file__]``) would
+    run a body the static scan never read, and the target's compile another. The candidates' entries are
+    put back as the worker wrote them before every rewrite."""
+    import linecache
+
+    from triton.runtime.interpreter import FunctionRewriter
+
+    original = FunctionRewriter.rewrite_ast
+    if getattr(original, "_warpgym", False):
+        return
+
+    @functools.wraps(original)
+    def rewrite_ast(self: Any) -> Any:
+        for path, lines in SOURCES.items():
+            linecache.cache[path] = (sum(map(len, lines)), None, list(lines), path)
+        return original(self)
+
+    rewrite_ast._warpgym = True  # type: ignore[attr-defined]
+    FunctionRewriter.rewrite_ast = rewrite_ast
+
+
 def install() -> list[str]:
     """Close the gaps above; returns those that could not be closed with this Triton (none on 3.9)."""
     missing = []
     for name, step in (("float scalars", _install_scalars), ("libdevice", _install_libdevice),
                        ("and/or on tensors", _install_bool_ops), ("autotune", _install_autotune),
-                       ("tf32 dot", _install_tf32_dot)):
+                       ("tf32 dot", _install_tf32_dot), ("kernel sources", _install_true_sources)):
         try:
             step()
         except (ImportError, AttributeError) as exc:

@@ -16,6 +16,7 @@ Each problem is a refusal with the kernel's name and the reason, reported as a v
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 MAX_DISTINCT = 1024
@@ -48,7 +49,7 @@ def _argument_problem(value: Any, depth: int = 0) -> str | None:
     return _kind(value)
 
 
-def _triton_class(cls: type) -> bool:
+def _triton_class(cls: type, depth: int = 0) -> bool:
     """Whether ``cls`` is a class Triton defines, found under its name in the module it names: a class of
     the candidate's that only claims Triton's module (``__module__ = "triton.language"``) is not."""
     import sys
@@ -58,7 +59,44 @@ def _triton_class(cls: type) -> bool:
     found: Any = sys.modules.get(cls.__module__)
     for part in cls.__qualname__.split("."):
         found = getattr(found, part, None)
-    return found is cls
+    return found is cls and all(_triton_code(v, depth) for c in cls.__mro__ if c.__module__ != "builtins"
+                                for v in vars(c).values())
+
+
+def _triton_code(value: Any, depth: int = 0) -> bool:
+    """Whether a class attribute runs no code of the candidate's: a class it made and set into one of
+    Triton's modules under its own name (``setattr(tl, "Block", Block)``) still carries its methods, and a
+    builtin there (a partial as ``__repr__``) has no frame the policy could attribute."""
+    import functools
+    import types
+
+    if isinstance(value, type):
+        return True  # a nested class: its own methods run only where code calls it
+    if isinstance(value, staticmethod | classmethod):
+        return _triton_code(value.__func__, depth)
+    if isinstance(value, property):
+        return all(_triton_code(f, depth) for f in (value.fget, value.fset, value.fdel) if f is not None)
+    if isinstance(value, functools.cached_property):
+        return _triton_code(value.func, depth)
+    if isinstance(value, types.FunctionType):
+        return not value.__code__.co_filename.startswith(_candidate_prefix())
+    if isinstance(value, types.BuiltinMethodType):  # a builtin type's constructor, as an enum keeps it
+        owner = getattr(value, "__self__", None)
+        return isinstance(owner, type) and owner.__module__ == "builtins" and value.__name__ == "__new__"
+    if isinstance(value, types.GetSetDescriptorType | types.MemberDescriptorType):
+        return True
+    if isinstance(value, type(functools.cache(len))):  # functools.cache over a function
+        return _triton_code(value.__wrapped__, depth)
+    if not callable(value) and type(value).__module__ in ("enum", "types"):  # an enum's name and value
+        return all(_triton_code(getattr(value, f, None), depth) for f in ("fget", "fset", "fdel")
+                   if getattr(value, f, None) is not None)
+    if callable(value) or hasattr(type(value), "__get__"):  # a descriptor or a callable object: its class
+        return depth < 2 and _triton_class(type(value), depth + 1)
+    return True
+
+
+def _candidate_prefix() -> str:
+    return os.path.join(os.path.realpath(os.getcwd()), "candidate")
 
 
 def _numpy_integers() -> tuple[type, ...]:
@@ -250,16 +288,36 @@ def _callables(value: Any) -> list[Any]:
     return [value] if callable(value) else []
 
 
+def _held(value: Any) -> list[Any]:
+    """What a partial or a bound method carries into the code it calls: the partial's arguments, or the
+    fields of the method's object (one level into their lists and dicts)."""
+    import functools
+    import types
+
+    if isinstance(value, functools.partial):
+        return [*value.args, *value.keywords.values(), *_held(value.func)]
+    if isinstance(value, types.MethodType) and hasattr(value.__self__, "__dict__"):
+        fields = list(vars(value.__self__).values())
+        return [*fields, *(v for f in fields for v in _callables(f) if isinstance(f, dict | list | tuple))]
+    return []
+
+
 def foreign_hooks(kernel: Any, grid: Any, own: tuple[str, ...]) -> None:
     """Raise LaunchRefused when a launch would call something that is not Python of the candidate's module
     or of Triton (``own``: their file prefixes). The policy pauses for a launch and counts an op by the
     nearest frame that is the candidate's; a builtin registered as a hook (``torch.Tensor.add_``) runs with
     none, so it would compute unseen."""
-    def problem(value: Any) -> str | None:
+    def problem(value: Any, depth: int = 0) -> str | None:
         code = _called_code(value)
-        if code is not None and code.__code__.co_filename.startswith(own):
-            return None
-        return getattr(value, "__qualname__", None) or type(value).__name__
+        name = getattr(value, "__qualname__", None) or type(value).__name__
+        if code is None or not code.__code__.co_filename.startswith(own):
+            return name
+        if depth < 3 and code.__code__.co_filename.startswith(own[1:]):
+            # Triton's code calls what its object or partial holds: that must pass too
+            held = [v for v in _held(value) if callable(v)]
+            inner = next(filter(None, (problem(v, depth + 1) for v in held)), None)
+            return f"{name} holding {inner}" if inner else None
+        return None
 
     found = []
     grid = grid.grid if isinstance(grid, CheckedGrid) else grid

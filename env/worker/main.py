@@ -41,6 +41,7 @@ from warpgym.env.worker import (  # noqa: E402
     device_trace,
     dispatch_guard,
     extensions,
+    host_routes,
     host_writes,
     interpreter_compat,
     interpreter_constexpr,
@@ -226,6 +227,7 @@ def op_load(state: State, msg: m.LoadRequest) -> m.LoadReply:
     state.loads += 1
     path = Path.cwd() / f"candidate_{state.loads}.py"
     path.write_text(msg.source)
+    interpreter_compat.keep_source(str(path), msg.source)
     _install_attachments(msg.attachments)
     name = f"warpgym_candidate_{state.loads}"
     spec = importlib.util.spec_from_file_location(name, path)
@@ -716,7 +718,8 @@ def _time_block(state: State, msg: m.TimeBlockRequest) -> m.TimeBlockReply:
             state.spin_cycles = 0
     trace = None
     if isinstance(tracer, device_trace.traced):
-        trace = {**tracer.trace.to_wire(), "calls": msg.calls}
+        # a starved call is timed again under the same trace: its kernels ran once per attempt
+        trace = {**tracer.trace.to_wire(), "calls": msg.calls + calls.retimed}
     calls_made = warmed + len(calls.event_ms) + calls.retimed
     return m.TimeBlockReply(ok=True, event_ms=calls.event_ms, wall_ms=calls.wall_ms, issue_ms=calls.issue_ms,
                             starved=calls.starved, retimed=calls.retimed, warmup_call_ms=warmup_ms,
@@ -822,6 +825,7 @@ def main() -> None:
             interpreter_grid.install()
             interpreter_constexpr.install()
     dispatch_guard.install()
+    host_routes.install()
     sandbox_layer.watch_threads(policy.thread_watch)
     device = os.environ.get("WARPGYM_DEVICE", "cpu") if MODE == "run" else "cpu"
     if device.startswith("cuda"):

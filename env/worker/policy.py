@@ -62,6 +62,9 @@ HOST_READ_METHODS = frozenset({"numpy", "tolist", "__array__", "__dlpack__", "un
                                "_typed_storage", "__reduce_ex__"})
 """Tensor methods that hand the data to host Python: copies, zero-copy views (NumPy, DLPack), storages,
 and serialisation (``torch.save`` pickles through ``__reduce_ex__``)."""
+PRINTING_METHODS = frozenset({"__repr__", "__format__", "__str__"})
+"""Tensor methods that write its values out as text: PyTorch prints with every mode popped, so no read
+inside is seen; each counts the elements the print shows (all of them, up to the print threshold)."""
 WHOLE_STORAGE_READS = HOST_READ_METHODS - {"tolist"}
 """Of those, the routes that give host code the tensor's whole storage, not only the view's elements: a
 NumPy view can be widened with ``as_strided``, a storage serialised whole. They count every element the
@@ -242,6 +245,21 @@ class ThreadMode(PolicyMode):
 def _storage_elements(storage: Any, like: Any) -> int:
     size = like.element_size() if isinstance(like, torch.Tensor) else 1
     return storage.nbytes() // max(1, size)
+
+
+def _printed(tensor: torch.Tensor) -> int:
+    """How many of the tensor's values a print shows under the print options now in force: all of them up
+    to the threshold, else ``edgeitems`` at each end of every dimension."""
+    from torch._tensor_str import PRINT_OPTS
+
+    if tensor.numel() <= PRINT_OPTS.threshold:
+        return tensor.numel()
+    shown = 1
+    for size in tensor.shape:
+        shown *= min(size, 2 * PRINT_OPTS.edgeitems)
+    return shown
+
+
 class HostReadMode(TorchFunctionMode):
     """Sees the reads that never reach the dispatcher: ``numpy()``, ``tolist()``, ``__array__``."""
 
@@ -251,7 +269,10 @@ class HostReadMode(TorchFunctionMode):
 
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         name = getattr(func, "__name__", "")
-        if name in HOST_READ_METHODS and args and isinstance(args[0], torch.Tensor) \
+        if name in PRINTING_METHODS and args and isinstance(args[0], torch.Tensor) \
+                and _origin(sys._getframe(1), self.policy.paused > 0):
+            self.policy.count_host(f"{name}() of tensor data (its printed values)", _printed(args[0]))
+        elif name in HOST_READ_METHODS and args and isinstance(args[0], torch.Tensor) \
                 and _origin(sys._getframe(1), self.policy.paused > 0):
             tensor = args[0]
             whole = name in WHOLE_STORAGE_READS and tensor.layout == torch.strided
@@ -269,6 +290,14 @@ def _launching_here() -> tuple[PolicyMode, ...]:
     """The modes a launch on this thread pauses: the candidate thread's own, or the worker's watches."""
     mode = getattr(_threads, "mode", None)
     return (mode,) if mode is not None else tuple(_active)
+
+
+def count_host_route(route: str, elements: int, frame: Any) -> None:
+    """A host data route outside the modes' sight (``host_routes.py``), counted in each watch on this
+    thread where the candidate's code took it."""
+    for mode in _launching_here():
+        if _origin(frame, mode.paused > 0):
+            mode.count_host(route, elements)
 
 
 class paused:

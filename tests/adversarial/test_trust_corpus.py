@@ -98,6 +98,13 @@ ATTACKS = [
     ("code_filename_spoofed", "math/add", {"dynamic-code"}, "run"),
     ("code_compiled_under_harness_name", "math/add", {"dynamic-code"}, "run"),
     ("code_unmarshalled_under_harness_name", "math/add", {"dynamic-code"}, "run"),
+    ("triton_class_registered", "math/add", {"uncompiled-kernel"}, "run"),
+    ("hook_bound_triton_method", "math/add", {"uncompiled-kernel"}, "run"),
+    ("linecache_kernel_body", "math/add", None, "run"),
+    # host data routes no mode sees
+    ("repr_reads_values", "loss/mse", {"host-compute"}, "run"),
+    ("dlpack_module_exporter", "loss/mse", {"host-compute"}, "run"),
+    ("frombuffer_chunks", "math/add", {"host-compute", "host-write"}, "run"),
 ]
 
 HONEST = [

@@ -1,0 +1,59 @@
+"""Host data routes that PyTorch's modes never see: C functions that hand a tensor's memory to host code
+(``to_dlpack``) or build a tensor over host bytes (``frombuffer``, ``from_dlpack``). Each is replaced,
+wherever a loaded PyTorch module holds it, by one that counts what it moves, as the run-time policy counts
+``numpy()`` and ``torch.tensor``: without it, NumPy could compute an answer from a capsule of the inputs
+and hand it back through a buffer, with nothing counted."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from typing import Any
+
+from warpgym.env.worker import policy
+
+READS = {"_to_dlpack": "to_dlpack() of tensor data"}
+"""``torch._C`` functions that give host code a tensor's whole storage."""
+BUILDS = {"_from_dlpack": "tensors built from Python data (from_dlpack)",
+          "frombuffer": "tensors built from Python data (frombuffer)"}
+"""``torch._C`` (and ``torch``) functions that make a tensor over memory host code filled."""
+
+
+def _counted(original: Any, route: str, read: bool) -> Any:
+    @functools.wraps(original)
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        result = original(*args, **kwargs)
+        source = args[0] if read and args else result
+        import torch
+
+        if isinstance(source, torch.Tensor):
+            elements = source.untyped_storage().nbytes() // max(1, source.element_size()) if read \
+                else source.numel()
+            policy.count_host_route(route, elements, sys._getframe(1))
+        return result
+
+    counted._warpgym_route = True  # type: ignore[attr-defined]
+    return counted
+
+
+def install() -> list[str]:
+    """Replace each route wherever a loaded PyTorch module holds it; the names replaced."""
+    import torch
+
+    originals: dict[int, tuple[Any, str, bool]] = {}
+    for names, read in ((READS, True), (BUILDS, False)):
+        for name, route in names.items():
+            for home in (torch._C, torch):
+                value = getattr(home, name, None)
+                if value is not None and not getattr(value, "_warpgym_route", False):
+                    originals.setdefault(id(value), (value, route, read))
+    wrappers = {key: _counted(value, route, read) for key, (value, route, read) in originals.items()}
+    replaced = []
+    for module_name, module in list(sys.modules.items()):
+        if module is None or not (module_name == "torch" or module_name.startswith("torch.")):
+            continue
+        for attr, value in list(vars(module).items()):
+            if id(value) in wrappers and value is originals[id(value)][0]:
+                setattr(module, attr, wrappers[id(value)])
+                replaced.append(f"{module_name}.{attr}")
+    return sorted(replaced)
