@@ -12,7 +12,7 @@ from typing import Any
 
 from warpgym.env.worker import policy
 
-READS = {"_to_dlpack": "to_dlpack() of tensor data"}
+READS = {"_to_dlpack": "to_dlpack() of tensor data", "_to_dlpack_versioned": "to_dlpack() of tensor data"}
 """``torch._C`` functions that give host code a tensor's whole storage."""
 BUILDS = {"_from_dlpack": "tensors built from Python data (from_dlpack)",
           "frombuffer": "tensors built from Python data (frombuffer)"}

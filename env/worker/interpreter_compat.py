@@ -334,23 +334,39 @@ def _install_true_sources() -> None:
     """The interpreter reads a kernel's body through ``inspect.getsourcelines``, that is from ``linecache``,
     and runs what it finds: a module that rewrote its own entry there (``linecache.cache[__file__]``) would
     run a body the static scan never read, and the target's compile another. The candidates' entries are
-    put back as the worker wrote them before every rewrite."""
+    put back as the worker wrote them before every rewrite, a kernel's ``__wrapped__`` (which ``inspect``
+    follows to another function's lines) is dropped, and each kernel's rewrite is kept here, not in Triton's
+    shared cache, which the candidate could fill with a function of its choosing."""
     import linecache
 
-    from triton.runtime.interpreter import FunctionRewriter
+    from triton.runtime.interpreter import FunctionRewriter, InterpretedFunction
 
     original = FunctionRewriter.rewrite_ast
     if getattr(original, "_warpgym", False):
         return
+    rewritten: dict[int, tuple[Any, Any]] = {}  # each kernel's rewrite, where the candidate cannot reach
 
     @functools.wraps(original)
     def rewrite_ast(self: Any) -> Any:
         for path, lines in SOURCES.items():
             linecache.cache[path] = (sum(map(len, lines)), None, list(lines), path)
+        getattr(self.fn, "__dict__", {}).pop("__wrapped__", None)  # inspect reads what it names
         return original(self)
+
+    def rewrite(self: Any) -> Any:
+        """The kernel's own rewrite: Triton's shared cache (``rewritten_fn``) and the kernel's rewriter
+        are within the candidate's reach, so neither is trusted."""
+        kept = rewritten.get(id(self.fn))
+        if kept is None or kept[0] is not self.fn:
+            rewriter = self.rewriter
+            if type(rewriter) is not FunctionRewriter or rewriter.fn is not self.fn:
+                rewriter = FunctionRewriter(self.fn)
+            kept = rewritten[id(self.fn)] = (self.fn, rewrite_ast(rewriter))
+        return kept[1]
 
     rewrite_ast._warpgym = True  # type: ignore[attr-defined]
     FunctionRewriter.rewrite_ast = rewrite_ast
+    InterpretedFunction.rewrite = rewrite
 
 
 def install() -> list[str]:

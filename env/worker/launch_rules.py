@@ -289,15 +289,16 @@ def _callables(value: Any) -> list[Any]:
 
 
 def _held(value: Any) -> list[Any]:
-    """What a partial or a bound method carries into the code it calls: the partial's arguments, or the
-    fields of the method's object (one level into their lists and dicts)."""
+    """What a partial, a bound method or a callable object carries into the code it calls: the partial's
+    arguments, or the fields of the object (one level into their lists and dicts)."""
     import functools
     import types
 
     if isinstance(value, functools.partial):
         return [*value.args, *value.keywords.values(), *_held(value.func)]
-    if isinstance(value, types.MethodType) and hasattr(value.__self__, "__dict__"):
-        fields = list(vars(value.__self__).values())
+    owner = value.__self__ if isinstance(value, types.MethodType) else value
+    if hasattr(owner, "__dict__") and not isinstance(owner, types.FunctionType | type):
+        fields = list(vars(owner).values())  # a bound method's object, or a callable object itself
         return [*fields, *(v for f in fields for v in _callables(f) if isinstance(f, dict | list | tuple))]
     return []
 

@@ -415,7 +415,8 @@ def _run(state: State, msg: m.RunRequest) -> m.RunReply:
             return m.RunReply(ok=False, kind=kind, error=text, forbidden_ops=mode.forbidden(msg.layout),
                               cuda_error="CUDA" in text or "cuda" in type(exc).__name__.lower(),
                               refused_launches=list(triton_support.RECORDER.refused),
-                              races=list(interpreter_grid.RACES), host_writes=_host_findings(memory))
+                              races=list(interpreter_grid.RACES), host_writes=_host_findings(memory),
+                              background=_lingering(threads_before))
     del flush
     seconds = time.perf_counter() - started
     trace = tracer.trace.to_wire() if isinstance(tracer, device_trace.traced) else None
@@ -757,6 +758,9 @@ def _sample(kept: Any, at: list[float]) -> tuple[list[m.SampledOutput] | None, s
 
 def op_ping(state: State, msg: m.PingRequest) -> m.PingReply:
     changed = _STARTED_WITH[0]() if _STARTED_WITH else []
+    threads = sandbox_layer.candidate_threads()
+    if threads:  # a thread a candidate left would run on beside the next one's launches
+        changed = [*changed, f"{len(threads)} thread(s) a candidate started, still running"]
     return m.PingReply(ok=True, pid=os.getpid(), tampered=tampered(), changed_state=changed)
 
 

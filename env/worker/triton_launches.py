@@ -21,6 +21,7 @@ from typing import Any
 
 from warpgym.env.toolchain.registry import ORDER
 from warpgym.env.toolchain.targets import TARGETS
+from warpgym.env.worker import audit as sandbox_layer
 from warpgym.env.worker import launch_rules, policy
 
 LAUNCH_OPTION_KEYS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion")
@@ -149,6 +150,13 @@ def install_recorder() -> None:
             except launch_rules.LaunchRefused as exc:
                 RECORDER.refused.append(str(exc))
                 raise
+            if sandbox_layer.candidate_threads():
+                name = getattr(launch_rules.python_function(self), "__name__", "?")
+                RECORDER.refused.append(
+                    f"kernel {name} was launched while a thread the candidate started was running: a "
+                    "thread can write the outputs while the programs run, and a launch that stores into an "
+                    "output is trusted for all of it")
+                raise launch_rules.LaunchRefused(RECORDER.refused[-1])
             if "grid" in kwargs:
                 name = getattr(launch_rules.python_function(self), "__name__", "?")
                 kwargs["grid"] = launch_rules.checked_grid(name, kwargs["grid"], RECORDER.refused)

@@ -101,10 +101,14 @@ ATTACKS = [
     ("triton_class_registered", "math/add", {"uncompiled-kernel"}, "run"),
     ("hook_bound_triton_method", "math/add", {"uncompiled-kernel"}, "run"),
     ("linecache_kernel_body", "math/add", None, "run"),
+    ("kernel_wrapped_other_body", "math/add", None, "run"),
+    ("interpreter_cache_other_body", "math/add", None, "run"),
+    ("thread_writes_during_launch", "math/add", {"uncompiled-kernel"}, "run"),
     # host data routes no mode sees
     ("repr_reads_values", "loss/mse", {"host-compute"}, "run"),
     ("dlpack_module_exporter", "loss/mse", {"host-compute"}, "run"),
     ("frombuffer_chunks", "math/add", {"host-compute", "host-write"}, "run"),
+    ("dlpack_versioned_exporter", "loss/mse", {"host-compute"}, "run"),
 ]
 
 HONEST = [
