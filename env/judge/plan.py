@@ -9,6 +9,7 @@ from typing import Any
 
 import torch
 from warpgym.env.judge.options import EvalOptions
+from warpgym.env.judge.static import parse
 from warpgym.tasks import Sampler, Task
 from warpgym.tasks.spec import sequence
 
@@ -59,7 +60,7 @@ def params(task: Task) -> list[str]:
     """The entrypoint's parameter names, from the task's signature (a model's: its forward's)."""
     if task.model is not None:
         return list(task.model.params)
-    fn = ast.parse(task.signature + ": ...").body[0]
+    fn = parse(task.signature + ": ...").body[0]
     assert isinstance(fn, ast.FunctionDef)
     return [a.arg for a in fn.args.args]
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
+import threading
 import warnings
 from dataclasses import dataclass, field
 
@@ -564,13 +565,24 @@ class _Scanner(ast.NodeVisitor):
             self._check_string(joined, node)
 
 
+_PARSING = threading.Lock()
+
+
+def parse(source: str) -> ast.Module:
+    """``ast.parse``, one thread at a time: CPython 3.11's parser keeps its recursion depth in shared state,
+    so two evaluations parsing at once in one judge can fail with "AST constructor recursion depth
+    mismatch"."""
+    with _PARSING:
+        return ast.parse(source)
+
+
 def names_load_inline(source: str) -> bool:
     """Whether the module's code (not a string or comment) names ``load_inline``. A mention in a comment or
     a string builds nothing, so it may neither excuse a module from holding a kernel nor make a worker's
     "needs a GPU" record, which is in the candidate's reach, count as a skip."""
     try:
-        tree = ast.parse(source)
-    except SyntaxError:
+        tree = parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     return any((isinstance(node, ast.Attribute) and node.attr == "load_inline")
                or (isinstance(node, ast.Name) and node.id == "load_inline")
@@ -588,7 +600,7 @@ def check_source(source: str, entrypoint: str, params: list[str], language: str 
         with warnings.catch_warnings():  # a candidate's invalid escape ("\\d") warns nobody in the judge
             warnings.simplefilter("ignore", SyntaxWarning)  # Python 3.12 on
             warnings.simplefilter("ignore", DeprecationWarning)  # Python 3.11
-            tree = ast.parse(source)
+            tree = parse(source)
     except SyntaxError as exc:
         where = f"line {exc.lineno}" + (f", column {exc.offset}" if exc.offset else "")
         text = (exc.text or "").rstrip()
