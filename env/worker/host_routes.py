@@ -27,8 +27,7 @@ def _counted(original: Any, route: str, read: bool) -> Any:
         import torch
 
         if isinstance(source, torch.Tensor):
-            elements = source.untyped_storage().nbytes() // max(1, source.element_size()) if read \
-                else source.numel()
+            elements = policy.storage_elements(source.untyped_storage(), source) if read else source.numel()
             policy.count_host_route(route, elements, sys._getframe(1))
         return result
 

@@ -218,7 +218,7 @@ class PolicyMode(TorchDispatchMode):
             self.host["tensors built from Python data (torch.tensor)"] += args[0].numel()
         elif name == "set_" and len(args) > 1 and isinstance(args[1], STORAGES):
             # a tensor over a storage built from host bytes (UntypedStorage.from_buffer): Python data
-            self.host["tensors built from Python data (torch.tensor)"] += _storage_elements(args[1], args[0])
+            self.host["tensors built from Python data (torch.tensor)"] += storage_elements(args[1], args[0])
 
     def forbidden(self, layout: bool = False, calls: int = 1) -> dict[str, int]:
         """The ops and host routes the candidate may not use; for a layout task also the host copies.
@@ -242,7 +242,7 @@ class ThreadMode(PolicyMode):
         return (self, *_active)
 
 
-def _storage_elements(storage: Any, like: Any) -> int:
+def storage_elements(storage: Any, like: Any) -> int:
     size = like.element_size() if isinstance(like, torch.Tensor) else 1
     return storage.nbytes() // max(1, size)
 
@@ -276,7 +276,7 @@ class HostReadMode(TorchFunctionMode):
                 and _origin(sys._getframe(1), self.policy.paused > 0):
             tensor = args[0]
             whole = name in WHOLE_STORAGE_READS and tensor.layout == torch.strided
-            elements = _storage_elements(tensor.untyped_storage(), tensor) if whole else tensor.numel()
+            elements = storage_elements(tensor.untyped_storage(), tensor) if whole else tensor.numel()
             self.policy.count_host(f"{name}() of tensor data", max(elements, tensor.numel()))
         return func(*args, **(kwargs or {}))
 
