@@ -33,6 +33,9 @@
 # verify: tests/gpu/test_executed_work_gpu.py (required instructions beside an FFMA product) and
 # tests/gpu/test_profile_confined_gpu.py (ncu and compute-sanitizer behind the confined worker), then scripts/gpu_ptx_check.py
 # (every ptx reference and its hand-written CUDA ones through the evaluator; PTX_TASKS picks tasks, VERIFY_TESTS the tests).
+# evaltime: `warpgym bench`'s first pass (15 evaluations, evaluation time) ROUNDS times (2), each time first under
+# OLD_TREE's code when given (a carried folder holding an earlier commit's files, e.g. `git archive 83bbd67^` for the
+# cached-baseline protocol), then under this tree's; then PTX_TASKS through scripts/gpu_ptx_check.py, if set.
 # stall: scripts/paired_repeat.py on PAIRS (default the matmul against cuBLAS) in PROCESSES (10) processes, then
 # scripts/ncu_probe.py (where Nsight Compute stalls on the hand-written CUDA GEMM).
 # quote: scripts/order_effect_probe.py, scripts/paired_repeat.py (five processes at once), then `warpgym bench`'s
@@ -162,6 +165,26 @@ if [[ $part == quote ]]; then  # whether a speedup repeats: the order effect, fi
   on bench && timeout "$(cap 150)" warpgym bench --device cuda --cold 1 --spread 0 --no-ncu \
     --out "$OUT/bench.json" > "$OUT/C-bench.log" 2>&1
   [[ -n ${EXTRA:-} ]] && timeout "$(cap 300)" bash -c "$EXTRA" > "$OUT/D-extra.log" 2>&1
+fi
+if [[ $part == evaltime ]]; then  # the paired timing's evaluation time against an earlier protocol, same device
+  export CUDA_VISIBLE_DEVICES=$(g 0)
+  if [[ -n ${OLD_TREE:-} ]]; then
+    python3 -m pip install -q --no-deps --no-build-isolation --no-index --target /tmp/oldsite "$OLD_TREE" \
+      > "$OUT/old-install.log" 2>&1 || echo "OLD_TREE did not install" >> "$OUT/old-install.log"
+  fi
+  for r in $(seq "${ROUNDS:-2}"); do
+    # the old code from /tmp, so that neither this tree nor its editable install shadows it
+    # a fresh WARPGYM_CACHE_DIR each time: no pass reads baseline times an earlier pass cached; Triton's and
+    # Inductor's caches are shared, so the first round pays the compiles and the later ones compare the protocols
+    [[ -n ${OLD_TREE:-} ]] && (cd /tmp && WARPGYM_CACHE_DIR=$(mktemp -d) PYTHONPATH=/tmp/oldsite:/tmp/site timeout "$(cap 200)" python3 -c \
+      'import sys; from warpgym.experiments.cli import main; sys.argv[0] = "warpgym"; main()' bench --device cuda \
+      --cold 1 --spread 0 --no-ncu --out "$OUT/bench-old-$r.json") >> "$OUT/A-bench-old.log" 2>&1
+    WARPGYM_CACHE_DIR=$(mktemp -d) timeout "$(cap 200)" warpgym bench --device cuda --cold 1 --spread 0 --no-ncu \
+      --out "$OUT/bench-$r.json" >> "$OUT/B-bench.log" 2>&1
+  done
+  # shellcheck disable=SC2086
+  [[ -n ${PTX_TASKS:-} ]] && OUT=$J timeout "$(cap 420)" python3 scripts/gpu_ptx_check.py --tasks $PTX_TASKS \
+    > "$OUT/C-ptx-check.log" 2>&1 && cp $J/ptx_check.json "$OUT/" 2>/dev/null
 fi
 if [[ $part == followup ]]; then  # what the 2026-12-03 run left open, in one call (.kb carried)
   export CUDA_VISIBLE_DEVICES=$(g 0)

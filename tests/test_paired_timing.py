@@ -586,10 +586,10 @@ def test_the_default_between_evaluations_term_covers_every_recorded_multi_proces
     default = PairedTiming().between_evaluations
     runs = sorted(RUNS.glob("paired-repeat-*.json"))
     cases = [p for run in runs for p in _five_process_cases(run.name).values() if len(p) >= 3]
-    assert len(cases) == 38
+    assert len(cases) == 44
     assert all(_covered(p, default) for p in cases)
-    assert sum(_covered(p, 0.022) for p in cases) == 37
-    assert sum(_covered(p, 0.016) for p in cases) == 33
+    assert sum(_covered(p, 0.022) for p in cases) == 43
+    assert sum(_covered(p, 0.016) for p in cases) == 39
 
 
 def test_the_stop_rule_reads_the_window_s_own_interval_not_the_term_no_round_can_shrink():
