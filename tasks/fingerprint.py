@@ -36,6 +36,7 @@ def task_fingerprint(task: Task) -> str:
         "required_features": task.required_features, "baselines": task.baselines,
         "vendor_name": task.vendor_name, "reference_precision": task.reference_precision,
         "contiguous_outputs": task.contiguous_outputs, "layout": task.layout,
+        "host_moves": task.host_moves,
     }
     if task.model is not None:
         model = task.model

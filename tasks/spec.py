@@ -138,6 +138,10 @@ class Task:
     code that copies data (clone, contiguous, copy_, fill_) would produce it, so host copies count as
     computing here, not only PyTorch's arithmetic. Every imported problem is one: which of them only move
     data is not declared, and a ``ModelNew`` computes with its own kernels."""
+    host_moves: int | None = None
+    """For a task whose answer is data picked by indices (a gather, a scatter, a lookup): the most host copies
+    and fills (``copy_``, ``clone``, ``fill_``, ...) one call may make, since copying or filling row by row at
+    offsets read from the indices would produce the answer with no kernel. None: not limited."""
     model: ModelProblem | None = None
     """Set for imported problems whose candidate is a ``ModelNew`` class (see ``ModelProblem``)."""
     performance_note: str = ""

@@ -27,7 +27,7 @@ def codes(result) -> set[str]:
 
 
 # ----------------------------------------------------------------------------- references and wrong kernels
-# The same references and wrong candidates are the mix of ``warpgym bench`` (issue 10).
+# The same references and wrong candidates are the mix of ``warpgym bench``.
 CORE = list(CORE_TASKS)
 WRONG = WRONG_CANDIDATES
 

@@ -143,12 +143,22 @@ ROUTES = textwrap.dedent('''
         "import torch\\n"
         "def export(x):\\n    return torch.utils.dlpack.to_dlpack(x)\\n"
         "def build(n):\\n    return torch.frombuffer(bytearray(4 * n), dtype=torch.float32)\\n"
-        "def show(x):\\n    return repr(x)\\n")
+        "def show(x):\\n    return repr(x)\\n"
+        "def each(x):\\n    return x.clone().apply_(float)\\n")
     import candidate_1
+    import triton.language as tl
+    from triton.runtime.interpreter import InterpreterBuilder, TensorHandle
     x = torch.randn(4096)
     results = {"replaced": replaced}
+
+    def kernel_print():  # what the interpreter does for a kernel's device_print, from Triton's frames
+        builder = InterpreterBuilder()
+        builder.grid_idx = (0, 0, 0)
+        builder.create_print("V", False, [TensorHandle(np.zeros(2000, np.float32), tl.float32)], False)
+
     calls = {"export": lambda: candidate_1.export(x), "build": lambda: candidate_1.build(3000),
-             "show": lambda: candidate_1.show(x[:500]), "show_big": lambda: candidate_1.show(x)}
+             "show": lambda: candidate_1.show(x[:500]), "show_big": lambda: candidate_1.show(x),
+             "each": lambda: candidate_1.each(x[:1500]), "kernel_print": kernel_print}
     for name, call in calls.items():
         with policy.watching() as mode:
             call()
@@ -172,3 +182,6 @@ def test_host_routes_no_mode_sees_are_counted_where_the_candidate_takes_them(tmp
     assert sum(results["build"].values()) == 3000, results["build"]
     assert sum(results["show"].values()) == 500, results["show"]
     assert 0 < sum(results["show_big"].values()) <= 6, results["show_big"]  # three at each end
+    assert sum(results["each"].values()) == 1500, results["each"]  # apply_ calls Python on each element
+    assert "triton.runtime.interpreter.InterpreterBuilder.create_print" in results["replaced"]
+    assert results["kernel_print"] == {"device_print() in a kernel (its printed values)": 2000}

@@ -1,4 +1,4 @@
-"""Properties every task of every suite must have (issue 3): complete declarations, bindable
+"""Properties every task of every suite must have: complete declarations, bindable
 references and baselines, and no way to pass by returning zeros, ones or the input."""
 
 from __future__ import annotations

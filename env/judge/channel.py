@@ -168,7 +168,7 @@ def stage_inputs(ev: Evaluation, case: dict[str, Any], seeds: list[int], timeout
     meta = output_meta(ev.task, sets[0], case)
     stage = m.StageRequest(input_sets=sets, poison_bytes=poison_bytes(meta),
                            output_bytes=[itemsize(t) for t in meta], model=shipped.model_call(ev, case),
-                           layout=ev.task.layout)
+                           layout=ev.task.layout, host_moves=ev.task.host_moves)
     del sets
     staged: m.StageReply = ask(ev.workers.run, stage, timeout)
     del stage
@@ -192,6 +192,7 @@ def run(ev: Evaluation, check: Check, settle_ms: float = 0.0) -> m.RunReply | No
         return m.RunRequest(inputs=inputs, poison_bytes=poisoned, output_bytes=[itemsize(t) for t in meta],
                             max_output_bytes=4 * sum(itemsize(t) for t in meta) + (16 << 20),
                             contiguous_outputs=ev.task.contiguous_outputs, layout=ev.task.layout,
+                            host_moves=ev.task.host_moves,
                             model=shipped.model_call(ev, check.case), settle_ms=settle_ms)
 
     pid = ev.loaded

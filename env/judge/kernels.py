@@ -8,6 +8,7 @@ candidate built through the loader, dry-run on a CPU up to their first launch.
 from __future__ import annotations
 
 import base64
+import re
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -24,6 +25,8 @@ from warpgym.env.toolchain.targets import for_capability
 if TYPE_CHECKING:
     from warpgym.env.judge.evaluation import Evaluation
 
+PRINTF = re.compile(r"\bvprintf\b")
+"""A device printf in PTX (Triton's ``device_print``, CUDA's ``printf``): a call to ``vprintf``."""
 MAX_COMPILED = 512
 
 
@@ -112,6 +115,8 @@ def add_kernels(ev: Evaluation, kernels: list[dict[str, Any]]) -> None:
             continue
         if (kernel["name"], kernel["target"]) in known:
             continue
+        if PRINTF.search(kernel["ptx"]):
+            ev.flag("kernel-print", kernel=kernel["name"])
         known.add((kernel["name"], kernel["target"]))
         ptx_counts = count_ptx(kernel["ptx"])
         sass_counts: dict[str, int] = {}

@@ -89,6 +89,11 @@ run-time policy sees (and it watches the module's import too). Every other rule 
 DYNAMIC_ACCESS = frozenset({"getattr", "setattr", "delattr", "hasattr", "vars", "dir"})
 NOT_IN_KERNELS = frozenset({"open", "getattr", "setattr", "delattr", "vars", "locals"}) | FORBIDDEN_BUILTINS
 """Builtins a @triton.jit body cannot mean: in the interpreter they would run as Python."""
+KERNEL_PRINTS = frozenset({"device_print", "create_print", "static_print"})
+"""Printing from a kernel: in the interpreter a Python print of the values (``static_print`` too, which a
+compile prints once with the values' types), on a GPU the process's standard output."""
+VALUE_INTERNALS = frozenset({"handle"})
+"""Fields of a Triton value that hold the backend's object (the interpreter's NumPy array), not a value."""
 GETATTR_LIKE = ("getattr", "hasattr", "setattr", "delattr")
 """Builtins that name an attribute by a string: with a literal, judged as the attribute itself would be."""
 NAMESPACE_READS = ("get", "__getitem__", "pop", "setdefault", "__contains__")
@@ -348,6 +353,10 @@ class _Scanner(ast.NodeVisitor):
         elif "." not in name and name in self.plain_functions:
             self.flag("kernel-body", f"the kernel calls the Python function {name}(): a @triton.jit body may "
                       "call only other @triton.jit functions", node)
+        elif name == "print":
+            self.flag("kernel-print", "the kernel calls print(): Triton compiles it to a device print, and "
+                      "what a kernel prints reaches host code, which could read it back; kernels may not "
+                      "print", node)
         elif "." not in name and name in NOT_IN_KERNELS:
             self.flag("kernel-body", f"the kernel calls {name}(): not Triton", node)
 
@@ -493,6 +502,13 @@ class _Scanner(ast.NodeVisitor):
         dotted string). True when a rule on the reference itself fired (a chain's inner attributes are then
         not looked at again)."""
         referenced = not self._in_kernel and self._check_reference(full or "", attr, node)
+        if attr in KERNEL_PRINTS:
+            self.flag("kernel-print", f".{attr} prints a kernel's values: what a kernel prints reaches host "
+                      "code, which could read it back and compute the answer; kernels may not print", node)
+        if self._in_kernel and (attr.startswith("_") or attr in VALUE_INTERNALS):
+            self.flag("kernel-body", f".{attr} reads Triton's own representation of a value (the "
+                      "interpreter's NumPy handle, a private field), which the compiled kernel does not "
+                      "have; a @triton.jit body may use only Triton's language", node)
         if attr in ("interpreter", "InterpretedFunction", "interpreter_builder"):
             self.flag("interpreter-detection", f".{attr} asks whether Triton's interpreter runs the "
                       "kernel; a candidate must compute the same way everywhere", node)

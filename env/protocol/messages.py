@@ -71,6 +71,8 @@ class RunRequest(Message):
     """The statement promises contiguous outputs (every task unless its declaration says otherwise)."""
     layout: bool = False
     """A layout task: host copies (clone, copy_) count as computing its answer."""
+    host_moves: int | None = None
+    """The most host copies and fills a call of this task may make (``Task.host_moves``)."""
     model: ModelCall | None = None
     """For a module-class candidate: the instance the inputs are given to."""
     settle_ms: float = 0.0
@@ -114,6 +116,8 @@ class StageRequest(Message):
     """For a module-class candidate: the instance the timing requests call."""
     layout: bool = False
     """A layout task: host copies in a timed call count as computing, as in a checked one (``run``)."""
+    host_moves: int | None = None
+    """The most host copies and fills per timed call, as in a checked one (``run``)."""
 
 
 class TimeBlockRequest(Message):

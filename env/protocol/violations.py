@@ -48,6 +48,10 @@ CODES: dict[str, Code] = {
     "forbidden-import": Code("the module imports what a candidate may not use"),
     "torch-internals": Code("the module names parts of torch a kernel wrapper never needs"),
     "kernel-body": Code("a @triton.jit body calls something that is not Triton"),
+    "kernel-print": Code("a kernel prints its values, which host code can read back",
+                         "kernel {kernel} prints (its compiled code calls printf): what a kernel prints "
+                         "reaches the process's output, where host code could read it back and compute the "
+                         "answer; kernels may not print"),
     "interpreter-detection": Code("the module asks whether Triton's interpreter runs it"),
     "forbidden-call": Code("the module calls what a candidate may not call"),
     "torch-compute": Code("host code names a PyTorch compute op"),

@@ -19,6 +19,7 @@ by attribute access.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from typing import Any
@@ -32,6 +33,23 @@ HANDLER_FILES = frozenset(p for f in ("worker/main.py", "worker/models.py")
 """The worker's request handlers and the model wrapper they call, as imported and as resolved: code that
 calls the candidate's and computes nothing of its own, so what is reached with one of their frames nearest
 (a finalizer's callback, PyTorch's own layers as a model's ``forward``) is the candidate's doing."""
+CANDIDATE_STEM = "candidate_"
+"""The worker writes each candidate module as ``candidate_N.py`` in its own directory, its cwd."""
+
+
+def candidate_prefix(workdir: str | None = None) -> str:
+    """The path every candidate module's file name starts with: attribution reads a frame as the candidate's
+    by it. Without ``workdir``, the worker's directory as it was at the first call (the worker's start)."""
+    if workdir is None:
+        return _worker_candidate_prefix()
+    return os.path.join(os.path.realpath(workdir), CANDIDATE_STEM)
+
+
+@functools.cache
+def _worker_candidate_prefix() -> str:
+    return candidate_prefix(os.getcwd())
+
+
 TOOLCHAIN_DIRS = tuple(dict.fromkeys(os.path.join(d, "toolchain") + os.sep
                                      for d in (ENV_DIR, os.path.realpath(ENV_DIR))))
 """The loader the candidate calls, walked through like any library: where it calls back into an object of
@@ -67,6 +85,8 @@ _STRICT = {
     "os.spawn": ("sandbox-process", "starting a process (os.spawn*)"),
     "os.fork": ("sandbox-process", "forking the process"),
     "os.forkpty": ("sandbox-process", "forking the process"),
+    "os.chdir": ("sandbox-filesystem", "changing the working directory (the worker tells the candidate's "
+                 "code from the harness's by the directory of its files)"),
     "os.kill": ("sandbox-signal", "sending a signal to a process"),
     "os.killpg": ("sandbox-signal", "sending a signal to a process group"),
     "signal.pthread_kill": ("sandbox-signal", "sending a signal to a thread"),
@@ -226,7 +246,7 @@ def install_audit(workdir: str, protected: list[str], includes: list[str]) -> No
     import _thread
     import sysconfig
 
-    candidate_prefix = os.path.join(os.path.realpath(workdir), "candidate_")
+    candidate_files = candidate_prefix(workdir)
     workdir_prefix = os.path.realpath(workdir) + "/"
     harness_prefix = ENV_DIR + "/"
     stdlib = tuple({os.path.realpath(sysconfig.get_paths()[k]) + "/" for k in ("stdlib", "platstdlib")})
@@ -270,7 +290,7 @@ def install_audit(workdir: str, protected: list[str], includes: list[str]) -> No
         frame (and, for ``direct``, with nothing but the standard library in between)."""
         while frame is not None:
             name = frame.f_code.co_filename
-            if name.startswith(candidate_prefix):
+            if name.startswith(candidate_files):
                 return True
             if name.startswith(harness_prefix) and not name.endswith(LAYER_FILES):
                 return not runs_its_own_file(frame)  # a code object of the candidate's under our name
@@ -326,7 +346,7 @@ def install_audit(workdir: str, protected: list[str], includes: list[str]) -> No
             filename = getattr(args[0], "co_filename", "") if args else ""
         else:
             filename = args[1] if len(args) > 1 and isinstance(args[1], str) else ""
-        if filename.startswith(workdir_prefix) and not filename.startswith(candidate_prefix):
+        if filename.startswith(workdir_prefix) and not filename.startswith(candidate_files):
             return f"running {os.path.basename(filename)}, code it wrote at run time"
         if not filename.startswith("<"):
             return foreign_name_problem(filename, caller)
@@ -335,7 +355,7 @@ def install_audit(workdir: str, protected: list[str], includes: list[str]) -> No
         frame, via = caller, ""
         while frame is not None:  # the nearest code that asked for it: a code generator, or the candidate
             name = frame.f_code.co_filename
-            if name.startswith(candidate_prefix):
+            if name.startswith(candidate_files):
                 return f"running code built from a string at run time (through {via or 'exec'})"
             if name.endswith(CODEGEN_MODULES) and is_stdlib(name) or name.startswith(harness_prefix) or (
                     name.startswith(site) and any(p in name for p in CODEGEN_PACKAGES)):
@@ -344,16 +364,20 @@ def install_audit(workdir: str, protected: list[str], includes: list[str]) -> No
             frame = frame.f_back
         return None
 
+    def importing(caller: Any) -> bool:
+        """The import system is the nearest frame: it compiles and unmarshals modules' own files."""
+        return caller is not None and caller.f_code.co_filename.startswith("<frozen importlib")
+
     def foreign_name_problem(filename: Any, caller: Any) -> str | None:
         """Code built under the name of a file that is not the candidate's, on the candidate's behalf: a
         frame of it would pass for the harness's, PyTorch's or Triton's wherever a frame's file decides. An
         import (the import system compiling or unmarshalling a module's own file) and Triton's interpreter
         rebuilding one of Triton's kernels under its file are what legitimately do it."""
-        if type(filename) is str and (filename.startswith(candidate_prefix) or filename.startswith("<")):
+        if type(filename) is str and (filename.startswith(candidate_files) or filename.startswith("<")):
+            return None
+        if importing(caller):
             return None
         nearest = caller.f_code.co_filename if caller is not None else ""
-        if nearest.startswith("<frozen importlib"):
-            return None
         if nearest.endswith(TRITON_INTERPRETER) and type(filename) is str and runs_its_own_file(caller) \
                 and (filename == "" or filename.startswith(site) and "/triton/" in filename):
             return None  # Triton's own helpers (tl.zeros, tl.sum's combine) rebuilt for interpretation
@@ -368,8 +392,7 @@ def install_audit(workdir: str, protected: list[str], includes: list[str]) -> No
             return foreign_name_problem(args[1] if len(args) > 1 else None, caller)
         if event == "function.__new__":
             return foreign_name_problem(getattr(args[0], "co_filename", None) if args else None, caller)
-        nearest = caller.f_code.co_filename if caller is not None else ""
-        if nearest.startswith("<frozen importlib") or not origin(caller, direct=False):
+        if importing(caller) or not origin(caller, direct=False):
             return None
         return "building code objects from marshalled bytes"
 
@@ -390,7 +413,7 @@ def install_audit(workdir: str, protected: list[str], includes: list[str]) -> No
                 return
             elif event in immediate:
                 name = caller.f_code.co_filename if caller is not None else ""
-                if not name.startswith(candidate_prefix):
+                if not name.startswith(candidate_files):
                     return
                 code, what = immediate[event]
                 if event == "object.__getattr__" and len(args) > 1:
@@ -443,7 +466,7 @@ def install_audit(workdir: str, protected: list[str], includes: list[str]) -> No
         callback from the loader into an object of the candidate's), as the run-time policy counts ops."""
         while frame is not None:
             name = frame.f_code.co_filename
-            if name.startswith(candidate_prefix) or name in HANDLER_FILES:
+            if name.startswith(candidate_files) or name in HANDLER_FILES:
                 return True
             if name.startswith(harness_prefix) and not name.endswith(LAYER_FILES) \
                     and not name.startswith(TOOLCHAIN_DIRS):

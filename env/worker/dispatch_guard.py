@@ -37,7 +37,7 @@ METHODS = (("torch._ops", "OpOverload", "redispatch"),
            ("torch._C", "_DispatchOperatorHandle", "redispatch_boxed"))
 """Calls that start dispatch below the Python key: an op run there is seen by no mode."""
 
-_CANDIDATE_PREFIX = os.path.join(os.path.realpath(os.getcwd()), "candidate_")
+_CANDIDATE_PREFIX = audit.candidate_prefix()
 _OWN = frozenset({__file__, os.path.realpath(__file__)})
 
 
@@ -91,6 +91,22 @@ def _guarded(original: Any, what: str) -> Any:
     return refuse_to_candidate
 
 
+def replace_in_torch_modules(replacements: dict[int, tuple[Any, Any]]) -> list[str]:
+    """Put each replacement (keyed by its original's ``id``) wherever a loaded PyTorch module holds the
+    original, since ``from torch._C import f`` keeps a reference no single ``setattr`` reaches; the names
+    replaced."""
+    replaced = []
+    for module_name, module in list(sys.modules.items()):
+        if module is None or not module_name.startswith("torch"):
+            continue
+        for attr, value in list(vars(module).items()):
+            entry = replacements.get(id(value))
+            if entry is not None and value is entry[0]:
+                setattr(module, attr, entry[1])
+                replaced.append(f"{module_name}.{attr}")
+    return sorted(replaced)
+
+
 def install() -> list[str]:
     """Replace every switch wherever a loaded PyTorch module holds it; the names guarded."""
     import torch
@@ -106,13 +122,8 @@ def install() -> list[str]:
             value = getattr(module, name, None)
             if value is not None:
                 originals.setdefault(id(value), (value, f"{module_name}.{name}"))
-    wrappers = {key: _guarded(value, what) for key, (value, what) in originals.items()}
-    for module_name, module in list(sys.modules.items()):
-        if module is None or not module_name.startswith("torch"):
-            continue
-        for attr, value in list(vars(module).items()):
-            if id(value) in wrappers and value is originals[id(value)][0]:
-                setattr(module, attr, wrappers[id(value)])
+    wrappers = {key: (value, _guarded(value, what)) for key, (value, what) in originals.items()}
+    replace_in_torch_modules(wrappers)
     guarded = sorted(what for _, what in originals.values())
     for module_name, cls_name, method in METHODS:
         cls = getattr(sys.modules.get(module_name), cls_name, None)

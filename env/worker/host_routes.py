@@ -10,7 +10,7 @@ import functools
 import sys
 from typing import Any
 
-from warpgym.env.worker import policy
+from warpgym.env.worker import dispatch_guard, policy
 
 READS = {"_to_dlpack": "to_dlpack() of tensor data", "_to_dlpack_versioned": "to_dlpack() of tensor data"}
 """``torch._C`` functions that give host code a tensor's whole storage."""
@@ -22,6 +22,7 @@ BUILDS = {"_from_dlpack": "tensors built from Python data (from_dlpack)",
 def _counted(original: Any, route: str, read: bool) -> Any:
     @functools.wraps(original)
     def counted(*args: Any, **kwargs: Any) -> Any:
+        policy.refuse_foreign((args, kwargs))  # before any method of the tensor is called here
         result = original(*args, **kwargs)
         source = args[0] if read and args else result
         import torch
@@ -35,8 +36,30 @@ def _counted(original: Any, route: str, read: bool) -> Any:
     return counted
 
 
+def _install_kernel_prints() -> list[str]:
+    """Triton's interpreter runs a kernel's ``device_print`` as a Python print of the values, which the
+    candidate can capture (``sys.stdout``): each print counts the values it shows as read by host code."""
+    try:
+        from triton.runtime.interpreter import InterpreterBuilder
+    except ImportError:
+        return []
+    original = InterpreterBuilder.create_print
+    if getattr(original, "_warpgym_route", False):
+        return []
+
+    @functools.wraps(original)
+    def create_print(self: Any, prefix: Any, hex: Any, values: Any, *rest: Any) -> Any:
+        policy.count_kernel_print(sum(int(getattr(getattr(v, "data", None), "size", 1)) for v in values))
+        return original(self, prefix, hex, values, *rest)
+
+    create_print._warpgym_route = True  # type: ignore[attr-defined]
+    InterpreterBuilder.create_print = create_print  # type: ignore[method-assign]
+    return ["triton.runtime.interpreter.InterpreterBuilder.create_print"]
+
+
 def install() -> list[str]:
-    """Replace each route wherever a loaded PyTorch module holds it; the names replaced."""
+    """Replace each route wherever a loaded PyTorch module holds it, and count the interpreter's kernel
+    prints; the names replaced."""
     import torch
 
     originals: dict[int, tuple[Any, str, bool]] = {}
@@ -46,13 +69,6 @@ def install() -> list[str]:
                 value = getattr(home, name, None)
                 if value is not None and not getattr(value, "_warpgym_route", False):
                     originals.setdefault(id(value), (value, route, read))
-    wrappers = {key: _counted(value, route, read) for key, (value, route, read) in originals.items()}
-    replaced = []
-    for module_name, module in list(sys.modules.items()):
-        if module is None or not (module_name == "torch" or module_name.startswith("torch.")):
-            continue
-        for attr, value in list(vars(module).items()):
-            if id(value) in wrappers and value is originals[id(value)][0]:
-                setattr(module, attr, wrappers[id(value)])
-                replaced.append(f"{module_name}.{attr}")
-    return sorted(replaced)
+    replaced = dispatch_guard.replace_in_torch_modules(
+        {key: (value, _counted(value, route, read)) for key, (value, route, read) in originals.items()})
+    return sorted(replaced + _install_kernel_prints())

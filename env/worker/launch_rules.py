@@ -16,8 +16,9 @@ Each problem is a refusal with the kernel's name and the reason, reported as a v
 
 from __future__ import annotations
 
-import os
 from typing import Any
+
+from warpgym.env.worker import audit
 
 MAX_DISTINCT = 1024
 """Distinct (kernel, constexpr values) launches kept for compilation; more is refused, not left out."""
@@ -37,7 +38,11 @@ def _argument_problem(value: Any, depth: int = 0) -> str | None:
     import torch
 
     # A module's own parameter is a tensor as the compile sees it (its subclasses are not: they may override)
-    if type(value) in _PLAIN or type(value) is torch.Tensor or type(value) is torch.nn.Parameter:
+    if type(value) is torch.Tensor or type(value) is torch.nn.Parameter:
+        from warpgym.env.worker.tensor_objects import foreign_tensor
+
+        return foreign_tensor(value)  # Triton's runtime calls its methods (storage_offset, data_ptr)
+    if type(value) in _PLAIN:
         return None
     if (type(value) in (tuple, list) or type(value) is torch.Size) and depth < 4:
         return next(filter(None, (_argument_problem(v, depth + 1) for v in value)), None)
@@ -79,7 +84,7 @@ def _triton_code(value: Any, depth: int = 0) -> bool:
     if isinstance(value, functools.cached_property):
         return _triton_code(value.func, depth)
     if isinstance(value, types.FunctionType):
-        return not value.__code__.co_filename.startswith(_candidate_prefix())
+        return not value.__code__.co_filename.startswith(audit.candidate_prefix())
     if isinstance(value, types.BuiltinMethodType):  # a builtin type's constructor, as an enum keeps it
         owner = getattr(value, "__self__", None)
         return isinstance(owner, type) and owner.__module__ == "builtins" and value.__name__ == "__new__"
@@ -93,10 +98,6 @@ def _triton_code(value: Any, depth: int = 0) -> bool:
     if callable(value) or hasattr(type(value), "__get__"):  # a descriptor or a callable object: its class
         return depth < 2 and _triton_class(type(value), depth + 1)
     return True
-
-
-def _candidate_prefix() -> str:
-    return os.path.join(os.path.realpath(os.getcwd()), "candidate")
 
 
 def _numpy_integers() -> tuple[type, ...]:

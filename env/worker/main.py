@@ -166,6 +166,8 @@ class State:
         no fresh allocation can land in their memory, so an output there is one returned twice."""
         self.layout = False
         """The staged case is a layout task's (its host copies count as computing when timed too)."""
+        self.host_moves: int | None = None
+        """The staged case's task limits its host copies and fills per call (``Task.host_moves``)."""
 
 
 def _on_device(inputs: dict[str, Any], device: str) -> dict[str, Any]:
@@ -225,7 +227,7 @@ def _install_attachments(attachments: dict[str, str]) -> None:
 def op_load(state: State, msg: m.LoadRequest) -> m.LoadReply:
     _fresh_directory()
     state.loads += 1
-    path = Path.cwd() / f"candidate_{state.loads}.py"
+    path = Path.cwd() / f"{sandbox_layer.CANDIDATE_STEM}{state.loads}.py"
     path.write_text(msg.source)
     interpreter_compat.keep_source(str(path), msg.source)
     _install_attachments(msg.attachments)
@@ -412,7 +414,8 @@ def _run(state: State, msg: m.RunRequest) -> m.RunReply:
             gap = interpreter_compat.limitation(exc) if state.device == "cpu" else None
             if gap is not None:
                 kind, text = "interpreter", gap
-            return m.RunReply(ok=False, kind=kind, error=text, forbidden_ops=mode.forbidden(msg.layout),
+            forbidden = mode.forbidden(msg.layout, moves=msg.host_moves)
+            return m.RunReply(ok=False, kind=kind, error=text, forbidden_ops=forbidden,
                               cuda_error="CUDA" in text or "cuda" in type(exc).__name__.lower(),
                               refused_launches=list(triton_support.RECORDER.refused),
                               races=list(interpreter_grid.RACES), host_writes=_host_findings(memory),
@@ -421,7 +424,7 @@ def _run(state: State, msg: m.RunRequest) -> m.RunReply:
     seconds = time.perf_counter() - started
     trace = tracer.trace.to_wire() if isinstance(tracer, device_trace.traced) else None
     mutated = [k for k, v in before.items() if not same_bits(v, inputs[k])]
-    forbidden = {**refused, **mode.forbidden(msg.layout)}
+    forbidden = {**refused, **mode.forbidden(msg.layout, moves=msg.host_moves)}
     bad_types = [type(o).__name__ for o in outputs if type(o) is not torch.Tensor]
     if bad_types:
         return m.RunReply(ok=False, kind="output", forbidden_ops=forbidden, device_trace=trace,
@@ -626,7 +629,7 @@ def op_stage(state: State, msg: m.StageRequest) -> m.StageReply:
     NaN guards), so an input's storage, offset and neighbours tell a timed call from a checked one no more
     than its values do."""
     state.spin_cycles, state.poison_bytes, state.output_bytes = 0, msg.poison_bytes, list(msg.output_bytes)
-    state.layout = msg.layout
+    state.layout, state.host_moves = msg.layout, msg.host_moves
     try:
         state.staged_entry, _ = _entry(state, msg.model)
     except models.ModelBuildError as exc:
@@ -724,7 +727,7 @@ def _time_block(state: State, msg: m.TimeBlockRequest) -> m.TimeBlockReply:
     calls_made = warmed + len(calls.event_ms) + calls.retimed
     return m.TimeBlockReply(ok=True, event_ms=calls.event_ms, wall_ms=calls.wall_ms, issue_ms=calls.issue_ms,
                             starved=calls.starved, retimed=calls.retimed, warmup_call_ms=warmup_ms,
-                            forbidden_ops=mode.forbidden(state.layout, calls=calls_made),
+                            forbidden_ops=mode.forbidden(state.layout, calls_made, state.host_moves),
                             tampered=[*tampered(), *mode.left_modes], out_of_bounds=overrun,
                             device_trace=trace, sample=sample, sample_error=sample_error)
 

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode, _get_current_function_mode_stack
 from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode_stack
-from warpgym.env.worker import audit
+from warpgym.env.worker import audit, tensor_objects
 
 # Allocation, views, layout copies and scalar reads: what a kernel wrapper needs.
 ALLOWED_OPS = frozenset({
@@ -39,6 +39,9 @@ LAYOUT_COPIES = frozenset({"clone", "copy_", "_to_copy", "to", "_copy_from", "_c
                            "lift_fresh_copy"})
 """Allowed ops that move tensor data on the host's behalf: a layout task's whole answer (a transpose is a
 ``contiguous()`` of a transposed view), so there they count as computing."""
+MOVES = LAYOUT_COPIES | {"fill_", "zero_"}
+"""Host ops that put data into a tensor (with any op given ``out=``): limited per call in a task that
+declares ``host_moves``."""
 RELAYOUTS = frozenset({"clone", "copy_", "_to_copy"})
 RELAYOUT_NOTE = "(a layout-changing copy: on a GPU, a PyTorch kernel)"
 
@@ -65,6 +68,9 @@ and serialisation (``torch.save`` pickles through ``__reduce_ex__``)."""
 PRINTING_METHODS = frozenset({"__repr__", "__format__", "__str__"})
 """Tensor methods that write its values out as text: PyTorch prints with every mode popped, so no read
 inside is seen; each counts the elements the print shows (all of them, up to the print threshold)."""
+ELEMENT_CALLBACKS = frozenset({"apply_", "map_", "map2_"})
+"""Tensor methods that call a Python function on every element (a C loop no dispatch mode sees): each
+element of each tensor given is read by host Python."""
 WHOLE_STORAGE_READS = HOST_READ_METHODS - {"tolist"}
 """Of those, the routes that give host code the tensor's whole storage, not only the view's elements: a
 NumPy view can be widened with ``as_strided``, a storage serialised whole. They count every element the
@@ -87,8 +93,7 @@ def _names(path: str) -> frozenset[str]:
 _HARNESS_DIRS = _folders(os.path.dirname(os.path.abspath(__file__)))
 """``env/``: the worker's own code (the launch recorder, the timing loop)."""
 _OWN_FILES = _names(__file__)
-_CANDIDATE_PREFIX = os.path.join(os.path.realpath(os.getcwd()), "candidate_")
-"""The worker writes each candidate module as ``candidate_N.py`` in its own directory, its cwd."""
+_CANDIDATE_PREFIX = audit.candidate_prefix()
 
 
 @functools.cache
@@ -174,6 +179,8 @@ class PolicyMode(TorchDispatchMode):
         """Elements moved between tensors and host Python, by route (see HOST_ELEMENT_LIMIT)."""
         self.relayouts: Counter[str] = Counter()
         """Copies that change a tensor's layout (``_relayout``), refused in every task."""
+        self.moves = 0
+        """Copies and fills (``MOVES``)."""
         self.left_modes: list[str] = []
         """What the watched code left on PyTorch's mode stacks, as the tamper report words it
         (``_restore_stacks``)."""
@@ -186,8 +193,18 @@ class PolicyMode(TorchDispatchMode):
         for mode in self.recorders():
             mode.host[route] += elements
 
+    def refuse_foreign(self, tree: Any) -> None:
+        """Refuse an op on a tensor the worker may not call methods on (``tensor_objects``), before any
+        handler does: the refusal is counted even where the candidate catches the error."""
+        foreign = tensor_objects.first_foreign(tree)
+        if foreign is not None:
+            for mode in self.recorders():
+                mode.ops[f"an op on {foreign}"] += 1
+            raise RuntimeError(f"the worker refuses {foreign}")
+
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
+        self.refuse_foreign((args, kwargs))
         if _origin(sys._getframe(1), self.paused > 0):
             for mode in self.recorders():
                 mode.record(func, args, kwargs)
@@ -200,6 +217,7 @@ class PolicyMode(TorchDispatchMode):
         elif name in ALLOWED_OPS and not _kernels_as_shipped(func):
             name = f"{name} (its implementation was replaced)"
         self.ops[name] += 1
+        self.moves += name in MOVES or "out" in kwargs  # torch.ones((), out=row) fills what exists
         if name == "_to_copy" and args and isinstance(args[0], torch.Tensor):
             dtype = kwargs.get("dtype")
             if dtype is not None and dtype != args[0].dtype:
@@ -220,14 +238,18 @@ class PolicyMode(TorchDispatchMode):
             # a tensor over a storage built from host bytes (UntypedStorage.from_buffer): Python data
             self.host["tensors built from Python data (torch.tensor)"] += storage_elements(args[1], args[0])
 
-    def forbidden(self, layout: bool = False, calls: int = 1) -> dict[str, int]:
-        """The ops and host routes the candidate may not use; for a layout task also the host copies.
-        ``calls`` entrypoint calls ran under this mode (a timing block): the host limit holds per call,
-        so a few offsets read by every call of a long block are not counted as the host computing."""
+    def forbidden(self, layout: bool = False, calls: int = 1, moves: int | None = None) -> dict[str, int]:
+        """The ops and host routes the candidate may not use; for a layout task also the host copies, and
+        beyond ``moves`` per call (``Task.host_moves``) the copies and fills. ``calls`` entrypoint calls ran
+        under this mode (a timing block): the host limits hold per call, so a few offsets read by every call
+        of a long block are not counted as the host computing."""
         refused = LAYOUT_COPIES if layout else frozenset()
         found = {op: n for op, n in self.ops.items() if op not in ALLOWED_OPS or op in refused}
         found.update({f"cast {c}": n for c, n in self.casts.items()})
         found.update(self.relayouts)
+        if moves is not None and self.moves > moves * max(1, calls):
+            found[f"host copies and fills beyond {moves} per call (this task's answer is data picked by "
+                  "indices: a kernel must move it)"] = self.moves
         limit = HOST_ELEMENT_LIMIT * max(1, calls)
         found.update({f"host: {route}": n for route, n in self.host.items() if n > limit})
         return found
@@ -268,10 +290,14 @@ class HostReadMode(TorchFunctionMode):
         self.policy = policy
 
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        self.policy.refuse_foreign((args, kwargs))
         name = getattr(func, "__name__", "")
         if name in PRINTING_METHODS and args and isinstance(args[0], torch.Tensor) \
                 and _origin(sys._getframe(1), self.policy.paused > 0):
             self.policy.count_host(f"{name}() of tensor data (its printed values)", _printed(args[0]))
+        elif name in ELEMENT_CALLBACKS and _origin(sys._getframe(1), self.policy.paused > 0):
+            read = sum(a.numel() for a in args if isinstance(a, torch.Tensor))
+            self.policy.count_host(f"{name}() of tensor data (a Python function of each element)", read)
         elif name in HOST_READ_METHODS and args and isinstance(args[0], torch.Tensor) \
                 and _origin(sys._getframe(1), self.policy.paused > 0):
             tensor = args[0]
@@ -290,6 +316,23 @@ def _launching_here() -> tuple[PolicyMode, ...]:
     """The modes a launch on this thread pauses: the candidate thread's own, or the worker's watches."""
     mode = getattr(_threads, "mode", None)
     return (mode,) if mode is not None else tuple(_active)
+
+
+def refuse_foreign(tree: Any) -> None:
+    """``PolicyMode.refuse_foreign`` for code outside the modes (a host route's counter): counted in each
+    watch on this thread, and refused in any case."""
+    foreign = tensor_objects.first_foreign(tree)
+    if foreign is not None:
+        for mode in _launching_here():
+            mode.ops[f"an op on {foreign}"] += 1
+        raise RuntimeError(f"the worker refuses {foreign}")
+
+
+def count_kernel_print(elements: int) -> None:
+    """Values a kernel printed in the interpreter (a Python print the candidate can capture): counted in
+    each watch on this thread as read by host code, whoever's frame is nearest (Triton's, during a launch)."""
+    for mode in _launching_here():
+        mode.count_host("device_print() in a kernel (its printed values)", elements)
 
 
 def count_host_route(route: str, elements: int, frame: Any) -> None:

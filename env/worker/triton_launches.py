@@ -64,12 +64,12 @@ class LaunchRecorder:
         self.count += 1
         if self.keep:  # an unrecorded launch (the harness's, the timing loop's) is not named either
             ORDER.add(getattr(fn, "__name__", "?"))
-        self.storages.update(filter(None, map(_storage, (*args, *kwargs.values()))))
         try:
             launch_rules.plain_arguments(fn, args, kwargs)
         except launch_rules.LaunchRefused as exc:
             self.refused.append(str(exc))
             raise
+        self.storages.update(filter(None, map(_storage, (*args, *kwargs.values()))))
         if not self.keep:
             return None
         key = launch_rules.launch_key(fn, args, kwargs)
@@ -129,8 +129,7 @@ def _own_code() -> tuple[str, ...]:
     """Where code a launch may call lives: the candidate's module (in the worker's directory) and Triton."""
     import triton
 
-    return (os.path.join(os.path.realpath(os.getcwd()), "candidate_"),
-            os.path.dirname(os.path.realpath(triton.__file__)) + os.sep)
+    return (sandbox_layer.candidate_prefix(), os.path.dirname(os.path.realpath(triton.__file__)) + os.sep)
 
 
 def install_recorder() -> None:

@@ -20,6 +20,11 @@ _COPY_DTYPES = ("float32", "float16", "bfloat16")
 _DISTS = ("normal", "uniform")
 
 
+HOST_MOVES = 4
+"""Host copies and fills per call a wrapper of an index task may make (an output cleared or copied from its
+base, say): a row-by-row copy at offsets read from the indices would be the answer itself."""
+
+
 def _mn(m: int, n: int, dtype: str, **extra) -> dict:
     return {"m": m, "n": n, "dtype": dtype, **extra}
 
@@ -32,6 +37,7 @@ def _gather_inputs(case, s):
 
 register(Task(
     id="index/gather",
+    host_moves=HOST_MOVES,
     entrypoint="gather",
     signature="def gather(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor",
     description="""
@@ -76,6 +82,7 @@ def _vdn(v: int, d: int, n: int) -> dict:
 
 register(Task(
     id="index/scatter-add",
+    host_moves=HOST_MOVES,
     entrypoint="scatter_add",
     signature="def scatter_add(base: torch.Tensor, index: torch.Tensor, src: torch.Tensor) -> torch.Tensor",
     description="""
@@ -112,6 +119,7 @@ def _index_copy_inputs(case, s):
 
 register(Task(
     id="index/index-copy",
+    host_moves=HOST_MOVES,
     entrypoint="index_copy",
     signature="def index_copy(base: torch.Tensor, index: torch.Tensor, src: torch.Tensor) -> torch.Tensor",
     description="""
@@ -149,6 +157,7 @@ def _index_select_inputs(case, s):
 
 register(Task(
     id="index/index-select",
+    host_moves=HOST_MOVES,
     entrypoint="index_select",
     signature="def index_select(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor",
     description="""
@@ -186,6 +195,7 @@ def _emb(b: int, s: int, v: int, d: int, dtype: str) -> dict:
 
 register(Task(
     id="index/embedding",
+    host_moves=HOST_MOVES,
     entrypoint="embedding",
     signature="def embedding(indices: torch.Tensor, weight: torch.Tensor) -> torch.Tensor",
     description="""
@@ -215,6 +225,7 @@ weight. V can be large (a vocabulary of 128k rows).
 # ---------------------------------------------------------------------------------------------- one-hot
 register(Task(
     id="index/one-hot",
+    host_moves=HOST_MOVES,
     entrypoint="one_hot",
     signature="def one_hot(labels: torch.Tensor, num_classes: int) -> torch.Tensor",
     description="""
@@ -246,6 +257,7 @@ def _masked_fill_inputs(case, s):
 
 register(Task(
     id="index/masked-fill",
+    host_moves=HOST_MOVES,
     entrypoint="masked_fill",
     signature="def masked_fill(x: torch.Tensor, mask: torch.Tensor, value: float) -> torch.Tensor",
     description="""

@@ -1,5 +1,5 @@
 """The red-team suite: every known way to fool a kernel benchmark, tried in earnest, must fail here with
-a specific reason (DESIGN.md, "Evaluation you can trust"; issue 7).
+a specific reason (DESIGN.md, "Evaluation you can trust").
 
 Each candidate in ``candidates/`` is written to pass a naive harness. Several dodge the static scan on
 purpose, so that the run-time layer (the ATen-op watcher, the audit layer of the sandbox, the checks

@@ -1,5 +1,5 @@
 """The red-team candidates whose loophole exists only on a GPU: work on a side stream, timers patched
-during the timing loop, results that depend on uninitialised shared memory (issue 7).
+during the timing loop, results that depend on uninitialised shared memory.
 
 Run on the H200 machine: ``python -m pytest tests/gpu/test_adversarial_gpu.py -m gpu``. Skipped
 without CUDA (tests/conftest.py).

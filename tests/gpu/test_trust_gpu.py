@@ -38,6 +38,11 @@ DEVICE_ATTACKS = [
                                                       "torch-internals"}),
     ("result_iter_compute", "math/add", {"device-library-kernel", "torch-op", "output-type"}),
     ("layout_transpose_contiguous", "index/transpose", {"device-library-kernel", "torch-op"}),
+    ("tensor_subclass_method_in_policy", "normalization/softmax", {"device-library-kernel", "torch-op"}),
+    ("tensor_attribute_shadows_launch_method", "normalization/softmax", {"device-library-kernel",
+                                                                         "uncompiled-kernel"}),
+    ("storage_attribute_shadows_launch_method", "math/add", {"device-library-kernel", "uncompiled-kernel"}),
+    ("index_rows_copied_on_host", "index/embedding", {"device-library-kernel", "torch-op"}),
     ("layout_pad_fill_copy", "spatial/pad-constant", {"device-library-kernel", "torch-op"}),
     ("dlpack_numpy", "normalization/softmax", {"device-host-copy", "host-compute"}),
     # A graph replay is no PyTorch op: the capture is seen when it runs under the import's policy, and a
