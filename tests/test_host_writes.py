@@ -121,3 +121,21 @@ def test_fresh_poison_fills_what_asks_for_no_values_and_leaves_what_asks_for_val
         full = torch.full((3,), 2.0)
     assert torch.isnan(empty).all() and (like == -1).all() and torch.isnan(strided).all()
     assert (zeros == 0).all() and (full == 2).all()
+
+
+def test_bytes_a_resize_adds_hold_the_poison_and_the_bytes_it_keeps_hold_their_values():
+    """Grown from nothing, a storage would hold the OS's zero pages: an accumulator assumed to start at zero
+    (``torch.empty(0).resize_(n)`` under atomics) would pass by chance, as with an unpoisoned allocation."""
+    from warpgym.env.worker.host_writes import FreshPoison
+
+    with HostWrites() as watch:
+        grown = torch.empty(0).resize_(1 << 16)
+        kept = torch.arange(4.0)
+        kept.resize_(1 << 14)
+        watch.check_outputs([grown, kept])
+    assert torch.isnan(grown).all() and torch.isnan(kept[4:]).all()
+    assert kept[:4].tolist() == [0.0, 1.0, 2.0, 3.0]
+    assert watch.findings == []
+    with FreshPoison():
+        grown = torch.empty(0).resize_(1 << 16)
+    assert torch.isnan(grown).all()

@@ -96,6 +96,23 @@ def trust(storage: Any) -> None:
     _register(storage, _memory(storage).copy())
 
 
+GROWING = frozenset({"resize_", "resize_as_"})
+"""Ops that can enlarge a tensor's storage in place: the bytes they add hold whatever the allocator gave."""
+
+
+def _sizes(args: Any) -> list[tuple[Any, int]]:
+    """The storage an in-place resize acts on, with its size before."""
+    return [(storage, storage.nbytes()) for storage in _storages(list(args[:1]))]
+
+
+def _poison_growth(before: list[tuple[Any, int]]) -> None:
+    """The bytes a resize added get the poison, as a fresh allocation does: grown from nothing, a storage
+    would otherwise hold the OS's zero pages, and an accumulator assumed to start at zero would pass."""
+    for storage, size in before:
+        if storage.nbytes() > size:
+            poison_storage(storage, start=size)
+
+
 def _poison(storage: Any) -> None:
     if storage.nbytes():
         _memory(storage).fill(POISON_BYTE)
@@ -204,7 +221,10 @@ class HostWrites(TorchDispatchMode):
         if name not in NO_DATA:
             for storage in inputs:
                 self.check(storage, f"before the PyTorch op {name}")
+        grown = _sizes(args) if name in GROWING else None
         out = func(*args, **kwargs)
+        if grown is not None:
+            _poison_growth(grown)
         known = {id(s) for s in inputs}
         fresh = [s for s in _storages(out) if id(s) not in known]
         if name in ALLOCATIONS:
@@ -252,21 +272,24 @@ class FreshPoison(TorchDispatchMode):
     trace shows it as a memset (allowed), not as a kernel the candidate ran."""
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        grown = _sizes(args) if func.overloadpacket.__name__ in GROWING else None
         out = func(*args, **(kwargs or {}))
         if func.overloadpacket.__name__ in ALLOCATIONS and isinstance(out, torch.Tensor) and out.numel():
             poison_storage(out.untyped_storage())
+        if grown is not None:
+            _poison_growth(grown)
         return out
 
 
-def poison_storage(storage: torch.UntypedStorage) -> None:
-    """Every byte of ``storage`` set to the poison, in stream order."""
+def poison_storage(storage: torch.UntypedStorage, start: int = 0) -> None:
+    """Every byte of ``storage`` from ``start`` on set to the poison, in stream order."""
     if storage.device.type == "cuda":
         from cuda.bindings import driver as cu
         from warpgym.env.toolchain.driver import check
 
         stream = torch.cuda.current_stream(storage.device).cuda_stream
-        filled = cu.cuMemsetD8Async(storage.data_ptr(), POISON_BYTE, storage.nbytes(), stream)
+        filled = cu.cuMemsetD8Async(storage.data_ptr() + start, POISON_BYTE, storage.nbytes() - start, stream)
         check(filled, "cuMemsetD8Async")
         return
     whole = torch.empty(0, dtype=torch.uint8, device=storage.device)
-    whole.set_(storage, 0, (storage.nbytes(),)).fill_(POISON_BYTE)
+    whole.set_(storage, start, (storage.nbytes() - start,)).fill_(POISON_BYTE)
