@@ -77,7 +77,7 @@ NumPy view can be widened with ``as_strided``, a storage serialised whole. They 
 storage holds."""
 
 
-STORAGES = (torch.UntypedStorage, torch.TypedStorage)
+STORAGES = tensor_objects.PLAIN_STORAGES
 
 def _folders(path: str) -> tuple[str, ...]:
     """The folder holding ``path``, as imported and as resolved: frames name their files the way they were
@@ -194,13 +194,8 @@ class PolicyMode(TorchDispatchMode):
             mode.host[route] += elements
 
     def refuse_foreign(self, tree: Any) -> None:
-        """Refuse an op on a tensor the worker may not call methods on (``tensor_objects``), before any
-        handler does: the refusal is counted even where the candidate catches the error."""
-        foreign = tensor_objects.first_foreign(tree)
-        if foreign is not None:
-            for mode in self.recorders():
-                mode.ops[f"an op on {foreign}"] += 1
-            raise RuntimeError(f"the worker refuses {foreign}")
+        """Refuse an op on a tensor the worker may not call methods on, before any handler does."""
+        _refuse_foreign(tree, self.recorders())
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
@@ -318,14 +313,20 @@ def _launching_here() -> tuple[PolicyMode, ...]:
     return (mode,) if mode is not None else tuple(_active)
 
 
+def _refuse_foreign(tree: Any, modes: tuple[PolicyMode, ...]) -> None:
+    """Raise on a tensor or storage of ``tree`` the worker may not call methods on (``tensor_objects``),
+    counted first in ``modes``, so the refusal stands even where the candidate catches the error."""
+    foreign = tensor_objects.first_foreign(tree)
+    if foreign is not None:
+        for mode in modes:
+            mode.ops[f"an op on {foreign}"] += 1
+        raise RuntimeError(f"the worker refuses {foreign}")
+
+
 def refuse_foreign(tree: Any) -> None:
     """``PolicyMode.refuse_foreign`` for code outside the modes (a host route's counter): counted in each
     watch on this thread, and refused in any case."""
-    foreign = tensor_objects.first_foreign(tree)
-    if foreign is not None:
-        for mode in _launching_here():
-            mode.ops[f"an op on {foreign}"] += 1
-        raise RuntimeError(f"the worker refuses {foreign}")
+    _refuse_foreign(tree, _launching_here())
 
 
 def count_kernel_print(elements: int) -> None:

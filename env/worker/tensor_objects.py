@@ -32,12 +32,12 @@ def _shadowing(value: Any, cls: type, what: str) -> str | None:
     return None
 
 
-def foreign_storage(value: Any) -> str | None:
+def foreign_storage(value: Any, what: str = "a storage") -> str | None:
     """Why the worker may not call methods on ``value``, a storage (a tensor's, or one given to ``set_``)."""
     kind = type(value)
     if kind not in PLAIN_STORAGES:
-        return f"a storage of the class {kind.__name__} (a subclass: its methods are the candidate's code)"
-    return _shadowing(value, kind, "a storage")
+        return f"{what} of the class {kind.__name__} (a subclass: its methods are the candidate's code)"
+    return _shadowing(value, kind, what)
 
 
 def foreign_tensor(value: Any) -> str | None:
@@ -54,7 +54,7 @@ def foreign_tensor(value: Any) -> str | None:
                 storage = _STORAGE_OF(value)
         except (RuntimeError, NotImplementedError):  # a sparse or nested tensor has no storage to ask
             return None
-        found = _shadowing(storage, type(storage), "the storage of a tensor")
+        found = foreign_storage(storage, "the storage of a tensor")
     return found
 
 
@@ -63,7 +63,7 @@ def first_foreign(tree: Any, depth: int = 0) -> str | None:
     dicts that is not plain."""
     if isinstance(tree, torch.Tensor):
         return foreign_tensor(tree)
-    if isinstance(tree, PLAIN_STORAGES) or isinstance(tree, torch._C.StorageBase):
+    if isinstance(tree, (torch.TypedStorage, torch._C.StorageBase)):  # UntypedStorage is a StorageBase
         return foreign_storage(tree)
     if depth < 4 and type(tree) in (tuple, list):
         return next(filter(None, (first_foreign(v, depth + 1) for v in tree)), None)
